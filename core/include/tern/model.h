@@ -1,0 +1,128 @@
+/*
+ * tern/model.h: the ops table of a model plugin (TERN_KIND_MODEL).
+ *
+ * A model is a differentiable function tokens -> per-token log-probs and knows
+ * nothing of RL (DESIGN.md §2): the core's algorithms compute dL/dlogp (and
+ * dL/dentropy) per token and hand them back for the backward pass.
+ *
+ * Sequences: token ids are int32. For a sequence x[0..len), position i >= 1 has
+ * logp[i] = log p(x[i] | x[0..i)) and entropy[i] = H(p(. | x[0..i))); arrays of
+ * per-position values have `len` entries and entry 0 is unused (set to 0).
+ *
+ * Memory: buffers the model allocates for the caller (generate outputs,
+ * tokenize, detokenize) are freed with ops->free_buffer.
+ *
+ * Thread-safety: one instance is driven by one thread at a time (the role that
+ * owns it); different instances may run concurrently. The instance's own
+ * thread count is its `threads` setting.
+ */
+#ifndef TERN_MODEL_H
+#define TERN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi.h"
+#include "host.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One prompt to continue, n_samples times. */
+typedef struct tern_gen_request {
+    size_t size;              /* sizeof(tern_gen_request) as built by the caller */
+    const int32_t *prompt;    /* prompt token ids */
+    size_t prompt_len;
+    uint32_t n_samples;       /* continuations to draw (>= 1) */
+    uint32_t max_new_tokens;  /* stop after this many generated tokens */
+    float temperature;        /* 0: greedy; else logits / temperature */
+    int32_t top_k;            /* keep the k most likely tokens; 0: off */
+    float top_p;              /* keep the smallest set with mass >= top_p; 1: off */
+    const int32_t *stop;      /* generation ends after any of these ids */
+    size_t n_stop;
+    uint64_t seed;            /* same seed, request and thread count: same output */
+} tern_gen_request;
+
+/* One generated continuation. The model fills it; the caller frees tokens and
+ * logprobs with ops->free_buffer. */
+typedef struct tern_gen_output {
+    size_t size;       /* set by the caller to sizeof(tern_gen_output) */
+    int32_t *tokens;   /* the new tokens only (prompt excluded) */
+    float *logprobs;   /* logprobs[i]: log-prob of tokens[i] under the distribution
+                          actually sampled from (after temperature and truncation) */
+    size_t len;
+    uint32_t finish;   /* 1: a stop token, 2: max_new_tokens */
+} tern_gen_output;
+
+/* A sequence to score or train on; positions [start, len) count. */
+typedef struct tern_sequence {
+    size_t size;           /* sizeof(tern_sequence) as built by the caller */
+    const int32_t *tokens;
+    size_t len;
+    size_t start;          /* first position whose log-prob is wanted (>= 1) */
+} tern_sequence;
+
+/* A named parameter tensor, for weight transport and checkpoints. The data
+ * stays owned by the model and valid until destroy or load. */
+typedef struct tern_tensor {
+    size_t size;           /* set by the caller to sizeof(tern_tensor) */
+    const char *name;      /* Hugging Face name, e.g. "model.layers.0.self_attn.q_proj.weight" */
+    uint32_t dtype;        /* 1: f32, 2: bf16, 3: f16 */
+    uint32_t ndim;
+    int64_t shape[4];
+    void *data;
+    size_t bytes;
+} tern_tensor;
+
+/* Optimiser step settings, chosen by the core (which owns the lr schedule). */
+typedef struct tern_optim_step {
+    size_t size;        /* sizeof(tern_optim_step) as built by the caller */
+    double lr;          /* learning rate for this step */
+    double beta1, beta2, eps, weight_decay; /* AdamW */
+    double grad_clip;   /* clip the global gradient norm to this; <= 0: off */
+    double grad_norm;   /* out: the global norm before clipping */
+} tern_optim_step;
+
+typedef struct tern_model_ops {
+    size_t size; /* sizeof(tern_model_ops) as built */
+
+    /* Make an instance: fresh from settings, or loaded from a directory. */
+    int (*create)(tern_ctx *ctx, void **state);
+    void (*destroy)(void *state);
+    /* Free a buffer this model allocated for the caller. NULL is fine. */
+    void (*free_buffer)(void *state, void *p);
+
+    /* Text <-> token ids. Output arrays are allocated by the model. */
+    int (*tokenize)(void *state, const char *text, size_t text_len, int add_bos,
+                    int32_t **ids, size_t *n);
+    int (*detokenize)(void *state, const int32_t *ids, size_t n, char **text, size_t *text_len);
+
+    /* Generate: outs has n_req blocks of req[i].n_samples outputs, in order. */
+    int (*generate)(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs);
+
+    /* Teacher-forced per-position log-probs and entropies; each output array
+     * of the i-th sequence has seqs[i].len entries. entropies may be NULL. */
+    int (*score)(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
+                 float **entropies);
+
+    /* Forward and backward on a batch, accumulating parameter gradients from
+     * dL/dlogp (and dL/dentropy, NULL when zero) per position. */
+    int (*backward)(void *state, const tern_sequence *seqs, size_t n, const float *const *dlogp,
+                    const float *const *dentropy);
+    /* Clip, apply AdamW with step->lr, zero the gradients. */
+    int (*step)(void *state, tern_optim_step *step);
+
+    /* The named parameter tensors: *out points to an array owned by the model. */
+    int (*tensors)(void *state, const tern_tensor **out, size_t *n);
+
+    /* Save to / load from a Hugging Face-shaped directory (config.json,
+     * model.safetensors, tokenizer); `with_optimizer` includes AdamW state. */
+    int (*save)(void *state, const char *dir, int with_optimizer);
+    int (*load)(void *state, const char *dir, int with_optimizer);
+} tern_model_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TERN_MODEL_H */

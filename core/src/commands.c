@@ -1,0 +1,186 @@
+/* commands.c: the commands of the embedding API (tern/libtern.h): check,
+ * run, plugins. Each returns an exit code and prints problems to `err`. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_schema.h"
+#include "errmsg.h"
+#include "log.h"
+#include "rundir.h"
+#include "session.h"
+#include "tern/libtern.h"
+
+const char *tern_version_string(void) { return TERN_VERSION_STRING; }
+
+static FILE *out_of(const tern_invocation *inv) { return inv->out ? inv->out : stdout; }
+static FILE *err_of(const tern_invocation *inv) { return inv->err ? inv->err : stderr; }
+
+static int exit_code(int status)
+{
+    if (status == TERN_OK)
+        return TERN_EXIT_OK;
+    if (status == TERN_EINTR)
+        return TERN_EXIT_INTERRUPTED;
+    return status == TERN_ECONFIG ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+}
+
+static int bad_invocation(const tern_invocation *inv)
+{
+    return !inv || inv->size < sizeof(tern_invocation) ||
+           (inv->n_overrides && !inv->overrides);
+}
+
+/* Open a session and report its problems; returns the exit code. */
+static int open_session(const tern_invocation *inv, tern_session *s, int start)
+{
+    tern_diag d;
+    tern_diag_init(&d);
+    tern_log_set_stream(err_of(inv));
+    int rc = tern_session_open(s, inv->config_path, inv->overrides, inv->n_overrides, start, &d);
+    if (d.n) {
+        tern_diag_print(&d, err_of(inv));
+        if (rc == TERN_OK)
+            rc = TERN_ECONFIG;
+    }
+    tern_diag_free(&d);
+    return exit_code(rc);
+}
+
+int tern_cmd_check(const tern_invocation *inv)
+{
+    if (bad_invocation(inv) || !inv->config_path)
+        return TERN_EXIT_USAGE;
+    tern_session s;
+    int code = open_session(inv, &s, 1);
+    if (code == TERN_EXIT_OK) {
+        tern_session_describe(&s, out_of(inv));
+        fprintf(out_of(inv), "ok: %s is valid\n", inv->config_path);
+    }
+    tern_session_close(&s);
+    tern_log_set_stream(NULL);
+    return code;
+}
+
+int tern_cmd_run(const tern_invocation *inv)
+{
+    if (bad_invocation(inv) || !inv->config_path)
+        return TERN_EXIT_USAGE;
+    tern_session s;
+    int code = open_session(inv, &s, 1);
+    if (code != TERN_EXIT_OK)
+        goto done;
+
+    const char *name = "run", *out_dir = "runs";
+    config_lookup_string(&s.config.cfg, "run.name", &name);
+    config_lookup_string(&s.config.cfg, "run.out_dir", &out_dir);
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    int rc = tern_rundir_create(out_dir, name, dir, sizeof dir);
+    if (rc == TERN_OK)
+        rc = tern_rundir_write_config(dir, &s.config);
+    if (rc == TERN_OK) {
+        snprintf(path, sizeof path, "%s/log.txt", dir);
+        rc = tern_log_open_file(path);
+    }
+    if (rc != TERN_OK) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+        code = exit_code(rc);
+        goto done;
+    }
+    tern_logf(TERN_LOG_INFO, "run", "run directory %s (config %s, seed %llu)", dir,
+              inv->config_path, (unsigned long long)s.seed);
+    for (size_t i = 0; i < s.n_inst; i++) {
+        const tern_instance *in = &s.inst[i];
+        if (in->entry)
+            tern_logf(TERN_LOG_INFO, "run", "%s: %s %s (%s)", in->label, in->entry->name,
+                      in->entry->plugin->desc->version, in->entry->path);
+    }
+    /* What a run does beyond setting up lands with the learning loop (roles,
+     * algorithms, data); until then, say so instead of pretending. */
+    tern_logf(TERN_LOG_INFO, "run",
+              "every plugin started; this tern has no learning loop yet (explorer and trainer "
+              "roles arrive with it), so the run ends after setup");
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    rc = tern_trace_write(s.trace, path);
+    if (rc != TERN_OK) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+        code = exit_code(rc);
+        goto done;
+    }
+    fprintf(out_of(inv), "%s\n", dir);
+done:
+    tern_session_close(&s);
+    tern_log_close_file();
+    tern_log_set_stream(NULL);
+    return code;
+}
+
+int tern_cmd_plugins(const tern_invocation *inv)
+{
+    if (bad_invocation(inv))
+        return TERN_EXIT_USAGE;
+    FILE *out = out_of(inv);
+    tern_registry r;
+    int rc;
+    tern_config cfg;
+    char **dirs = NULL;
+    size_t ndirs = 0;
+    if (inv->config_path) {
+        /* Only plugin_path matters here; a full check is `tern check`. */
+        tern_diag d;
+        tern_diag_init(&d);
+        rc = tern_config_read_file(&cfg, inv->config_path, &d);
+        for (size_t i = 0; rc == TERN_OK && i < inv->n_overrides; i++)
+            rc = tern_config_override(&cfg, inv->overrides[i], &d);
+        tern_diag_print(&d, err_of(inv));
+        tern_diag_free(&d);
+        if (rc != TERN_OK) {
+            if (cfg.live)
+                tern_config_free(&cfg);
+            return exit_code(rc == TERN_ENOMEM ? rc : TERN_ECONFIG);
+        }
+        rc = tern_config_plugin_dirs(&cfg, &dirs, &ndirs);
+        tern_config_free(&cfg);
+        if (rc != TERN_OK) {
+            fprintf(err_of(inv), "%s\n", tern_error_message());
+            return exit_code(rc);
+        }
+    }
+    rc = tern_registry_init(&r, (const char *const *)dirs, ndirs);
+    tern_config_free_dirs(dirs, ndirs);
+    if (rc == TERN_OK)
+        rc = tern_registry_scan(&r, tern_host_table());
+    if (rc != TERN_OK) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+        tern_registry_free(&r);
+        return exit_code(rc);
+    }
+    fprintf(out, "search path:\n");
+    for (size_t i = 0; i < r.n_dirs; i++)
+        fprintf(out, "  %s\n", r.dirs[i]);
+    size_t accepted = 0, refused = 0;
+    for (size_t i = 0; i < r.n; i++)
+        accepted += r.entries[i].plugin != NULL;
+    fprintf(out, "\n%-16s %-7s %-9s %-5s %s\n", "NAME", "KIND", "VERSION", "ABI", "FILE");
+    for (size_t i = 0; i < r.n; i++) {
+        const tern_registry_entry *e = &r.entries[i];
+        if (!e->plugin)
+            continue;
+        const tern_plugin_descriptor *dsc = e->plugin->desc;
+        fprintf(out, "%-16s %-7s %-9s %u.%-3u %s\n", dsc->name, tern_kind_name(dsc->kind),
+                dsc->version ? dsc->version : "-", dsc->abi_major, dsc->abi_minor, e->path);
+        if (dsc->summary && *dsc->summary)
+            fprintf(out, "%-16s %s\n", "", dsc->summary);
+    }
+    if (!accepted)
+        fprintf(out, "(no plugins found)\n");
+    for (size_t i = 0; i < r.n; i++) {
+        if (!r.entries[i].refusal)
+            continue;
+        if (!refused++)
+            fprintf(out, "\nrefused:\n");
+        fprintf(out, "  %s\n", r.entries[i].refusal);
+    }
+    tern_registry_free(&r);
+    return TERN_EXIT_OK;
+}

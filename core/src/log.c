@@ -1,0 +1,100 @@
+/* log.c: leveled logging to stderr and log.txt (see log.h). */
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "errmsg.h"
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static tern_log_level log_level = TERN_LOG_INFO;
+static FILE *log_file;
+static FILE *log_stream;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void tern_log_set_level(tern_log_level level)
+{
+    pthread_mutex_lock(&log_lock);
+    log_level = level;
+    pthread_mutex_unlock(&log_lock);
+}
+
+int tern_log_level_parse(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int tern_log_open_file(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return tern_errorf(TERN_EIO, "%s: cannot open log file: %s", path, strerror(errno));
+    pthread_mutex_lock(&log_lock);
+    if (log_file)
+        fclose(log_file);
+    log_file = f;
+    pthread_mutex_unlock(&log_lock);
+    return TERN_OK;
+}
+
+void tern_log_close_file(void)
+{
+    pthread_mutex_lock(&log_lock);
+    if (log_file)
+        fclose(log_file);
+    log_file = NULL;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_log_set_stream(FILE *stream)
+{
+    pthread_mutex_lock(&log_lock);
+    log_stream = stream;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list ap)
+{
+    if ((int)level < 0 || level > TERN_LOG_DEBUG)
+        level = TERN_LOG_ERROR;
+    char line[4096];
+    vsnprintf(line, sizeof line, fmt, ap);
+    /* One line per call: a plugin's embedded newlines would break log.txt's format. */
+    for (char *p = line; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+
+    pthread_mutex_lock(&log_lock);
+    if (level <= log_level) {
+        FILE *out = log_stream ? log_stream : stderr;
+        fprintf(out, "tern: %s: [%s] %s\n", level_names[level], who ? who : "core", line);
+        fflush(out);
+        if (log_file) {
+            struct timespec ts;
+            struct tm tm;
+            char stamp[32];
+            clock_gettime(CLOCK_REALTIME, &ts);
+            gmtime_r(&ts.tv_sec, &tm);
+            strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+            fprintf(log_file, "%s.%03ldZ %-5s [%s] %s\n", stamp, ts.tv_nsec / 1000000L,
+                    level_names[level], who ? who : "core", line);
+            fflush(log_file);
+        }
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_logf(tern_log_level level, const char *who, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tern_vlogf(level, who, fmt, ap);
+    va_end(ap);
+}

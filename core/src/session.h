@@ -1,0 +1,51 @@
+/* session.h: a config made real: read and checked, overrides applied, every
+ * plugin it names found, checked against its settings and (optionally)
+ * started. `tern check` and `tern run` both open one. */
+#ifndef TERN_SESSION_H
+#define TERN_SESSION_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "core_schema.h"
+#include "diag.h"
+#include "host_table.h"
+#include "metrics.h"
+#include "registry.h"
+#include "trace.h"
+
+/* One plugin instance named by the config. */
+typedef struct tern_instance {
+    const tern_slot_def *slot;
+    char label[48];                    /* "buffer", "rewards[0]" */
+    config_setting_t *group;
+    const tern_registry_entry *entry;  /* the plugin, once resolved */
+    tern_ctx *ctx;
+    void *state;                       /* the plugin's, once created */
+    int created;
+} tern_instance;
+
+typedef struct tern_session {
+    tern_config config;
+    int have_config;
+    tern_registry registry;
+    tern_metrics *metrics;
+    tern_trace *trace;
+    uint64_t seed;
+    tern_instance *inst;
+    size_t n_inst;
+} tern_session;
+
+/* Open a session for the config at `path` with `overrides`. Every problem
+ * found is added to `d`; returns TERN_OK, TERN_ECONFIG (config or plugin
+ * problems: exit 2), or another status for a runtime failure (exit 1).
+ * With `start`, each plugin's create() runs. tern_session_close() is needed
+ * whatever the result. */
+int tern_session_open(tern_session *s, const char *path, const char *const *overrides,
+                      size_t n_overrides, int start, tern_diag *d);
+/* Destroy the started instances (last first) and free everything. */
+void tern_session_close(tern_session *s);
+/* Print the plugins and their resolved settings (`tern check` output). */
+void tern_session_describe(tern_session *s, FILE *out);
+
+#endif

@@ -1,0 +1,19 @@
+/* task.h: a task, one JSON object of a tasks JSON Lines file, and the field
+ * accessors behind host->task_*. */
+#ifndef TERN_TASK_H
+#define TERN_TASK_H
+
+#include <stddef.h>
+
+#include "tern/host.h"
+
+/* Parse one line. On malformed JSON or a non-object returns TERN_EINVAL with
+ * "WHERE: message (column N)"; `where` is e.g. "data/train.jsonl:12". */
+int tern_task_parse(const char *text, size_t len, const char *where, tern_task **out);
+void tern_task_free(tern_task *t);
+
+const char *tern_task_string(const tern_task *t, const char *key);
+int tern_task_number(const tern_task *t, const char *key, double *out);
+char *tern_task_json(const tern_task *t, const char *key);
+
+#endif

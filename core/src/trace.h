@@ -1,0 +1,28 @@
+/* trace.h: a recorder of Chrome trace events (trace.json, opens in Perfetto).
+ * Each thread draws on its own lane; roles name their lane ("explorer 0"). */
+#ifndef TERN_TRACE_H
+#define TERN_TRACE_H
+
+#include <stdint.h>
+
+typedef struct tern_trace tern_trace;
+
+tern_trace *tern_trace_new(void);
+void tern_trace_free(tern_trace *t);
+/* Name the calling thread's lane in `t`. */
+void tern_trace_name_lane(tern_trace *t, const char *lane);
+/* Start a complete event ("ph": "X") on the calling thread's lane; returns a
+ * token for tern_trace_end (0 if it could not be recorded). Thread-safe. */
+uint64_t tern_trace_begin(tern_trace *t, const char *name);
+/* End it; `args_json` is NULL or a JSON object text (anything else is kept
+ * as {"invalid_args": "<text>"}, so a bad plugin cannot break the file). */
+void tern_trace_end(tern_trace *t, uint64_t token, const char *args_json);
+/* An instant event ("ph": "i") now, on the calling thread's lane. */
+void tern_trace_instant(tern_trace *t, const char *name, const char *args_json);
+/* Number of events recorded. */
+uint64_t tern_trace_count(tern_trace *t);
+/* Write {"traceEvents": [...]} to `path` (via a temporary file and rename, so
+ * a reader never sees half a file). TERN_EIO with a message on failure. */
+int tern_trace_write(tern_trace *t, const char *path);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * synchronous.c: the `synchronous` sync plugin (diagram (a) of the design;
+ * seed 000 left with interval 4). The fixed schedule of DESIGN.md §4 with
+ * offset O = 0:
+ *
+ *   explorer batch k is generated with version v(k) = I * floor(k / I) and
+ *   waits until that version is loaded; the trainer publishes after step t
+ *   when (t + 1) mod I == 0. Batch t is trained with staleness
+ *   t - v(t) = t mod I, in [0, I - 1].
+ *
+ * With I = 1 this is strictly on-policy: generate, train, publish, repeat.
+ * The plugin is pure arithmetic on its settings, so every op is thread-safe.
+ */
+#include <stdlib.h>
+
+#include "tern/plugin.h"
+#include "tern/sync.h"
+
+static const tern_host *host;
+
+typedef struct synchronous {
+    int64_t interval; /* I >= 1 */
+    const char *method;
+    tern_ctx *ctx;
+} synchronous;
+
+static int sync_create(tern_ctx *ctx, void **state)
+{
+    int64_t interval = 1, offset = 0;
+    const char *method = NULL;
+    int rc = host->get_int(ctx, "interval", &interval);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "offset", &offset);
+    if (rc == TERN_OK)
+        rc = host->get_string(ctx, "method", &method);
+    if (rc != TERN_OK)
+        return rc;
+    if (offset != 0)
+        return host->setting_error(ctx, "offset",
+                                   "synchronous runs with offset 0; an explorer running ahead of "
+                                   "the trainer by %lld batches is the one-step-off-policy mode "
+                                   "(plugin = \"one_step_off\")",
+                                   (long long)offset);
+    synchronous *s = calloc(1, sizeof *s);
+    if (!s)
+        return host->fail(ctx, TERN_ENOMEM, "out of memory");
+    s->interval = interval;
+    s->method = method;
+    s->ctx = ctx;
+    *state = s;
+    return TERN_OK;
+}
+
+static void sync_destroy(void *state) { free(state); }
+
+static int sync_describe(void *state, tern_sync_info *info)
+{
+    const synchronous *s = state;
+    if (!info || !TERN_HAS(info, max_staleness))
+        return host->fail(s->ctx, TERN_EINVAL, "describe: info is NULL or too small");
+    info->transport = s->method;
+    info->explorers = 1;
+    info->max_staleness = s->interval - 1; /* O + I - 1 with O = 0 */
+    return TERN_OK;
+}
+
+static int sync_explorer_plan(void *state, uint32_t explorer, int64_t batch, tern_sync_plan *plan)
+{
+    const synchronous *s = state;
+    if (!plan || !TERN_HAS(plan, version))
+        return host->fail(s->ctx, TERN_EINVAL, "explorer_plan: plan is NULL or too small");
+    if (explorer != 0 || batch < 0)
+        return host->fail(s->ctx, TERN_EINVAL,
+                          "explorer_plan: explorer %u, batch %lld: synchronous runs one explorer "
+                          "(0) on batches numbered from 0", explorer, (long long)batch);
+    plan->mode = TERN_SYNC_WAIT_FOR_VERSION;
+    plan->version = s->interval * (batch / s->interval); /* I * floor(k / I), k >= 0 */
+    return TERN_OK;
+}
+
+static int sync_trainer_publishes(void *state, int64_t step)
+{
+    const synchronous *s = state;
+    if (step < 0)
+        return host->fail(s->ctx, TERN_EINVAL, "trainer_publishes: step %lld < 0",
+                          (long long)step);
+    return (step + 1) % s->interval == 0;
+}
+
+static int sync_accept(void *state, int64_t experience_version, int64_t trainer_version)
+{
+    const synchronous *s = state;
+    int64_t staleness = trainer_version - experience_version;
+    if (experience_version < 0 || staleness < 0)
+        return host->fail(s->ctx, TERN_EINVAL,
+                          "accept: experience version %lld is newer than the trainer's %lld",
+                          (long long)experience_version, (long long)trainer_version);
+    return staleness <= s->interval - 1;
+}
+
+static const tern_sync_ops ops = {
+    .size = sizeof(tern_sync_ops),
+    .create = sync_create,
+    .destroy = sync_destroy,
+    .describe = sync_describe,
+    .explorer_plan = sync_explorer_plan,
+    .trainer_publishes = sync_trainer_publishes,
+    .accept = sync_accept,
+};
+
+static const tern_setting_spec settings[] = {
+    TERN_SETTING(.name = "interval", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 1e6,
+                 .aka = "sync_interval",
+                 .doc = "I: the trainer publishes every I steps; explorer batches k use version "
+                        "I*floor(k/I)"),
+    TERN_SETTING(.name = "offset", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e6,
+                 .aka = "sync_offset",
+                 .doc = "O: must be 0 here (a positive offset is the one_step_off mode)"),
+    TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",
+                 .choices = "memory", .aka = "transport|weight_sync",
+                 .doc = "how weights reach the explorer: memory (threads of one process)"),
+    TERN_SETTINGS_END,
+};
+
+static const tern_plugin_descriptor descriptor = {
+    .size = sizeof(tern_plugin_descriptor),
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .kind = TERN_KIND_SYNC,
+    .name = "synchronous",
+    .version = "1.0.0",
+    .summary = "fixed schedule, offset 0: explorer waits for the weights of every I-th step",
+    .caps = TERN_CAP_THREAD_SAFE,
+    .ops = &ops,
+    .settings = settings,
+};
+
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+{
+    host = h;
+    return &descriptor;
+}
