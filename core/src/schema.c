@@ -150,6 +150,8 @@ static int spec_validate_level(const tern_setting_spec *spec, int depth, const c
                 return tern_errorf(TERN_EINVAL, "default of setting '%s' is not one of %s", n,
                                    s->choices);
         }
+        if (s->min > s->max)
+            return tern_errorf(TERN_EINVAL, "setting '%s' has min %g > max %g", n, s->min, s->max);
         if ((s->type == TERN_SETTING_GROUP || s->type == TERN_SETTING_LIST) && s->children) {
             int rc = spec_validate_level(s->children, depth + 1, n);
             if (rc != TERN_OK)
@@ -245,7 +247,7 @@ static void check_value(check *k, config_setting_t *s, const tern_setting_spec *
                tern_config_type_name(config_setting_type(s)), val);
         return;
     }
-    int range = sp->min <= sp->max;
+    int range = sp->min != 0 || sp->max != 0; /* both 0: no range declared */
     if (sp->type == TERN_SETTING_INT && range) {
         long long v = config_setting_get_int64(s);
         if ((double)v < sp->min || (double)v > sp->max)

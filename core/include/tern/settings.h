@@ -54,7 +54,8 @@ typedef struct tern_setting_spec {
      * NULL means none: the key is then optional and simply absent, or required.
      * Only for INT, FLOAT, BOOL and STRING. */
     const char *def;
-    /* Inclusive range for INT and FLOAT, checked when min <= max. */
+    /* Inclusive range for INT and FLOAT. Left out (both 0) means no range;
+     * a spec with min > max is refused when the plugin is loaded. */
     double min, max;
     /* STRING only: the allowed values separated by '|' ("block|drop_oldest"),
      * or NULL for any string. */

@@ -1,0 +1,508 @@
+/*
+ * fifo.c: the `fifo` buffer plugin: a bounded, blocking, first-in first-out
+ * queue of records for many producers and many consumers (see docs/buffers.md).
+ *
+ * Each record lives in one malloc'd node holding its links, its metadata and
+ * a copy of its bytes. A node sits in one of two lists: the queue (waiting to
+ * be handed out, at most `capacity` of them) or the handed-out list (given to
+ * a consumer by get() and not yet released). Keeping the second list lets
+ * destroy() free records a consumer never gave back.
+ *
+ * One mutex guards both lists and the counters; `not_empty` wakes getters,
+ * `not_full` wakes putters waiting for room. Timed waits use CLOCK_MONOTONIC so
+ * that a change of the wall clock neither shortens nor stretches a timeout.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tern/buffer.h>
+#include <tern/plugin.h>
+
+/* Deadlines are now + timeout_ms in a struct timespec; with a 64-bit time_t
+ * no timeout_ms an int64_t can hold overflows it. */
+_Static_assert(sizeof(time_t) >= 8, "fifo needs a 64-bit time_t for its deadlines");
+
+static const tern_host *host;
+
+typedef enum full_policy { FULL_BLOCK, FULL_DROP_OLDEST } full_policy;
+
+/* Doubly linked list links; the first member of a node, so a link is its node. */
+typedef struct qlink {
+    struct qlink *prev, *next;
+} qlink;
+
+typedef struct node {
+    qlink l;
+    tern_record_meta meta; /* meta.size: the bytes of the caller's meta we kept */
+    size_t len;
+    /* aligned like malloc'd memory, so consumers may read the bytes in place */
+    alignas(max_align_t) unsigned char data[];
+} node;
+
+typedef struct fifo {
+    tern_ctx *ctx;
+    uint64_t capacity;
+    full_policy when_full;
+
+    pthread_mutex_t lock;
+    pthread_cond_t not_empty; /* a record was queued, or the buffer closed */
+    pthread_cond_t not_full;  /* room was made, or the buffer closed */
+    qlink queue;              /* sentinel: head = queue.next, tail = queue.prev */
+    qlink out;                /* sentinel of the handed-out list */
+    uint64_t held;            /* nodes in `queue` */
+    int closed;
+
+    uint64_t n_put, n_got, n_dropped;
+} fifo;
+
+/* ---- lists ------------------------------------------------------------- */
+
+static void list_init(qlink *s) { s->prev = s->next = s; }
+static int list_empty(const qlink *s) { return s->next == s; }
+
+static void list_push_back(qlink *s, qlink *l)
+{
+    l->prev = s->prev;
+    l->next = s;
+    s->prev->next = l;
+    s->prev = l;
+}
+
+static void list_unlink(qlink *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->prev = l->next = l;
+}
+
+static node *list_pop_front(qlink *s)
+{
+    qlink *l = s->next;
+    list_unlink(l);
+    return (node *)l;
+}
+
+static void list_free_all(qlink *s)
+{
+    while (!list_empty(s))
+        free(list_pop_front(s));
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+/* The absolute CLOCK_MONOTONIC time `timeout_ms` (> 0) from now. */
+static struct timespec deadline_after(int64_t timeout_ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += (time_t)(timeout_ms / 1000);
+    t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* Wait once on `cv` (lock held) as the caller's timeout allows. Returns 0 after
+ * a wakeup (maybe spurious: the caller re-checks its condition) and ETIMEDOUT
+ * once the deadline has passed, at once for timeout_ms == 0. */
+static int wait_once(fifo *f, pthread_cond_t *cv, int64_t timeout_ms, const struct timespec *dl)
+{
+    if (timeout_ms == 0)
+        return ETIMEDOUT;
+    if (timeout_ms < 0)
+        return pthread_cond_wait(cv, &f->lock);
+    return pthread_cond_timedwait(cv, &f->lock, dl) == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+static int read_settings(tern_ctx *ctx, fifo *f)
+{
+    int64_t capacity;
+    const char *when_full;
+    /* the core checked and defaulted both before create(); a failure here left
+     * its own message, which names the key */
+    int rc = host->get_int(ctx, "capacity", &capacity);
+    if (rc == TERN_OK)
+        rc = host->get_string(ctx, "when_full", &when_full);
+    if (rc != TERN_OK)
+        return rc;
+    if (capacity < 1)
+        return host->setting_error(ctx, "capacity", "%lld is too small; use 1 or more",
+                                   (long long)capacity);
+    if (strcmp(when_full, "block") == 0)
+        f->when_full = FULL_BLOCK;
+    else if (strcmp(when_full, "drop_oldest") == 0)
+        f->when_full = FULL_DROP_OLDEST;
+    else
+        return host->setting_error(ctx, "when_full", "'%s' is not one of block|drop_oldest",
+                                   when_full);
+    f->capacity = (uint64_t)capacity;
+    return TERN_OK;
+}
+
+/* Mutex and condition variables; the conditions wait on CLOCK_MONOTONIC.
+ * Returns 0, or -1 with nothing left initialised. */
+static int init_sync(fifo *f)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
+    int have_ne = ok && pthread_cond_init(&f->not_empty, &ca) == 0;
+    int have_nf = have_ne && pthread_cond_init(&f->not_full, &ca) == 0;
+    int have_lock = have_nf && pthread_mutex_init(&f->lock, NULL) == 0;
+    pthread_condattr_destroy(&ca);
+    if (have_lock)
+        return 0;
+    if (have_nf)
+        pthread_cond_destroy(&f->not_full);
+    if (have_ne)
+        pthread_cond_destroy(&f->not_empty);
+    return -1;
+}
+
+static int fifo_create(tern_ctx *ctx, void **state)
+{
+    fifo *f = calloc(1, sizeof *f);
+    if (!f)
+        return host->fail(ctx, TERN_ENOMEM, "fifo: out of memory creating the buffer");
+    f->ctx = ctx;
+    int rc = read_settings(ctx, f);
+    if (rc != TERN_OK) {
+        free(f);
+        return rc;
+    }
+    if (init_sync(f) != 0) {
+        free(f);
+        return host->fail(ctx, TERN_ENOMEM,
+                          "fifo: cannot create the buffer's mutex or condition variables "
+                          "(out of memory or thread resources)");
+    }
+    list_init(&f->queue);
+    list_init(&f->out);
+    *state = f;
+    return TERN_OK;
+}
+
+static void fifo_destroy(void *state)
+{
+    fifo *f = state;
+    if (!f)
+        return;
+    list_free_all(&f->queue);
+    list_free_all(&f->out); /* records a consumer never released */
+    pthread_cond_destroy(&f->not_full);
+    pthread_cond_destroy(&f->not_empty);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+/* ---- put --------------------------------------------------------------- */
+
+static int check_put_args(fifo *f, const void *data, size_t len, const tern_record_meta *meta)
+{
+    if (!data && len > 0)
+        return host->fail(f->ctx, TERN_EINVAL,
+                          "fifo: put got data = NULL with len = %zu; pass the record's bytes, "
+                          "or len = 0 for an empty record", len);
+    if (!meta)
+        return host->fail(f->ctx, TERN_EINVAL,
+                          "fifo: put got meta = NULL; pass a tern_record_meta with .size = "
+                          "sizeof(tern_record_meta)");
+    if (!TERN_HAS(meta, id))
+        return host->fail(f->ctx, TERN_EINVAL,
+                          "fifo: put got meta->size = %zu, too small to hold the record id; "
+                          "set meta.size = sizeof(tern_record_meta)", meta->size);
+    if (len > SIZE_MAX - sizeof(node))
+        return host->fail(f->ctx, TERN_EINVAL, "fifo: put got len = %zu, more than memory can "
+                          "hold; pass the record's real length", len);
+    return TERN_OK;
+}
+
+/* A node holding copies of meta (the part both sides know) and the bytes. */
+static node *node_new(const void *data, size_t len, const tern_record_meta *meta)
+{
+    node *n = malloc(sizeof *n + len);
+    if (!n)
+        return NULL;
+    size_t keep = meta->size < sizeof n->meta ? meta->size : sizeof n->meta;
+    memset(&n->meta, 0, sizeof n->meta);
+    memcpy(&n->meta, meta, keep);
+    n->meta.size = keep; /* members past it were not given: readers check TERN_HAS */
+    n->len = len;
+    if (len)
+        memcpy(n->data, data, len);
+    list_init(&n->l);
+    return n;
+}
+
+/* Make room for one record (lock held). Returns TERN_OK with *victim set to a
+ * dropped node (or NULL), TERN_ECLOSED or TERN_ETIMEDOUT; fails nothing itself. */
+static int make_room(fifo *f, int64_t timeout_ms, node **victim)
+{
+    *victim = NULL;
+    if (f->when_full == FULL_DROP_OLDEST) {
+        if (f->closed)
+            return TERN_ECLOSED;
+        if (f->held >= f->capacity) {
+            *victim = list_pop_front(&f->queue);
+            f->held--;
+            f->n_dropped++;
+        }
+        return TERN_OK;
+    }
+    struct timespec dl = {0, 0};
+    if (timeout_ms > 0)
+        dl = deadline_after(timeout_ms);
+    int expired = 0;
+    while (!f->closed && f->held >= f->capacity) {
+        if (expired)
+            return TERN_ETIMEDOUT;
+        expired = wait_once(f, &f->not_full, timeout_ms, &dl) == ETIMEDOUT;
+    }
+    return f->closed ? TERN_ECLOSED : TERN_OK;
+}
+
+static int fifo_put(void *state, const void *data, size_t len, const tern_record_meta *meta,
+                    int64_t timeout_ms)
+{
+    fifo *f = state;
+    int rc = check_put_args(f, data, len, meta);
+    if (rc != TERN_OK)
+        return rc;
+    /* copy before locking: the copy of a large record should not stall others */
+    node *n = node_new(data, len, meta);
+    if (!n)
+        return host->fail(f->ctx, TERN_ENOMEM,
+                          "fifo: out of memory copying a record of %zu bytes (id %llu); lower "
+                          "capacity or the size of records", len, (unsigned long long)meta->id);
+    node *victim;
+    pthread_mutex_lock(&f->lock);
+    rc = make_room(f, timeout_ms, &victim);
+    if (rc == TERN_OK) {
+        list_push_back(&f->queue, &n->l);
+        f->held++;
+        f->n_put++;
+        pthread_cond_signal(&f->not_empty);
+        /* pass the wakeup on: another putter may fit too (a get freed several) */
+        if (f->held < f->capacity)
+            pthread_cond_signal(&f->not_full);
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (victim) {
+        free(victim);
+        host->metric(f->ctx, "dropped", 1);
+    }
+    if (rc == TERN_OK)
+        return TERN_OK;
+    free(n);
+    if (rc == TERN_ECLOSED)
+        return host->fail(f->ctx, TERN_ECLOSED,
+                          "fifo: put of record %llu after the buffer was closed; stop producing "
+                          "once close() has been called", (unsigned long long)meta->id);
+    return host->fail(f->ctx, TERN_ETIMEDOUT,
+                      "fifo: put of record %llu timed out after %lld ms with the buffer full "
+                      "(%llu records); consumers are slower than producers: raise capacity or "
+                      "the timeout, or set when_full = \"drop_oldest\"",
+                      (unsigned long long)meta->id, (long long)timeout_ms,
+                      (unsigned long long)f->capacity);
+}
+
+/* ---- get / release ----------------------------------------------------- */
+
+static int check_get_args(fifo *f, const tern_record *out, size_t want, const size_t *got)
+{
+    if (!got)
+        return host->fail(f->ctx, TERN_EINVAL, "fifo: get got got = NULL; pass a size_t to "
+                          "receive the number of records handed out");
+    if (want == 0)
+        return host->fail(f->ctx, TERN_EINVAL, "fifo: get got want = 0; ask for at least 1 "
+                          "record");
+    if (!out)
+        return host->fail(f->ctx, TERN_EINVAL, "fifo: get got out = NULL with want = %zu; pass "
+                          "an array of `want` tern_record", want);
+    for (size_t i = 0; i < want; i++)
+        if (!TERN_HAS(&out[i], len))
+            return host->fail(f->ctx, TERN_EINVAL,
+                              "fifo: get got out[%zu].size = %zu, too small for a record; set "
+                              "every out[i].size = sizeof(tern_record) before get()",
+                              i, out[i].size);
+    return TERN_OK;
+}
+
+/* Fill one caller record from a node, writing only members the caller has. */
+static void fill_record(tern_record *r, const node *n)
+{
+    r->meta = n->meta;
+    r->data = n->data;
+    r->len = n->len;
+    if (TERN_HAS(r, use_count))
+        r->use_count = 0; /* a FIFO hands every record out exactly once */
+}
+
+/* Wait (lock held) until a record is queued, the buffer closes or the
+ * timeout expires: TERN_OK (records queued, maybe closed too), TERN_ECLOSED
+ * (closed and drained) or TERN_ETIMEDOUT. */
+static int wait_for_record(fifo *f, int64_t timeout_ms)
+{
+    struct timespec dl = {0, 0};
+    if (timeout_ms > 0)
+        dl = deadline_after(timeout_ms);
+    int expired = 0;
+    while (!f->closed && f->held == 0) {
+        if (expired)
+            return TERN_ETIMEDOUT;
+        expired = wait_once(f, &f->not_empty, timeout_ms, &dl) == ETIMEDOUT;
+    }
+    return f->held ? TERN_OK : TERN_ECLOSED;
+}
+
+static int fifo_get(void *state, tern_record *out, size_t want, size_t *got, int64_t timeout_ms)
+{
+    fifo *f = state;
+    if (got)
+        *got = 0;
+    int rc = check_get_args(f, out, want, got);
+    if (rc != TERN_OK)
+        return rc;
+    pthread_mutex_lock(&f->lock);
+    rc = wait_for_record(f, timeout_ms);
+    size_t n = 0;
+    for (; rc == TERN_OK && n < want && f->held; n++) {
+        node *x = list_pop_front(&f->queue);
+        f->held--;
+        list_push_back(&f->out, &x->l);
+        fill_record(&out[n], x);
+    }
+    if (n) {
+        f->n_got += n;
+        /* n slots opened: wake up to n putters (one signal each is enough) */
+        if (n == 1)
+            pthread_cond_signal(&f->not_full);
+        else
+            pthread_cond_broadcast(&f->not_full);
+        if (f->held)
+            pthread_cond_signal(&f->not_empty); /* records left for another getter */
+    }
+    pthread_mutex_unlock(&f->lock);
+    *got = n;
+    if (rc == TERN_ECLOSED)
+        return host->fail(f->ctx, TERN_ECLOSED,
+                          "fifo: get on a closed buffer with no records left; stop consuming");
+    if (rc == TERN_ETIMEDOUT)
+        return host->fail(f->ctx, TERN_ETIMEDOUT,
+                          "fifo: get found no record within %lld ms; producers are slower than "
+                          "the timeout: raise it, or pass -1 to wait without limit",
+                          (long long)timeout_ms);
+    return TERN_OK;
+}
+
+static void fifo_release(void *state, tern_record *recs, size_t n)
+{
+    fifo *f = state;
+    if (!recs || n == 0)
+        return; /* nothing to give back; release cannot report an error */
+    qlink gone;
+    list_init(&gone);
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!recs[i].data)
+            continue; /* already released (we clear data below) or never handed out */
+        /* data points into the node get() filled it from (the buffer's own
+         * memory, const only to the consumer): step back to the node */
+        node *x = (node *)((unsigned char *)recs[i].data - offsetof(node, data));
+        list_unlink(&x->l);
+        list_push_back(&gone, &x->l);
+        recs[i].data = NULL;
+        recs[i].len = 0;
+    }
+    pthread_mutex_unlock(&f->lock);
+    list_free_all(&gone); /* free outside the lock */
+}
+
+/* ---- close / stats ----------------------------------------------------- */
+
+static void fifo_close(void *state)
+{
+    fifo *f = state;
+    pthread_mutex_lock(&f->lock);
+    f->closed = 1;
+    pthread_cond_broadcast(&f->not_empty);
+    pthread_cond_broadcast(&f->not_full);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static int fifo_stats(void *state, tern_buffer_stats *out)
+{
+    fifo *f = state;
+    if (!out)
+        return host->fail(f->ctx, TERN_EINVAL, "fifo: stats got out = NULL; pass a "
+                          "tern_buffer_stats with .size = sizeof(tern_buffer_stats)");
+    pthread_mutex_lock(&f->lock);
+    /* write only what the caller's struct holds (it may predate a member) */
+    if (TERN_HAS(out, held))
+        out->held = f->held;
+    if (TERN_HAS(out, capacity))
+        out->capacity = f->capacity;
+    if (TERN_HAS(out, put))
+        out->put = f->n_put;
+    if (TERN_HAS(out, got))
+        out->got = f->n_got;
+    if (TERN_HAS(out, dropped))
+        out->dropped = f->n_dropped;
+    if (TERN_HAS(out, skipped))
+        out->skipped = 0; /* a FIFO has no notion of staleness */
+    pthread_mutex_unlock(&f->lock);
+    return TERN_OK;
+}
+
+/* ---- descriptor -------------------------------------------------------- */
+
+static const tern_buffer_ops fifo_ops = {
+    .size = sizeof fifo_ops,
+    .create = fifo_create,
+    .destroy = fifo_destroy,
+    .put = fifo_put,
+    .get = fifo_get,
+    .release = fifo_release,
+    .close = fifo_close,
+    .stats = fifo_stats,
+};
+
+static const tern_setting_spec fifo_settings[] = {
+    TERN_SETTING(.name = "capacity", .type = TERN_SETTING_INT, .def = "64", .min = 1, .max = 1e9,
+                 .aka = "size|max_size|max_records|cap",
+                 .doc = "most records held at once (records handed out by get do not count)"),
+    TERN_SETTING(.name = "when_full", .type = TERN_SETTING_STRING, .def = "\"block\"",
+                 .choices = "block|drop_oldest", .aka = "full|on_full|policy|full_policy",
+                 .doc = "put on a full buffer: block = wait for room up to its timeout, "
+                        "drop_oldest = discard the oldest held record"),
+    TERN_SETTINGS_END,
+};
+
+static const tern_plugin_descriptor fifo_descriptor = {
+    .size = sizeof fifo_descriptor,
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .kind = TERN_KIND_BUFFER,
+    .name = "fifo",
+    .version = "1.0.0",
+    .summary = "bounded blocking first-in first-out queue of records",
+    .caps = TERN_CAP_THREAD_SAFE,
+    .ops = &fifo_ops,
+    .settings = fifo_settings,
+};
+
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+{
+    host = h;
+    return &fifo_descriptor;
+}

@@ -1,0 +1,292 @@
+/* math.c: the `math` reward plugin: descriptor, settings, and the verdict on
+ * each response of a batch. Finding the answer is in extract.c, reading and
+ * comparing numbers in number.c; the user's guide is docs/rewards.md.
+ *
+ * The plugin keeps no mutable state: an instance is its two settings, and
+ * score() works on the caller's stack only, so it is reentrant and the
+ * descriptor says TERN_CAP_THREAD_SAFE. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tern/plugin.h>
+#include <tern/reward.h>
+
+#include "ascii.h"
+#include "extract.h"
+#include "number.h"
+
+static const tern_host *host;
+
+typedef struct math_state {
+    tern_ctx *ctx;
+    const char *answer_field; /* owned by the host until destroy() */
+    int fallback_last_number;
+} math_state;
+
+/* Bytes of an answer quoted in a reason: two quotes and the words around them
+ * fit TERN_REWARD_REASON_MAX (160). */
+#define EXCERPT_MAX 40
+/* A JSON number written out without exponent: "%.0f" of 1.8e308 is 309
+ * digits, the smallest subnormal needs 324 places after "0.". */
+#define NUMBER_TEXT_MAX 400
+
+/* ---- Reasons ------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s[0..n), 0 if it is not one
+ * (Unicode table 3-7: no overlongs, surrogates or code points past U+10FFFF). */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t len;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t k = 2; k < len; k++)
+        if (s[k] < 0x80 || s[k] > 0xBF)
+            return 0;
+    return len;
+}
+
+/* s[0..len) quoted into dst[EXCERPT_MAX + 4] as printable, valid UTF-8:
+ * control bytes and invalid bytes become '?', whitespace a space, and "..."
+ * marks a cut. The core stores reasons in JSON, and a reason must stay
+ * readable whatever bytes the response held. */
+static void excerpt(char *dst, const char *s, size_t len)
+{
+    size_t o = 0, i = 0;
+    while (i < len) {
+        const unsigned char *u = (const unsigned char *)s + i;
+        size_t n = utf8_length(u, len - i);
+        if (o + (n ? n : 1) > EXCERPT_MAX) {
+            memcpy(dst + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (n == 1 && (u[0] < 0x20 || u[0] == 0x7F))
+            dst[o++] = math_is_space((char)u[0]) ? ' ' : '?';
+        else if (n) {
+            memcpy(dst + o, u, n);
+            o += n;
+        } else
+            dst[o++] = '?';
+        i += n ? n : 1;
+    }
+    dst[o] = '\0';
+}
+
+/* ---- The gold answer -------------------------------------------------------- */
+
+/* The JSON number at `field` as text number.c reads exactly: the integer
+ * literal itself when the task holds one (a double rounds integers past
+ * 2^53), else the fewest digits that read back as v, written without an
+ * exponent ("0.1", not "0.10000000000000001" or "1e-01"). */
+static void number_text(const tern_task *task, const char *field, double v, char *buf,
+                        size_t cap)
+{
+    char *json = host->task_json(task, field);
+    if (json) {
+        size_t n = strlen(json), k = json[0] == '-';
+        int integer = n > k && n < cap;
+        for (size_t i = k; integer && i < n; i++)
+            integer = json[i] >= '0' && json[i] <= '9';
+        if (integer)
+            memcpy(buf, json, n + 1);
+        host->free(json);
+        if (integer)
+            return;
+    }
+    char e[40];
+    int p = 0;
+    do {
+        p++;
+        snprintf(e, sizeof e, "%.*e", p - 1, v);
+    } while (p < 17 && strtod(e, NULL) != v);
+    const char *x = strchr(e, 'e');
+    int places = p - 1 - (x ? atoi(x + 1) : 0);
+    snprintf(buf, cap, "%.*f", places > 0 ? places : 0, v);
+}
+
+typedef struct gold {
+    const char *text; /* into the task or `number` */
+    size_t len;
+    char number[NUMBER_TEXT_MAX];
+} gold;
+
+/* The task's gold answer into *g: 1, or 0 with the reason why there is none. */
+static int read_gold(const math_state *st, const tern_task *task, gold *g, char *why, size_t cap)
+{
+    const char *field = st->answer_field;
+    const char *s = task ? host->task_string(task, field) : NULL;
+    if (s) {
+        g->text = s;
+        g->len = strlen(s);
+    } else {
+        double v = 0;
+        int rc = task ? host->task_number(task, field, &v) : TERN_ENOTFOUND;
+        if (rc == TERN_ENOTFOUND) {
+            snprintf(why, cap, "task has no answer field '%s'", field);
+            return 0;
+        }
+        if (rc != TERN_OK || !isfinite(v)) {
+            snprintf(why, cap, "task field '%s' is not a string or a number", field);
+            return 0;
+        }
+        number_text(task, field, v, g->number, sizeof g->number);
+        g->text = g->number;
+        g->len = strlen(g->number);
+    }
+    /* A worked solution as gold (GSM8K's "... #### 72", MATH's "...
+     * \boxed{5}") stands for its final answer. */
+    math_answer a;
+    if (math_extract(g->text, g->len, MATH_FORM_BOXED | MATH_FORM_HASHES, &a)) {
+        g->text = a.text;
+        g->len = a.len;
+    } else
+        math_answer_clean(&g->text, &g->len);
+    if (!g->len) {
+        snprintf(why, cap, "task field '%s' is empty", field);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- Scoring ------------------------------------------------------------------ */
+
+static int all_space(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!math_is_space(s[i]))
+            return 0;
+    return 1;
+}
+
+static void score_one(const math_state *st, const tern_reward_item *item, tern_reward_result *r)
+{
+    const char *resp = item->response;
+    size_t len = resp ? item->response_len : 0;
+    unsigned forms = MATH_FORMS_EXPLICIT | (st->fallback_last_number ? MATH_FORM_LAST_NUMBER : 0u);
+    math_answer a;
+    math_extract(resp, len, forms, &a);
+    int format = (a.form & MATH_FORMS_EXPLICIT) != 0, correct = 0;
+
+    gold g;
+    if (!read_gold(st, item->task, &g, r->reason, sizeof r->reason)) {
+        /* the reason is written */
+    } else if (all_space(resp, len)) {
+        snprintf(r->reason, sizeof r->reason, "empty response");
+    } else if (a.form == MATH_FORM_NONE) {
+        snprintf(r->reason, sizeof r->reason, "no answer found%s",
+                 st->fallback_last_number ? "" : " (fallback_last_number is off)");
+    } else {
+        correct = math_answers_equal(a.text, a.len, g.text, g.len);
+        char got[EXCERPT_MAX + 4], want[EXCERPT_MAX + 4];
+        excerpt(got, a.text, a.len);
+        excerpt(want, g.text, g.len);
+        if (correct)
+            snprintf(r->reason, sizeof r->reason, "%s %s equals gold %s",
+                     math_form_label(a.form), got, want);
+        else
+            snprintf(r->reason, sizeof r->reason, "extracted %s (%s), gold %s", got,
+                     math_form_label(a.form), want);
+    }
+    r->reward = correct ? 1.0 : 0.0;
+    r->n_components = 2;
+    r->components[0] = (tern_reward_component){.name = "accuracy", .value = correct};
+    r->components[1] = (tern_reward_component){.name = "format", .value = format};
+}
+
+static int math_score(void *state, const tern_reward_item *items, tern_reward_result *results,
+                      size_t n)
+{
+    const math_state *st = state;
+    if (n && (!items || !results))
+        return host->fail(st->ctx, TERN_EINVAL,
+                          "math: score() was given no items or results for %zu responses", n);
+    for (size_t i = 0; i < n; i++)
+        score_one(st, &items[i], &results[i]);
+    return TERN_OK;
+}
+
+/* ---- Instance ------------------------------------------------------------------- */
+
+static int math_create(tern_ctx *ctx, void **state)
+{
+    *state = NULL;
+    const char *field = NULL;
+    int fallback = 1;
+    /* The core checked and defaulted both keys; a failure here is the core's
+     * and it left the message. */
+    int rc = host->get_string(ctx, "answer_field", &field);
+    if (rc == TERN_OK)
+        rc = host->get_bool(ctx, "fallback_last_number", &fallback);
+    if (rc != TERN_OK)
+        return rc;
+    if (!field[0])
+        return host->setting_error(ctx, "answer_field",
+                                   "must name the task field holding the gold answer, e.g. "
+                                   "\"answer\"");
+    math_state *st = malloc(sizeof *st);
+    if (!st)
+        return host->fail(ctx, TERN_ENOMEM, "math: out of memory creating the reward");
+    *st = (math_state){.ctx = ctx, .answer_field = field, .fallback_last_number = fallback};
+    host->log(ctx, TERN_LOG_DEBUG, "gold answers from task field '%s', last-number fallback %s",
+              field, fallback ? "on" : "off");
+    *state = st;
+    return TERN_OK;
+}
+
+static void math_destroy(void *state) { free(state); }
+
+/* ---- Descriptor ------------------------------------------------------------------ */
+
+static const tern_setting_spec settings[] = {
+    TERN_SETTING(.name = "answer_field", .type = TERN_SETTING_STRING, .def = "\"answer\"",
+                 .aka = "gold_field|answer_key|field",
+                 .doc = "task field holding the gold answer; a dotted path reaches nested "
+                        "fields (\"meta.answer\")"),
+    TERN_SETTING(.name = "fallback_last_number", .type = TERN_SETTING_BOOL, .def = "true",
+                 .aka = "last_number|fallback",
+                 .doc = "with no \\boxed{}, #### or 'answer is' in a response, judge its last "
+                        "number"),
+    TERN_SETTINGS_END};
+
+static const tern_reward_ops ops = {
+    .size = sizeof ops,
+    .create = math_create,
+    .destroy = math_destroy,
+    .score = math_score,
+};
+
+static const tern_plugin_descriptor descriptor = {
+    .size = sizeof descriptor,
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .kind = TERN_KIND_REWARD,
+    .name = "math",
+    .version = "1.0.0",
+    .summary = "final-answer check: \\boxed{}, #### or 'the answer is', exact number comparison",
+    .caps = TERN_CAP_THREAD_SAFE,
+    .ops = &ops,
+    .settings = settings,
+};
+
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+{
+    host = h;
+    return &descriptor;
+}

@@ -1,0 +1,56 @@
+/* number.h: numbers as answers write them, and the exact comparison of two
+ * answers (private to the math plugin).
+ *
+ * Accepted number forms (one grammar for gold answers and responses):
+ *   [sign] integer [ "." digits ]        42  -3  +3  2.50  .5  007
+ *   [sign] "." digits                    .5
+ *   [sign] integer "/" integer           3/4  -1/2
+ *   [sign] \frac{[sign]int}{int}         \frac{1}{2}  -\dfrac{3}{4}  (also \dfrac, \tfrac)
+ * where an integer is plain digits or the strict thousands form 1,234,567
+ * (one to three digits, then groups of exactly three). Answers are first
+ * cleaned of surrounding whitespace, `$` (and a leading `\$`) and one trailing
+ * period, so "$5", "$5$" and "42." are numbers too.
+ *
+ * Comparison is exact, never with a floating-point tolerance: two decimals
+ * compare by their significant digits (any length); when either side is a
+ * fraction both become reduced 64-bit rationals; answers that are not both
+ * numbers, or whose rationals overflow 64 bits, compare as text with runs of
+ * whitespace collapsed to one space. */
+#ifndef MATH_NUMBER_H
+#define MATH_NUMBER_H
+
+#include <stddef.h>
+
+/* A decimal numeral as written, not evaluated: spans into the scanned text. */
+typedef struct math_decimal {
+    int neg;               /* a '-' sign was written */
+    const char *int_part;  /* digits, with ',' between thousands groups; may be empty (".5") */
+    size_t int_len;
+    const char *frac_part; /* digits after the '.', as written (trailing zeros kept) */
+    size_t frac_len;
+} math_decimal;
+
+/* A number: `num`, or `num` / `den` when is_fraction (both then integers,
+ * the sign on num). */
+typedef struct math_number {
+    math_decimal num;
+    math_decimal den;
+    int is_fraction;
+} math_number;
+
+/* Scan one number starting exactly at s[pos] (a sign, a digit, a '.' or a
+ * '\frac'); returns the bytes it spans, 0 if none starts there. Reads only
+ * s[pos..len). */
+size_t math_number_scan(const char *s, size_t len, size_t pos, math_number *out);
+
+/* 1 when all of s[0..len) is one number (already cleaned), else 0. */
+int math_number_parse(const char *s, size_t len, math_number *out);
+
+/* Narrow the text (s, len) to the answer proper: trims whitespace, one trailing
+ * period, and surrounding `$` signs (and a leading `\$`). */
+void math_answer_clean(const char **s, size_t *len);
+
+/* 1 when the answers a and b (cleaned or not) are equal by the rule above. */
+int math_answers_equal(const char *a, size_t alen, const char *b, size_t blen);
+
+#endif

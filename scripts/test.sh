@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to the whole test suite: install
+# what is missing, then build and run every test twice, plainly and under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of
+# the settings layer. Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+echo "== build and test (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== build and test under ASan + UBSan"
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=ON >/dev/null
+cmake --build build-sanitize -j "$jobs"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
+
+echo "== fuzz the settings layer (libFuzzer, ${TERN_FUZZ_SECONDS:-60} s)"
+CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
+  -DTERN_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz_settings
+mkdir -p build-fuzz/corpus
+build-fuzz/tests/fuzz/fuzz_settings -artifact_prefix=build-fuzz/ -max_total_time="${TERN_FUZZ_SECONDS:-60}" \
+  -max_len=4096 -timeout=10 -print_final_stats=1 build-fuzz/corpus tests/fuzz/corpus 2>&1 |
+  tail -n 12
+
+echo "== all tests passed"

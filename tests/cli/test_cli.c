@@ -1,0 +1,245 @@
+/* test_cli.c: the `tern` command end to end, as a user runs it: exit codes,
+ * messages, `tern plugins`, `tern check`, `tern run` and its run directory. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TERN TERN_TEST_BIN
+#define SRC TERN_TEST_SOURCE_DIR
+#define BAD TERN_TEST_BAD_PLUGIN_DIR
+
+typedef struct result {
+    int code;
+    char out[16384];
+    char err[16384];
+} result;
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[got] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Run `cmd` through the shell in a fresh work directory; capture both streams. */
+static void run(result *r, const char *fmt, ...)
+{
+    char cmd[4096], full[8192], out[512], err[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(out, sizeof out, "%s/cli_%d.out", TERN_TEST_WORK_DIR, (int)getpid());
+    snprintf(err, sizeof err, "%s/cli_%d.err", TERN_TEST_WORK_DIR, (int)getpid());
+    /* grouped, so the redirections apply to the whole command, pipelines included */
+    snprintf(full, sizeof full, "cd %s && unset TERN_PLUGIN_PATH && { %s ; } >%s 2>%s </dev/null",
+             TERN_TEST_WORK_DIR, cmd, out, err);
+    int st = system(full);
+    cr_assert(WIFEXITED(st), "command died: %s", cmd);
+    r->code = WEXITSTATUS(st);
+    slurp(out, r->out, sizeof r->out);
+    slurp(err, r->err, sizeof r->err);
+    remove(out);
+    remove(err);
+    /* in the sanitizer build the command itself is instrumented: any report fails */
+    cr_expect_null(strstr(r->err, "Sanitizer"), "%s: %s", cmd, r->err);
+    cr_expect_null(strstr(r->err, "runtime error:"), "%s: %s", cmd, r->err);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(cli, version_and_help)
+{
+    result r;
+    run(&r, "%s version", TERN);
+    cr_expect_eq(r.code, 0);
+    cr_expect(strstr(r.out, "plugin ABI 1.0"), "%s", r.out);
+    run(&r, "%s help check", TERN);
+    cr_expect_eq(r.code, 0);
+    cr_expect(strstr(r.out, "usage: tern check CONFIG"), "%s", r.out);
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    result r;
+    run(&r, "%s", TERN);
+    cr_expect_eq(r.code, 2);
+    run(&r, "%s frobnicate", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
+    run(&r, "%s run", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "run needs a config file"), "%s", r.err);
+    run(&r, "%s check a.cfg --bogus", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "unknown option '--bogus'"), "%s", r.err);
+    run(&r, "%s check a.cfg -o", TERN);
+    cr_expect_eq(r.code, 2);
+}
+
+Test(cli, plugins_lists_the_build_tree_with_no_environment)
+{
+    result r;
+    run(&r, "%s plugins", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "synchronous      sync"), "%s", r.out);
+    cr_expect(strstr(r.out, "fifo             buffer"), "%s", r.out);
+    cr_expect(strstr(r.out, "math             reward"), "%s", r.out);
+    cr_expect(strstr(r.out, "/lib/tern/abi-1"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "refused:"), "%s", r.out);
+}
+
+Test(cli, plugins_shows_refused_files_on_the_environment_path)
+{
+    result r;
+    run(&r, "TERN_PLUGIN_PATH=%s/abi_major:%s/missing_op %s plugins", BAD, BAD, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "refused:"), "%s", r.out);
+    cr_expect(strstr(r.out, BAD "/abi_major/abi_major.so: refused: built for ABI major 2"), "%s",
+              r.out);
+    cr_expect(strstr(r.out, BAD "/missing_op/missing_op.so: refused: plugin 'missing_op' lacks "
+                            "the required op 'get'"),
+              "%s", r.out);
+}
+
+Test(cli, check_reports_typos_with_file_line_and_exits_2)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/typo.cfg", TERN_TEST_WORK_DIR);
+    write_file(cfg, "run = { name = \"t\"; };\n"
+                    "sync = {\n"
+                    "  plugin = \"synchronous\";\n"
+                    "  sync_intervl = 2;\n"
+                    "};\n");
+    result r;
+    run(&r, "%s check %s", TERN, cfg);
+    cr_expect_eq(r.code, 2);
+    char want[700];
+    snprintf(want, sizeof want,
+             "%s:4: unknown key 'sync_intervl' in sync (did you mean 'interval'?)", cfg);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+}
+
+Test(cli, check_valid_config_prints_what_would_run)
+{
+    result r;
+    run(&r, "%s check %s/etc/quickstart.cfg", TERN, SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "synchronous 1.0.0"), "%s", r.out);
+    cr_expect(strstr(r.out, "interval=1"), "defaults are shown: %s", r.out);
+    cr_expect(strstr(r.out, "ok: "), "%s", r.out);
+}
+
+Test(cli, check_wrong_kind_and_unknown_plugin)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/kind.cfg", TERN_TEST_WORK_DIR);
+    write_file(cfg, "buffer = { plugin = \"synchronous\"; };\nsync = { plugin = \"synchronus\"; };\n");
+    result r;
+    run(&r, "%s check %s", TERN, cfg);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "'synchronous' is a sync plugin, but buffer needs a buffer plugin"),
+              "%s", r.err);
+    cr_expect(strstr(r.err, ":2: sync.plugin: no sync plugin named 'synchronus' on the plugin "
+                            "search path (did you mean 'synchronous'?)"),
+              "%s", r.err);
+}
+
+Test(cli, check_missing_file_and_syntax_error)
+{
+    result r;
+    run(&r, "%s check /nonexistent/x.cfg", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "/nonexistent/x.cfg: cannot read config file"), "%s", r.err);
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/syntax.cfg", TERN_TEST_WORK_DIR);
+    write_file(cfg, "run = {\n  name = \"a\";\n  seed = = 3;\n};\n");
+    run(&r, "%s check %s", TERN, cfg);
+    cr_expect_eq(r.code, 2);
+    char want[600];
+    snprintf(want, sizeof want, "%s:3: syntax error", cfg);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+}
+
+Test(cli, check_plugin_rejecting_its_settings)
+{
+    result r;
+    run(&r, "%s check %s/etc/quickstart.cfg -o sync.offset=1", TERN, SRC);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "-o sync.offset=1: sync.offset: synchronous runs with offset 0"),
+              "%s", r.err);
+}
+
+Test(cli, run_creates_the_run_directory)
+{
+    result r;
+    run(&r, "%s run %s/etc/quickstart.cfg -o run.out_dir=\\\"runs_cli\\\" -o run.seed=7", TERN,
+        SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char dir[1024], path[1200], text[16384];
+    snprintf(dir, sizeof dir, "%s/runs_cli/quickstart", TERN_TEST_WORK_DIR);
+    cr_expect(strstr(r.out, "runs_cli/quickstart"), "prints its directory: %s", r.out);
+    snprintf(path, sizeof path, "%s/config.cfg", dir);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "seed = 7"), "resolved config keeps the override: %s", text);
+    cr_expect(strstr(text, "interval = 1"), "resolved config has defaults: %s", text);
+    snprintf(path, sizeof path, "%s/log.txt", dir);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "run directory"), "%s", text);
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"traceEvents\""), "%s", text);
+
+    /* A second run must not overwrite the first. */
+    run(&r, "%s run %s/etc/quickstart.cfg -o run.out_dir=\\\"runs_cli\\\"", TERN, SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "runs_cli/quickstart-2"), "%s", r.out);
+    run(&r, "rm -rf runs_cli");
+}
+
+Test(cli, run_refuses_a_bad_config_without_creating_anything)
+{
+    result r;
+    run(&r, "%s run %s/etc/quickstart.cfg -o run.out_dir=\\\"runs_bad\\\" -o run.sed=2", TERN,
+        SRC);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "unknown key 'sed' in run (did you mean 'seed'?)"), "%s", r.err);
+    struct stat st;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/runs_bad", TERN_TEST_WORK_DIR);
+    cr_expect_neq(stat(dir, &st), 0, "no run directory for a refused config");
+}
+
+/* The example in docs/plugins.md builds against the SDK headers alone (no
+ * libtern), exports only its entry point, and tern loads and runs it. */
+Test(cli, plugin_guide_example_builds_out_of_tree_and_loads)
+{
+    result r;
+    run(&r,
+        "mkdir -p guide && sed -n '/^```c$/,/^```$/p' %s/docs/plugins.md | sed '1d;$d' "
+        "> guide/newest.c && cc -std=c17 -Wall -Wextra -Werror -fPIC -fvisibility=hidden "
+        "-shared -I%s/core/include -o guide/newest.so guide/newest.c && "
+        "nm -D --defined-only guide/newest.so | grep -c ' T '",
+        SRC, SRC);
+    cr_assert_eq(r.code, 0, "exit %d: %s%s", r.code, r.out, r.err);
+    cr_expect_eq(atoi(r.out), 1, "exports exactly one function: %s", r.out);
+    write_file(TERN_TEST_WORK_DIR "/guide/newest.cfg",
+               "plugin_path = [\".\"];\nsync = { plugin = \"newest\"; every = 2; };\n");
+    run(&r, "%s check guide/newest.cfg", TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "newest 0.1.0"), "%s", r.out);
+    cr_expect(strstr(r.out, "every=2"), "%s", r.out);
+    run(&r, "rm -rf guide");
+}

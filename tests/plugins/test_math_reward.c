@@ -1,0 +1,612 @@
+/* test_math_reward.c: the `math` reward plugin through its ops table, started
+ * the way a run starts it (harness.h): a corpus of (response, gold, verdict)
+ * over every answer form, number form and trap; components and reasons; the
+ * settings; hostile responses (a megabyte of digits, unbalanced braces,
+ * invalid UTF-8, NULs); batches and concurrent callers. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errmsg.h"
+#include "harness.h"
+#include "task.h"
+#include "tern/reward.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static const tern_reward_ops *open_math(harness *h, const char *settings)
+{
+    int rc = harness_open(h, "math", TERN_KIND_REWARD, settings);
+    cr_assert_eq(rc, TERN_OK, "harness_open(\"%s\"): %s", settings, h->error);
+    return harness_ops(h);
+}
+
+static tern_task *task_of(const char *json)
+{
+    tern_task *t = NULL;
+    int rc = tern_task_parse(json, strlen(json), "test", &t);
+    cr_assert_eq(rc, TERN_OK, "task %s: %s", json, tern_error_message());
+    return t;
+}
+
+/* {"answer": <gold_json>} */
+static tern_task *task_with_answer(const char *gold_json)
+{
+    char *json = NULL;
+    cr_assert_geq(asprintf(&json, "{\"answer\": %s}", gold_json), 0);
+    tern_task *t = task_of(json);
+    free(json);
+    return t;
+}
+
+/* Scores response[0..len) alone. The bytes are copied into a heap block of
+ * exactly len bytes with no NUL after them, so AddressSanitizer catches any
+ * read past response_len. */
+static tern_reward_result score_bytes(const harness *h, const tern_task *task,
+                                      const char *response, size_t len)
+{
+    const tern_reward_ops *ops = harness_ops(h);
+    char *copy = malloc(len ? len : 1);
+    cr_assert_not_null(copy);
+    memcpy(copy, response, len);
+    tern_reward_item item = {.size = sizeof item, .task = task, .response = copy,
+                             .response_len = len};
+    tern_reward_result r;
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    cr_assert_eq(ops->score(h->state, &item, &r, 1), TERN_OK, "%s", tern_error_message());
+    free(copy);
+    return r;
+}
+
+static tern_reward_result score_text(const harness *h, const tern_task *task, const char *response)
+{
+    return score_bytes(h, task, response, strlen(response));
+}
+
+static double component(const tern_reward_result *r, const char *name)
+{
+    for (uint32_t i = 0; i < r->n_components; i++)
+        if (strcmp(r->components[i].name, name) == 0)
+            return r->components[i].value;
+    cr_assert_fail("no component '%s' in the result (%u components)", name, r->n_components);
+    return -1;
+}
+
+/* Reasons are stored in JSON by the core: they must be ended, printable and
+ * valid UTF-8 (our hostile inputs put only ASCII replacements there). */
+static void assert_reason_clean(const tern_reward_result *r)
+{
+    size_t n = strnlen(r->reason, sizeof r->reason);
+    cr_assert_lt(n, sizeof r->reason, "reason is not NUL-terminated");
+    cr_assert_gt(n, 0, "empty reason");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)r->reason[i];
+        cr_assert(c >= 0x20 && c < 0x7F, "reason byte %zu is 0x%02x: %s", i, c, r->reason);
+    }
+}
+
+/* ---- the corpus ---------------------------------------------------------- */
+
+typedef struct math_case {
+    const char *response;
+    const char *gold; /* the JSON value of the task's "answer" */
+    double reward;
+} math_case;
+
+static const math_case corpus[] = {
+    /* each form, and the priority between forms */
+    {"\\boxed{42}", "\"42\"", 1},
+    {"So the result is \\boxed{41}.", "\"42\"", 0},
+    {"First \\boxed{1}, then \\boxed{2}", "\"2\"", 1}, /* the last box wins */
+    {"First \\boxed{1}, then \\boxed{2}", "\"1\"", 0},
+    {"\\boxed{\\frac{1}{2}}", "\"0.5\"", 1}, /* nested braces */
+    {"\\boxed{7}\n#### 8", "\"7\"", 1},      /* boxed beats #### */
+    {"\\boxed{7}\n#### 8", "\"8\"", 0},
+    {"Natalia sold 48 + 24 clips.\n#### 72", "\"72\"", 1},
+    {"#### 5\nOn second thought:\n#### 6", "\"6\"", 1}, /* the last #### wins */
+    {"#### 6\nThe answer is 7.", "\"6\"", 1},           /* #### beats "answer is" */
+    {"The answer is 7.", "\"7\"", 1},
+    {"so THE ANSWER IS 12", "\"12\"", 1},
+    {"The answer is 3. Wait, no: the answer is 4.", "\"4\"", 1},
+    {"The final answer is $\\frac{3}{4}$. I hope it is correct.", "\"3/4\"", 1},
+    {"The answer is:\n15", "\"15\"", 1},
+    {"5 apples and 6 pears make 11", "\"11\"", 1}, /* the last number */
+    {"The answer is 10. Check: 4 + 6 = 10, and 10 + 1 = 11", "\"10\"", 1},
+    {"\\boxed{5} but maybe \\boxed{6", "\"5\"", 1}, /* an unclosed box is no box */
+    {"\\boxed{\\dfrac{10}{4}}", "\"5/2\"", 1},
+    {"\\boxed {9}", "\"9\"", 1},
+    /* number forms */
+    {"\\boxed{0.5}", "\"1/2\"", 1},
+    {"\\boxed{1/2}", "\"0.5\"", 1},
+    {"\\boxed{2.50}", "\"2.5\"", 1},
+    {"#### 1,000", "\"1000\"", 1},
+    {"#### 1000", "\"1,000\"", 1},
+    {"#### 1,234,567", "\"1234567\"", 1},
+    {"\\boxed{-3}", "\"-3\"", 1},
+    {"\\boxed{-3}", "\"3\"", 0},
+    {"\\boxed{+3}", "\"3\"", 1},
+    {"#### $5", "\"5\"", 1},
+    {"#### 5", "\"$5\"", 1},
+    {"The answer is $5$.", "\"5\"", 1},
+    {"\\boxed{42.}", "\"42\"", 1},
+    {"\\boxed{4/8}", "\"\\\\frac{1}{2}\"", 1},
+    {"\\boxed{007}", "\"7\"", 1},
+    {"\\boxed{-0}", "\"0\"", 1},
+    {"\\boxed{6/3}", "\"2\"", 1},
+    {"\\boxed{0.50}", "\"\\\\frac{1}{2}\"", 1},
+    {"\\boxed{-\\frac{1}{2}}", "\"-0.5\"", 1},
+    {"\\boxed{\\frac{-1}{2}}", "\"-1/2\"", 1},
+    {"\\boxed{\\$18}", "\"18\"", 1},
+    {"the total is 1,234.50 dollars", "\"1234.5\"", 1},
+    {"x = -3", "\"-3\"", 1},
+    /* traps */
+    {"#### 1,000", "\"1\"", 0},
+    {"#### 1,000", "\"0\"", 0},
+    {"The point is (1, 0)", "\"1000\"", 0},
+    {"\\boxed{(1, 0)}", "\"1000\"", 0},
+    {"\\boxed{(1, 0)}", "\"(1,  0)\"", 1}, /* text: whitespace runs collapse */
+    {"\\boxed{x+1}", "\"x+1\"", 1},
+    {"\\boxed{x+1}", "\"x + 1\"", 0}, /* ...but do not vanish */
+    {"\\boxed{3.14}", "\"3\"", 0},
+    {"\\boxed{3}", "\"3.14\"", 0},
+    {"#### 1,00", "\"100\"", 0},  /* not the strict thousands form */
+    {"#### 12,34", "\"1234\"", 0},
+    {"\\boxed{0.333}", "\"1/3\"", 0},
+    {"\\boxed{1/3}", "\"1/3\"", 1},
+    {"\\boxed{0.30000000000000000000001}", "\"0.3\"", 0},
+    {"\\boxed{1/0}", "\"1\"", 0},
+    {"5-3", "\"-3\"", 0}, /* a subtraction, not minus three */
+    /* nothing to judge */
+    {"no digits here", "\"42\"", 0},
+    {"", "\"42\"", 0},
+    {"   \n\t ", "\"42\"", 0},
+    /* gold as a JSON number */
+    {"\\boxed{42}", "42", 1},
+    {"\\boxed{41}", "42", 0},
+    {"\\boxed{0.1}", "0.1", 1},
+    {"\\boxed{2.5}", "2.50", 1},
+    {"\\boxed{-7}", "-7", 1},
+    {"\\boxed{42}", "42.0", 1},
+    {"\\boxed{0.0000001}", "1e-7", 1},
+    {"\\boxed{12345678901234567}", "12345678901234567", 1}, /* past 2^53 */
+    {"\\boxed{12345678901234568}", "12345678901234567", 0},
+    /* gold as a worked solution */
+    {"#### 72", "\"Natalia sold 48/2 = 24 clips in May.\\n#### 72\"", 1},
+    {"The answer is 5", "\"so \\\\boxed{5}\"", 1},
+    /* beyond 64 bits */
+    {"\\boxed{99999999999999999999999}", "\"99999999999999999999999\"", 1},
+    {"\\boxed{99999999999999999999999}", "\"99999999999999999999998\"", 0},
+    {"\\boxed{100000000000000000000/3}", "\"100000000000000000000/3\"", 1},
+};
+#define N_CORPUS (sizeof corpus / sizeof corpus[0])
+
+Test(math_reward, corpus_verdicts)
+{
+    harness h;
+    open_math(&h, "");
+    size_t wrong = 0;
+    for (size_t i = 0; i < N_CORPUS; i++) {
+        tern_task *t = task_with_answer(corpus[i].gold);
+        tern_reward_result r = score_text(&h, t, corpus[i].response);
+        wrong += r.reward != corpus[i].reward;
+        cr_expect_eq(r.reward, corpus[i].reward,
+                     "case %zu: response \"%s\", gold %s: reward %g, expected %g (%s)", i,
+                     corpus[i].response, corpus[i].gold, r.reward, corpus[i].reward, r.reason);
+        cr_expect_eq(component(&r, "accuracy"), corpus[i].reward, "case %zu", i);
+        assert_reason_clean(&r);
+        tern_task_free(t);
+    }
+    cr_log_info("math corpus: %zu cases, %zu wrong", N_CORPUS, wrong);
+    harness_close(&h);
+}
+
+/* The corpus in one call gives the same verdicts as case by case. */
+Test(math_reward, scores_a_batch_in_one_call)
+{
+    harness h;
+    const tern_reward_ops *ops = open_math(&h, "");
+    enum { REPEAT = 40 };
+    size_t n = N_CORPUS * REPEAT;
+    tern_task **tasks = calloc(N_CORPUS, sizeof *tasks);
+    tern_reward_item *items = calloc(n, sizeof *items);
+    tern_reward_result *results = calloc(n, sizeof *results);
+    cr_assert(tasks && items && results);
+    for (size_t i = 0; i < N_CORPUS; i++)
+        tasks[i] = task_with_answer(corpus[i].gold);
+    for (size_t i = 0; i < n; i++) {
+        const math_case *c = &corpus[i % N_CORPUS];
+        items[i] = (tern_reward_item){.size = sizeof items[i], .task = tasks[i % N_CORPUS],
+                                      .response = c->response, .response_len = strlen(c->response)};
+        results[i].size = sizeof results[i];
+    }
+    cr_assert_eq(ops->score(h.state, items, results, n), TERN_OK, "%s", tern_error_message());
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(results[i].reward, corpus[i % N_CORPUS].reward, "item %zu: %s", i,
+                     results[i].reason);
+        cr_assert_eq(results[i].n_components, 2);
+    }
+    for (size_t i = 0; i < N_CORPUS; i++)
+        tern_task_free(tasks[i]);
+    free(tasks);
+    free(items);
+    free(results);
+    harness_close(&h);
+}
+
+Test(math_reward, scores_an_empty_batch_and_refuses_missing_arrays)
+{
+    harness h;
+    const tern_reward_ops *ops = open_math(&h, "");
+    cr_assert_eq(ops->score(h.state, NULL, NULL, 0), TERN_OK);
+    cr_assert_eq(ops->score(h.state, NULL, NULL, 3), TERN_EINVAL);
+    cr_assert(strstr(tern_error_message(), "math"), "%s", tern_error_message());
+    harness_close(&h);
+}
+
+/* ---- components and reasons -------------------------------------------- */
+
+Test(math_reward, components_and_reasons_say_what_was_judged)
+{
+    harness h;
+    open_math(&h, "");
+    tern_task *t = task_with_answer("\"42\"");
+
+    tern_reward_result r = score_text(&h, t, "Adding up: \\boxed{42}");
+    cr_assert_eq(r.reward, 1.0);
+    cr_assert_eq(r.n_components, 2);
+    cr_assert_eq(component(&r, "accuracy"), 1.0);
+    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_str_eq(r.reason, "boxed answer 42 equals gold 42");
+
+    r = score_text(&h, t, "#### 41");
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert_eq(component(&r, "accuracy"), 0.0);
+    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_str_eq(r.reason, "extracted 41 (#### answer), gold 42");
+
+    r = score_text(&h, t, "The answer is 42.");
+    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_str_eq(r.reason, "stated answer 42 equals gold 42");
+
+    /* the last number judges, but shows no intent to answer: format 0 */
+    r = score_text(&h, t, "I think it is 42");
+    cr_assert_eq(r.reward, 1.0);
+    cr_assert_eq(component(&r, "format"), 0.0);
+    cr_assert_str_eq(r.reason, "last number 42 equals gold 42");
+
+    r = score_text(&h, t, "I think it is 41 or so");
+    cr_assert_eq(component(&r, "accuracy"), 0.0);
+    cr_assert(strstr(r.reason, "extracted 41"), "%s", r.reason);
+    cr_assert(strstr(r.reason, "gold 42"), "%s", r.reason);
+
+    r = score_text(&h, t, "I have no idea.");
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert_eq(component(&r, "format"), 0.0);
+    cr_assert_str_eq(r.reason, "no answer found");
+
+    r = score_text(&h, t, "");
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert_str_eq(r.reason, "empty response");
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, a_missing_response_is_a_verdict_not_an_error)
+{
+    harness h;
+    const tern_reward_ops *ops = open_math(&h, "");
+    tern_task *t = task_with_answer("\"42\"");
+    tern_reward_item item = {.size = sizeof item, .task = t, .response = NULL, .response_len = 7};
+    tern_reward_result r = {.size = sizeof r};
+    cr_assert_eq(ops->score(h.state, &item, &r, 1), TERN_OK);
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert_str_eq(r.reason, "empty response");
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, a_task_without_gold_is_a_verdict_with_a_reason)
+{
+    harness h;
+    open_math(&h, "");
+    static const struct {
+        const char *task, *reason;
+    } cases[] = {
+        {"{\"question\": \"2+2\"}", "task has no answer field 'answer'"},
+        {"{\"answer\": null}", "task field 'answer' is not a string or a number"},
+        {"{\"answer\": [4]}", "task field 'answer' is not a string or a number"},
+        {"{\"answer\": \"\"}", "task field 'answer' is empty"},
+        {"{\"answer\": \"  $ \"}", "task field 'answer' is empty"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tern_task *t = task_of(cases[i].task);
+        tern_reward_result r = score_text(&h, t, "\\boxed{4}");
+        cr_assert_eq(r.reward, 0.0, "%s", cases[i].task);
+        cr_assert_str_eq(r.reason, cases[i].reason);
+        cr_assert_eq(component(&r, "format"), 1.0, "format judges the response alone");
+        tern_task_free(t);
+    }
+    harness_close(&h);
+}
+
+/* ---- settings ------------------------------------------------------------ */
+
+Test(math_reward, answer_field_names_the_gold_field)
+{
+    harness h;
+    open_math(&h, "answer_field = \"solution\";");
+    tern_task *t = task_of("{\"solution\": \"9\", \"answer\": \"8\"}");
+    cr_assert_eq(score_text(&h, t, "\\boxed{9}").reward, 1.0);
+    cr_assert_eq(score_text(&h, t, "\\boxed{8}").reward, 0.0);
+    tern_task_free(t);
+    t = task_of("{\"answer\": \"9\"}");
+    tern_reward_result r = score_text(&h, t, "\\boxed{9}");
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert_str_eq(r.reason, "task has no answer field 'solution'");
+    tern_task_free(t);
+    harness_close(&h);
+
+    open_math(&h, "answer_field = \"meta.gold\";");
+    t = task_of("{\"meta\": {\"gold\": 3}}");
+    cr_assert_eq(score_text(&h, t, "#### 3").reward, 1.0);
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, without_the_fallback_only_explicit_answers_count)
+{
+    harness h;
+    open_math(&h, "fallback_last_number = false;");
+    tern_task *t = task_with_answer("\"42\"");
+    tern_reward_result r = score_text(&h, t, "I think it is 42");
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert_str_eq(r.reason, "no answer found (fallback_last_number is off)");
+    cr_assert_eq(score_text(&h, t, "\\boxed{42}").reward, 1.0);
+    cr_assert_eq(score_text(&h, t, "#### 42").reward, 1.0);
+    cr_assert_eq(score_text(&h, t, "The answer is 42.").reward, 1.0);
+    cr_assert_eq(score_text(&h, t, "\\boxed{42").reward, 0.0);
+    tern_task_free(t);
+    harness_close(&h);
+
+    /* the default is on */
+    open_math(&h, "fallback_last_number = true;");
+    t = task_with_answer("\"42\"");
+    cr_assert_eq(score_text(&h, t, "I think it is 42").reward, 1.0);
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, bad_settings_are_refused_with_the_key_named)
+{
+    harness h;
+    cr_assert_eq(harness_open(&h, "math", TERN_KIND_REWARD, "answer_field = \"\";"), TERN_ECONFIG);
+    cr_assert(strstr(h.error, "answer_field"), "%s", h.error);
+    harness_close(&h);
+
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "fallback_last_number = 1;"),
+                  TERN_OK);
+    cr_assert(strstr(h.error, "fallback_last_number"), "%s", h.error);
+    harness_close(&h);
+
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "fallback_last_numbr = false;"),
+                  TERN_OK);
+    cr_assert(strstr(h.error, "did you mean 'fallback_last_number'"), "%s", h.error);
+    harness_close(&h);
+}
+
+Test(math_reward, descriptor_declares_a_thread_safe_reward)
+{
+    harness h;
+    open_math(&h, "");
+    const tern_plugin_descriptor *d = h.entry->plugin->desc;
+    cr_assert_str_eq(d->name, "math");
+    cr_assert_str_eq(d->version, "1.0.0");
+    cr_assert_eq(d->kind, TERN_KIND_REWARD);
+    cr_assert(d->caps & TERN_CAP_THREAD_SAFE);
+    cr_assert_eq(d->abi_major, TERN_ABI_MAJOR);
+    cr_assert_not_null(d->summary);
+    harness_close(&h);
+}
+
+/* ---- hostile responses --------------------------------------------------- */
+
+#define MEGABYTE (1024u * 1024u)
+
+/* Whole copies of `unit` filling at most n bytes, then `tail`. */
+static char *repeat(const char *unit, size_t n, const char *tail, size_t *len)
+{
+    size_t u = strlen(unit), t = strlen(tail);
+    n -= n % u;
+    char *s = malloc(n + t + 1);
+    cr_assert_not_null(s);
+    for (size_t i = 0; i < n; i++)
+        s[i] = unit[i % u];
+    memcpy(s + n, tail, t + 1);
+    *len = n + t;
+    return s;
+}
+
+Test(math_reward, a_megabyte_of_digits_is_judged_exactly)
+{
+    harness h;
+    open_math(&h, "");
+    size_t len;
+    char *digits = repeat("7", MEGABYTE, "", &len);
+
+    tern_task *t = task_with_answer("\"42\"");
+    tern_reward_result r = score_bytes(&h, t, digits, len);
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert(strstr(r.reason, "..."), "a long answer is cut in the reason: %s", r.reason);
+    assert_reason_clean(&r);
+    tern_task_free(t);
+
+    /* a megabyte-long gold equal digit for digit; one digit off is wrong */
+    char *json = malloc(len + 32);
+    cr_assert_not_null(json);
+    snprintf(json, len + 32, "{\"answer\": \"%s\"}", digits);
+    t = task_of(json);
+    r = score_bytes(&h, t, digits, len);
+    cr_assert_eq(r.reward, 1.0, "%s", r.reason);
+    digits[len / 2] = '8';
+    cr_assert_eq(score_bytes(&h, t, digits, len).reward, 0.0);
+    tern_task_free(t);
+    free(json);
+    free(digits);
+    harness_close(&h);
+}
+
+/* Each of these would take minutes with work quadratic in the length. */
+Test(math_reward, megabytes_of_unclosed_forms_take_linear_time)
+{
+    harness h;
+    open_math(&h, "");
+    tern_task *t = task_with_answer("\"42\"");
+    static const struct {
+        const char *unit, *tail;
+        double reward, format;
+    } cases[] = {
+        {"\\boxed{", " 42", 1, 0},             /* no box closes: the last number */
+        {"{", "\\boxed{42}", 1, 1},            /* a closed box after a megabyte of '{' */
+        {"\\boxed{ ", "}", 0, 0},              /* only the innermost box closes, empty */
+        {"####\n", "42", 1, 0},                /* every marker empty: the last number */
+        {"the answer is\n", "42", 1, 0},
+        {"the answer is ", "42", 1, 1},
+        {"\\frac{1}{", "42", 1, 0},
+        {"1,00", "", 0, 0},                    /* 1,001,001,...,001 then 00 */
+        {"-", "42", 0, 0},                     /* ...--42 ends in minus 42 */
+        {"$ ", "42", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        char *s = repeat(cases[i].unit, MEGABYTE, cases[i].tail, &len);
+        tern_reward_result r = score_bytes(&h, t, s, len);
+        cr_expect_eq(r.reward, cases[i].reward, "\"%s\" x 1MB + \"%s\": %s", cases[i].unit,
+                     cases[i].tail, r.reason);
+        cr_expect_eq(component(&r, "format"), cases[i].format, "\"%s\" x 1MB: %s",
+                     cases[i].unit, r.reason);
+        assert_reason_clean(&r);
+        free(s);
+    }
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, invalid_utf8_is_read_as_bytes_and_kept_out_of_reasons)
+{
+    harness h;
+    open_math(&h, "");
+    tern_task *t = task_with_answer("\"42\"");
+    tern_reward_result r = score_text(&h, t, "\xff\xfe\\boxed{42}\xc3");
+    cr_assert_eq(r.reward, 1.0, "%s", r.reason);
+
+    r = score_text(&h, t, "\\boxed{\xff\xc3(\xed\xa0\x80}");
+    cr_assert_eq(r.reward, 0.0);
+    cr_assert(strstr(r.reason, "?("), "%s", r.reason);
+    assert_reason_clean(&r);
+
+    /* valid UTF-8 is quoted as it is */
+    r = score_text(&h, t, "\\boxed{\xcf\x80}");
+    cr_assert(strstr(r.reason, "\xcf\x80"), "%s", r.reason);
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, nul_bytes_inside_response_len_are_ordinary_bytes)
+{
+    harness h;
+    open_math(&h, "");
+    tern_task *t = task_with_answer("\"42\"");
+    static const char after_nul[] = "#### 7\0 \\boxed{42}";
+    tern_reward_result r = score_bytes(&h, t, after_nul, sizeof after_nul - 1);
+    cr_assert_eq(r.reward, 1.0, "the box after the NUL counts: %s", r.reason);
+
+    static const char inside[] = "\\boxed{4\0" "2}";
+    r = score_bytes(&h, t, inside, sizeof inside - 1);
+    cr_assert_eq(r.reward, 0.0, "4<NUL>2 is not 42: %s", r.reason);
+    cr_assert(strstr(r.reason, "4?2"), "%s", r.reason);
+    assert_reason_clean(&r);
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+Test(math_reward, reads_nothing_past_response_len)
+{
+    harness h;
+    const tern_reward_ops *ops = open_math(&h, "");
+    tern_task *t = task_with_answer("\"42\"");
+    /* The closing brace lies just past response_len: the box is unclosed. */
+    static const char text[] = "\\boxed{42}";
+    tern_reward_item item = {.size = sizeof item, .task = t, .response = text,
+                             .response_len = sizeof text - 2};
+    tern_reward_result r = {.size = sizeof r};
+    cr_assert_eq(ops->score(h.state, &item, &r, 1), TERN_OK);
+    cr_assert_eq(component(&r, "format"), 0.0, "%s", r.reason);
+    cr_assert_str_eq(r.reason, "last number 42 equals gold 42");
+    tern_task_free(t);
+    harness_close(&h);
+}
+
+/* ---- concurrency ----------------------------------------------------------- */
+
+typedef struct worker {
+    const harness *h;
+    tern_reward_item *items;
+    tern_reward_result *results;
+    size_t n;
+    int rc;
+} worker;
+
+static void *score_worker(void *arg)
+{
+    worker *w = arg;
+    const tern_reward_ops *ops = harness_ops(w->h);
+    for (int round = 0; round < 20 && w->rc == TERN_OK; round++) {
+        for (size_t i = 0; i < w->n; i++) {
+            memset(&w->results[i], 0, sizeof w->results[i]);
+            w->results[i].size = sizeof w->results[i];
+        }
+        w->rc = ops->score(w->h->state, w->items, w->results, w->n);
+    }
+    return NULL;
+}
+
+/* TERN_CAP_THREAD_SAFE: one instance scores from several threads at once. */
+Test(math_reward, one_instance_scores_from_many_threads)
+{
+    harness h;
+    open_math(&h, "");
+    enum { THREADS = 4 };
+    tern_task *tasks[N_CORPUS];
+    for (size_t i = 0; i < N_CORPUS; i++)
+        tasks[i] = task_with_answer(corpus[i].gold);
+    worker w[THREADS];
+    pthread_t th[THREADS];
+    for (int k = 0; k < THREADS; k++) {
+        w[k] = (worker){.h = &h, .n = N_CORPUS, .rc = TERN_OK,
+                        .items = calloc(N_CORPUS, sizeof(tern_reward_item)),
+                        .results = calloc(N_CORPUS, sizeof(tern_reward_result))};
+        cr_assert(w[k].items && w[k].results);
+        for (size_t i = 0; i < N_CORPUS; i++)
+            w[k].items[i] = (tern_reward_item){.size = sizeof(tern_reward_item),
+                                               .task = tasks[i],
+                                               .response = corpus[i].response,
+                                               .response_len = strlen(corpus[i].response)};
+        cr_assert_eq(pthread_create(&th[k], NULL, score_worker, &w[k]), 0);
+    }
+    for (int k = 0; k < THREADS; k++) {
+        pthread_join(th[k], NULL);
+        cr_assert_eq(w[k].rc, TERN_OK);
+        for (size_t i = 0; i < N_CORPUS; i++)
+            cr_assert_eq(w[k].results[i].reward, corpus[i].reward, "thread %d case %zu: %s", k,
+                         i, w[k].results[i].reason);
+        free(w[k].items);
+        free(w[k].results);
+    }
+    for (size_t i = 0; i < N_CORPUS; i++)
+        tern_task_free(tasks[i]);
+    harness_close(&h);
+}
