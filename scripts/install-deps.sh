@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build gcc pkg-config   # build
+  cmake ninja-build gcc libc6-dev pkg-config   # build
   libconfig-dev libjansson-dev       # libtern: config files, JSON
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)

@@ -297,24 +297,23 @@ static void add_default(check *k, config_setting_t *group, const tern_setting_sp
     char str[256];
     if (parse_default(sp, &i, &f, &b, str, sizeof str) != 0)
         return; /* specs are validated at load time; nothing sensible to add */
-    static const int ctype[] = {0, CONFIG_TYPE_INT64, CONFIG_TYPE_FLOAT, CONFIG_TYPE_BOOL,
-                                CONFIG_TYPE_STRING};
-    config_setting_t *s = config_setting_add(group, sp->name, ctype[sp->type]);
+    /* small integers stay plain ints, so config.cfg reads like the input */
+    int small = i >= INT32_MIN && i <= INT32_MAX;
+    int ctype = sp->type == TERN_SETTING_INT ? (small ? CONFIG_TYPE_INT : CONFIG_TYPE_INT64)
+                : sp->type == TERN_SETTING_FLOAT ? CONFIG_TYPE_FLOAT
+                : sp->type == TERN_SETTING_BOOL  ? CONFIG_TYPE_BOOL
+                                                 : CONFIG_TYPE_STRING;
+    config_setting_t *s = config_setting_add(group, sp->name, ctype);
     if (!s) {
         report(k, group, "cannot add the default of '%s'", sp->name);
         return;
     }
     switch (sp->type) {
     case TERN_SETTING_INT:
-        /* keep small values as plain ints so config.cfg reads like the input */
-        if (i >= INT32_MIN && i <= INT32_MAX) {
-            config_setting_remove(group, sp->name);
-            s = config_setting_add(group, sp->name, CONFIG_TYPE_INT);
-            if (s)
-                config_setting_set_int(s, (int)i);
-        } else {
+        if (small)
+            config_setting_set_int(s, (int)i);
+        else
             config_setting_set_int64(s, i);
-        }
         break;
     case TERN_SETTING_FLOAT: config_setting_set_float(s, f); break;
     case TERN_SETTING_BOOL: config_setting_set_bool(s, b); break;
