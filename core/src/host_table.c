@@ -87,84 +87,75 @@ static int find_setting(tern_ctx *ctx, const char *key, const tern_setting_spec 
     return TERN_OK;
 }
 
-static int wrong_type(tern_ctx *ctx, const char *key, const char *want, config_setting_t *s)
+#define TYPE_BIT(t) (1u << (t))
+#define INTEGER_TYPES (TYPE_BIT(CONFIG_TYPE_INT) | TYPE_BIT(CONFIG_TYPE_INT64))
+
+/* find_setting, then check its libconfig type is one of the TYPE_BITs in
+ * `types` (`want` names them in the message). */
+static int find_typed(tern_ctx *ctx, const char *key, unsigned types, const char *want,
+                      config_setting_t **s)
 {
-    return tern_errorf(TERN_EINVAL, "%s.%s is %s, not %s", ctx->label, key,
-                       tern_config_type_name(config_setting_type(s)), want);
+    const tern_setting_spec *sp;
+    int rc = find_setting(ctx, key, &sp, s);
+    if (rc != TERN_OK)
+        return rc;
+    int t = config_setting_type(*s);
+    if (!(types & TYPE_BIT(t)))
+        return tern_errorf(TERN_EINVAL, "%s.%s is %s, not %s", ctx->label, key,
+                           tern_config_type_name(t), want);
+    return TERN_OK;
 }
 
 static int host_get_int(tern_ctx *ctx, const char *key, int64_t *out)
 {
-    const tern_setting_spec *sp;
     config_setting_t *s;
-    int rc = find_setting(ctx, key, &sp, &s);
-    if (rc != TERN_OK)
-        return rc;
-    int t = config_setting_type(s);
-    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-        return wrong_type(ctx, key, "an integer", s);
-    *out = config_setting_get_int64(s);
-    return TERN_OK;
+    int rc = find_typed(ctx, key, INTEGER_TYPES, "an integer", &s);
+    if (rc == TERN_OK)
+        *out = config_setting_get_int64(s);
+    return rc;
 }
 
 static int host_get_float(tern_ctx *ctx, const char *key, double *out)
 {
-    const tern_setting_spec *sp;
     config_setting_t *s;
-    int rc = find_setting(ctx, key, &sp, &s);
-    if (rc != TERN_OK)
-        return rc;
-    int t = config_setting_type(s);
-    if (t == CONFIG_TYPE_FLOAT)
-        *out = config_setting_get_float(s);
-    else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64)
-        *out = (double)config_setting_get_int64(s); /* integers widen (docs/config.md) */
-    else
-        return wrong_type(ctx, key, "a float", s);
-    return TERN_OK;
+    /* integers widen (docs/config.md) */
+    int rc = find_typed(ctx, key, TYPE_BIT(CONFIG_TYPE_FLOAT) | INTEGER_TYPES, "a float", &s);
+    if (rc == TERN_OK)
+        *out = config_setting_type(s) == CONFIG_TYPE_FLOAT
+                   ? config_setting_get_float(s)
+                   : (double)config_setting_get_int64(s);
+    return rc;
 }
 
 static int host_get_bool(tern_ctx *ctx, const char *key, int *out)
 {
-    const tern_setting_spec *sp;
     config_setting_t *s;
-    int rc = find_setting(ctx, key, &sp, &s);
-    if (rc != TERN_OK)
-        return rc;
-    if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-        return wrong_type(ctx, key, "a boolean", s);
-    *out = config_setting_get_bool(s);
-    return TERN_OK;
+    int rc = find_typed(ctx, key, TYPE_BIT(CONFIG_TYPE_BOOL), "a boolean", &s);
+    if (rc == TERN_OK)
+        *out = config_setting_get_bool(s);
+    return rc;
 }
 
 static int host_get_string(tern_ctx *ctx, const char *key, const char **out)
 {
-    const tern_setting_spec *sp;
     config_setting_t *s;
-    int rc = find_setting(ctx, key, &sp, &s);
-    if (rc != TERN_OK)
-        return rc;
-    if (config_setting_type(s) != CONFIG_TYPE_STRING)
-        return wrong_type(ctx, key, "a string", s);
-    *out = config_setting_get_string(s);
-    return TERN_OK;
+    int rc = find_typed(ctx, key, TYPE_BIT(CONFIG_TYPE_STRING), "a string", &s);
+    if (rc == TERN_OK)
+        *out = config_setting_get_string(s);
+    return rc;
 }
 
 static int host_get_count(tern_ctx *ctx, const char *key, size_t *out)
 {
-    const tern_setting_spec *sp = NULL;
     config_setting_t *s;
     *out = 0;
-    int rc = find_setting(ctx, key, &sp, &s);
-    if (rc == TERN_ENOTFOUND && sp)
-        return TERN_OK; /* an absent list has no elements */
-    if (rc != TERN_OK)
-        return rc;
-    int t = config_setting_type(s);
-    if (t != CONFIG_TYPE_LIST && t != CONFIG_TYPE_ARRAY)
-        return wrong_type(ctx, key, "a list", s);
-    *out = (size_t)config_setting_length(s);
-    return TERN_OK;
+    int rc = find_typed(ctx, key, TYPE_BIT(CONFIG_TYPE_LIST) | TYPE_BIT(CONFIG_TYPE_ARRAY),
+                        "a list", &s);
+    if (rc == TERN_OK)
+        *out = (size_t)config_setting_length(s);
+    else if (rc == TERN_ENOTFOUND && tern_spec_find_path(ctx->spec, key))
+        rc = TERN_OK; /* declared but absent: a list with no elements */
+    return rc;
 }
 
 static int host_setting_error(tern_ctx *ctx, const char *key, const char *fmt, ...)
