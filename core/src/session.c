@@ -21,6 +21,20 @@ static const ops_head *head_of(const tern_instance *in)
     return (const ops_head *)in->entry->plugin->desc->ops;
 }
 
+/* Rules of the run section the schema cannot say. */
+static void check_run_section(tern_session *s, tern_diag *d)
+{
+    config_setting_t *ns = config_lookup(&s->config.cfg, "run.name");
+    const char *name = ns ? config_setting_get_string(ns) : NULL;
+    if (name && (!*name || strchr(name, '/') || strcmp(name, ".") == 0 ||
+                 strcmp(name, "..") == 0)) {
+        char where[600];
+        tern_diag_addf(d, "%s: run.name: '%s' cannot name a directory: use letters, digits, "
+                       "'-', '_' or '.' without '/'",
+                       tern_config_where(&s->config, ns, where, sizeof where), name);
+    }
+}
+
 static int add_instance(tern_session *s, const tern_slot_def *slot, config_setting_t *group,
                         int index)
 {
@@ -166,6 +180,7 @@ int tern_session_open(tern_session *s, const char *path, const char *const *over
     config_setting_t *root = config_root_setting(&s->config.cfg);
     const tern_setting_spec *core = tern_core_schema;
     tern_schema_check(&s->config, root, &core, 1, 0, d);
+    check_run_section(s, d);
 
     long long seed = 1;
     config_lookup_int64(&s->config.cfg, "run.seed", &seed);

@@ -243,3 +243,24 @@ Test(cli, plugin_guide_example_builds_out_of_tree_and_loads)
     cr_expect(strstr(r.out, "every=2"), "%s", r.out);
     run(&r, "rm -rf guide");
 }
+
+Test(cli, run_exit_codes_for_runtime_and_config_failures)
+{
+    result r;
+    /* a directory that cannot be created: a runtime failure */
+    run(&r, "%s run %s/etc/quickstart.cfg -o run.out_dir=\\\"/proc/tern-cannot-exist\\\"", TERN,
+        SRC);
+    cr_expect_eq(r.code, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "/proc/tern-cannot-exist: cannot create directory"), "%s", r.err);
+    /* a run name that cannot name a directory: a config error */
+    run(&r, "%s run %s/etc/quickstart.cfg -o run.out_dir=\\\"runs_names\\\" -o "
+            "run.name=\\\"a/b\\\"",
+        TERN, SRC);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "-o run.name=\"a/b\": run.name: 'a/b' cannot name a directory"),
+              "%s", r.err);
+    struct stat st;
+    cr_expect_neq(stat(TERN_TEST_WORK_DIR "/runs_names", &st), 0, "nothing created");
+    run(&r, "%s check %s/etc/quickstart.cfg -o run.name=\\\"..\\\"", TERN, SRC);
+    cr_expect_eq(r.code, 2, "check refuses it too: %s", r.err);
+}
