@@ -8,6 +8,7 @@ packages=(
   libconfig-dev libjansson-dev       # libtern: config files, JSON
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
+  lintian dpkg-dev file make         # packaging tests (.deb, lintian, plain-make example)
 )
 
 missing=()

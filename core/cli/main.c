@@ -26,8 +26,20 @@ static const command commands[] = {
     {"plugins", "tern plugins [--config CONFIG]",
      "List every plugin on the search path (name, kind, version, ABI, file),\n"
      "then every file that was refused and why. The search path is: the\n"
-     "config's plugin_path (with --config), $TERN_PLUGIN_PATH, the build tree\n"
-     "or installed tern/abi-1 directory beside libtern."},
+     "config's plugin_path (with --config), $TERN_PLUGIN_PATH, the per-user\n"
+     "directory ($XDG_DATA_HOME/tern/plugins/abi-1, default\n"
+     "~/.local/share/tern/plugins/abi-1), then the build tree's or installed\n"
+     "tern/abi-1 directory beside libtern."},
+    {"new-plugin", "tern new-plugin KIND NAME [DIR]",
+     "Write a ready-to-build plugin project to DIR (default ./NAME): NAME.c, a\n"
+     "complete KIND plugin whose every op does something simple (replace the\n"
+     "marked parts with your logic), CMakeLists.txt (find_package(Tern) and a\n"
+     "test that runs `tern check test.cfg`), test.cfg and README.md. Then:\n"
+     "cd DIR && cmake -S . -B build && cmake --build build && ctest --test-dir build\n"
+     "KIND is model, reward, buffer or sync. NAME is the plugin's name: a\n"
+     "lower-case letter, then lower-case letters, digits or '_' (at most 64).\n"
+     "DIR must not exist or be empty: nothing is ever overwritten.\n"
+     "Exit: 0 written, 1 a file could not be written, 2 bad usage."},
     {"version", "tern version", "Print the tern release and the plugin ABI version."},
     {"help", "tern help [COMMAND]", "Show the commands, or one command's help."},
 };
@@ -96,6 +108,30 @@ static int parse_args(int argc, char **argv, const char *cmd, int config_require
     return 0;
 }
 
+/* `tern new-plugin KIND NAME [DIR]`: positional arguments only. */
+static int new_plugin(int argc, char **argv)
+{
+    const char *pos[3] = {NULL, NULL, NULL};
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            const command *c = find_command("new-plugin");
+            printf("usage: %s\n\n%s\n", c->usage, c->help);
+            return TERN_EXIT_OK;
+        }
+        if (a[0] == '-' && a[1])
+            return usage_error("unknown option '%s'", a, "new-plugin");
+        if (n == 3)
+            return usage_error("unexpected argument '%s'", a, "new-plugin");
+        pos[n++] = a;
+    }
+    if (n < 2)
+        return usage_error("%s needs KIND and NAME", "new-plugin", "new-plugin");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_new_plugin(&inv, pos[0], pos[1], pos[2]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -128,6 +164,8 @@ int main(int argc, char **argv)
     const command *c = find_command(cmd);
     if (!c)
         return usage_error("unknown command '%s'", cmd, NULL);
+    if (strcmp(cmd, "new-plugin") == 0)
+        return new_plugin(argc - 2, argv + 2);
 
     const char **overrides = calloc((size_t)argc, sizeof *overrides);
     if (!overrides) {

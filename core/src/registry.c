@@ -45,11 +45,29 @@ const char *tern_registry_builtin_dir(char *buf, size_t n)
     Dl_info info;
     if (!dladdr((void *)&tern_registry_builtin_dir, &info) || !info.dli_fname)
         return NULL;
-    const char *slash = strrchr(info.dli_fname, '/');
+    /* canonical, so `tern plugins` shows /usr/lib/... rather than bin/../lib/... */
+    char lib[PATH_MAX];
+    const char *file = realpath(info.dli_fname, lib) ? lib : info.dli_fname;
+    const char *slash = strrchr(file, '/');
     if (!slash)
         return NULL;
-    int w = snprintf(buf, n, "%.*s/tern/%s", (int)(slash - info.dli_fname), info.dli_fname,
-                     TERN_PLUGIN_SUBDIR);
+    int w = snprintf(buf, n, "%.*s/tern/%s", (int)(slash - file), file, TERN_PLUGIN_SUBDIR);
+    return (w > 0 && (size_t)w < n) ? buf : NULL;
+}
+
+const char *tern_registry_user_dir(char *buf, size_t n)
+{
+    /* XDG base directories: $XDG_DATA_HOME, else ~/.local/share; only an
+     * absolute XDG_DATA_HOME counts (the spec says to ignore a relative one) */
+    const char *data = secure_getenv("XDG_DATA_HOME");
+    const char *home = secure_getenv("HOME");
+    int w;
+    if (data && data[0] == '/')
+        w = snprintf(buf, n, "%s/tern/plugins/%s", data, TERN_PLUGIN_SUBDIR);
+    else if (home && home[0] == '/')
+        w = snprintf(buf, n, "%s/.local/share/tern/plugins/%s", home, TERN_PLUGIN_SUBDIR);
+    else
+        return NULL;
     return (w > 0 && (size_t)w < n) ? buf : NULL;
 }
 
@@ -71,6 +89,8 @@ int tern_registry_init(tern_registry *r, const char *const *first, size_t n_firs
         free(copy);
     }
     char buf[PATH_MAX];
+    if (rc == TERN_OK)
+        rc = add_dir(r, tern_registry_user_dir(buf, sizeof buf));
     if (rc == TERN_OK)
         rc = add_dir(r, tern_registry_builtin_dir(buf, sizeof buf));
     if (rc == TERN_OK)

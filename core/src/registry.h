@@ -2,9 +2,10 @@
  *
  * Search order (DESIGN.md §3): the config's plugin_path (relative entries are
  * relative to the config file's directory), then TERN_PLUGIN_PATH
- * (colon-separated, read with secure_getenv), then tern/abi-N beside the
- * libtern in use (the build tree's lib/ when run from a build tree), then the
- * installed plugin directory. Every *.so in each directory is loaded and
+ * (colon-separated, read with secure_getenv), then the per-user directory
+ * ($XDG_DATA_HOME/tern/plugins/abi-N, default ~/.local/share/...), then
+ * tern/abi-N beside the libtern in use (the build tree's lib/ when run from a
+ * build tree), then the installed plugin directory. Every *.so in each directory is loaded and
  * checked, in name order; the first plugin of a name wins and later ones are
  * refused as duplicates. */
 #ifndef TERN_REGISTRY_H
@@ -44,6 +45,9 @@ void tern_registry_free(tern_registry *r);
 int tern_registry_resolve(const tern_registry *r, const char *name, uint32_t kind,
                           const char *slot, const tern_registry_entry **out);
 
+/* The per-user plugin directory, or NULL when neither XDG_DATA_HOME nor HOME
+ * is an absolute path. */
+const char *tern_registry_user_dir(char *buf, size_t n);
 /* The directory beside the libtern in use ("<libdir>/tern/abi-N"), or NULL. */
 const char *tern_registry_builtin_dir(char *buf, size_t n);
 

@@ -180,9 +180,10 @@ Test(registry, a_refused_plugin_asked_for_by_name_reports_its_refusal)
     tern_registry_free(&r);
 }
 
-Test(registry, search_order_config_then_environment)
+Test(registry, search_order_config_then_environment_then_user)
 {
     setenv("TERN_PLUGIN_PATH", BAD "/dup_second:" BAD "/good", 1);
+    setenv("XDG_DATA_HOME", "/tmp/tern-xdg", 1);
     const char *first = BAD "/dup_first";
     tern_registry r;
     cr_assert_eq(tern_registry_init(&r, &first, 1), TERN_OK);
@@ -190,8 +191,24 @@ Test(registry, search_order_config_then_environment)
     cr_expect_str_eq(r.dirs[0], BAD "/dup_first");
     cr_expect_str_eq(r.dirs[1], BAD "/dup_second");
     cr_expect_str_eq(r.dirs[2], BAD "/good");
+    cr_assert_geq(r.n_dirs, 4);
+    cr_expect_str_eq(r.dirs[3], "/tmp/tern-xdg/tern/plugins/abi-1");
     tern_registry_free(&r);
     unsetenv("TERN_PLUGIN_PATH");
+}
+
+Test(registry, user_dir_follows_xdg_rules)
+{
+    char buf[512];
+    setenv("XDG_DATA_HOME", "/srv/data", 1);
+    cr_expect_str_eq(tern_registry_user_dir(buf, sizeof buf), "/srv/data/tern/plugins/abi-1");
+    setenv("XDG_DATA_HOME", "relative/ignored", 1);
+    setenv("HOME", "/home/ann", 1);
+    cr_expect_str_eq(tern_registry_user_dir(buf, sizeof buf),
+                     "/home/ann/.local/share/tern/plugins/abi-1");
+    unsetenv("XDG_DATA_HOME");
+    unsetenv("HOME");
+    cr_expect_null(tern_registry_user_dir(buf, sizeof buf));
 }
 
 Test(registry, in_tree_plugins_are_all_accepted)

@@ -61,6 +61,20 @@ TERN_API int tern_cmd_plugins(const tern_invocation *inv);
 /* The tern release, e.g. "0.1.0". */
 TERN_API const char *tern_version_string(void);
 
+/* `tern new-plugin KIND NAME [DIR]`: write a ready-to-build out-of-tree
+ * plugin project to DIR (NULL: ./NAME): NAME.c, a complete plugin of KIND
+ * ("model", "reward", "buffer" or "sync") whose every op does something
+ * simple, CMakeLists.txt (find_package(Tern), tern_add_plugin() and a test
+ * that runs `tern check test.cfg`), test.cfg and README.md. NAME is
+ * [a-z][a-z0-9_]*, at most 64 characters. Nothing is ever overwritten: DIR
+ * must be absent (it is created, parents too) or an empty directory.
+ * Prints the files and the next commands to `out`. config_path and the
+ * overrides of `inv` are not used. 0 when written; 2 for a bad KIND, NAME or
+ * DIR (nothing is touched); 1 when a file cannot be written ("PATH: cannot
+ * write: <reason>"), after removing whatever this call had created. */
+TERN_API int tern_cmd_new_plugin(const tern_invocation *inv, const char *kind, const char *name,
+                                 const char *dir);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,73 @@
+# Install layout (GNUInstallDirs; relocatable: tern finds its plugins beside
+# libtern, so the whole prefix can move) and the Debian packages.
+#
+#   bin/tern                                  command            (tern)
+#   <libdir>/libtern.so.<abi major>           library            (tern)
+#   <libdir>/tern/abi-<major>/*.so            plugins            (tern)
+#   share/tern/etc/*.cfg                      example configs    (tern)
+#   share/doc/tern/, share/man/man{1,7}/      docs, man pages    (tern)
+#   include/tern/*.h                          the SDK            (libtern-dev)
+#   <libdir>/libtern.so                       link for embedders (libtern-dev)
+#   <libdir>/pkgconfig/tern.pc                pkg-config         (libtern-dev)
+#   <libdir>/cmake/Tern/                      find_package(Tern) (libtern-dev)
+#   share/doc/libtern-dev/examples/           example plugin     (libtern-dev)
+include(CMakePackageConfigHelpers)
+
+set(TERN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tern)
+
+# Outside /usr the command finds libtern relative to itself; a distro build
+# (prefix /usr) needs no run path, and Debian policy forbids one.
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  file(RELATIVE_PATH _rel ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+  set_target_properties(tern_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${_rel}")
+endif()
+
+install(TARGETS tern LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  COMPONENT runtime NAMELINK_COMPONENT dev)
+install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(DIRECTORY core/include/tern DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
+  FILES_MATCHING PATTERN "*.h")
+install(FILES etc/quickstart.cfg DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc COMPONENT runtime)
+install(FILES README.md docs/config.md docs/plugins.md docs/abi.md docs/packaging.md docs/sync.md
+  docs/buffers.md docs/rewards.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+# sources only: build products of someone who built an example in the tree stay out
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/libtern-dev/examples
+  COMPONENT dev PATTERN "*.so" EXCLUDE PATTERN "*.o" EXCLUDE PATTERN "build*" EXCLUDE)
+
+# Man pages, compressed as Debian wants them (gzip -n: reproducible).
+find_program(GZIP_EXECUTABLE gzip REQUIRED)
+foreach(page tern.1 tern-plugin.7)
+  string(REGEX REPLACE ".*\\.([0-9])$" "\\1" section ${page})
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/${page}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+    COMMAND ${GZIP_EXECUTABLE} -9n -c ${PROJECT_SOURCE_DIR}/docs/man/${page}
+            > ${CMAKE_BINARY_DIR}/man/${page}.gz
+    DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/${page} VERBATIM)
+  list(APPEND _man_pages ${CMAKE_BINARY_DIR}/man/${page}.gz)
+  install(FILES ${CMAKE_BINARY_DIR}/man/${page}.gz
+    DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT runtime)
+endforeach()
+add_custom_target(man_pages ALL DEPENDS ${_man_pages})
+
+# pkg-config: the SDK (cflags) and the plugin directory. Relocatable: paths
+# are relative to the .pc file's own directory.
+file(RELATIVE_PATH _pc_to_prefix ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" _pc_to_prefix "${_pc_to_prefix}")
+configure_file(cmake/tern.pc.in ${CMAKE_BINARY_DIR}/tern.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/tern.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT dev)
+
+# CMake package: find_package(Tern 1 REQUIRED), target Tern::sdk,
+# tern_add_plugin(). Its version is the ABI version, and SameMajorVersion
+# matches the ABI policy: a plugin asking for 1.2 gets any 1.x with x >= 2.
+install(TARGETS tern_sdk EXPORT TernTargets COMPONENT dev)
+install(EXPORT TernTargets NAMESPACE Tern:: DESTINATION ${TERN_CMAKE_DIR} COMPONENT dev)
+configure_package_config_file(cmake/TernConfig.cmake.in ${CMAKE_BINARY_DIR}/TernConfig.cmake
+  INSTALL_DESTINATION ${TERN_CMAKE_DIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR CMAKE_INSTALL_BINDIR TERN_PLUGIN_INSTALL_DIR)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/TernConfigVersion.cmake
+  VERSION ${TERN_ABI_VERSION} COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
+install(FILES ${CMAKE_BINARY_DIR}/TernConfig.cmake ${CMAKE_BINARY_DIR}/TernConfigVersion.cmake
+  cmake/TernPluginHelpers.cmake DESTINATION ${TERN_CMAKE_DIR} COMPONENT dev)
+
+include(cmake/TernPackage.cmake)

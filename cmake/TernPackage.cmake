@@ -1,0 +1,57 @@
+# Debian packages with CPack: `tern` (command, library, CPU plugins, configs,
+# docs) and `libtern-dev` (SDK headers, pkg-config, CMake package, example).
+# Build them from a /usr-prefix build: tests/packaging/deb_test.sh shows how.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME tern)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "tern developers")
+set(CPACK_PACKAGE_CONTACT "tern maintainers <maintainers@tern.invalid>")
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL runtime dev)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME tern)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION science)
+# libtern.so.1 is in the linker's path: dpkg's ldconfig trigger refreshes its
+# cache. Our own (empty) postinst/postrm stop CPack from calling ldconfig too.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/deb/triggers
+  ${PROJECT_SOURCE_DIR}/packaging/deb/postinst ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+  "reinforcement fine-tuning for language models\n\
+tern runs reinforcement fine-tuning loops (explorers, a buffer, a trainer)\n\
+for language models. A small core loads plugins through versioned tables:\n\
+models, rewards, experience buffers and synchronisation strategies, all\n\
+chosen in a libconfig file.\n\
+.\n\
+This package holds the tern command, libtern and the CPU plugins.")
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libtern-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "tern (= ${PROJECT_VERSION}-1)")
+set(CPACK_COMPONENT_DEV_DESCRIPTION
+  "SDK for writing tern plugins\n\
+Headers, a pkg-config file (tern.pc, with the plugin directory) and a CMake\n\
+package (find_package(Tern), Tern::sdk, tern_add_plugin) for building tern\n\
+plugins out of tree, with an example reward plugin.")
+
+# Debian wants a copyright file and a changelog in each package's doc dir.
+configure_file(packaging/deb/changelog.in ${CMAKE_BINARY_DIR}/deb/changelog @ONLY)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
+  COMMAND ${GZIP_EXECUTABLE} -9n -c ${CMAKE_BINARY_DIR}/deb/changelog
+          > ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
+  DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog VERBATIM)
+add_custom_target(deb_changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz)
+foreach(comp runtime dev)
+  string(TOUPPER ${comp} COMP)
+  install(FILES packaging/deb/copyright ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${CPACK_DEBIAN_${COMP}_PACKAGE_NAME}
+    COMPONENT ${comp})
+endforeach()
+
+include(CPack)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# deb_test.sh SOURCE_DIR WORK_DIR
+# The Debian packages: build them from a /usr-prefix build with Debian's
+# hardening flags, check their layout and computed dependencies, run lintian,
+# and run the packaged tern from the unpacked packages.
+set -uo pipefail
+SRC=$(realpath "$1") WORK=$2
+rm -rf "$WORK" && mkdir -p "$WORK" && WORK=$(realpath "$WORK")
+. "$SRC/tests/packaging/lib.sh"
+unset TERN_PLUGIN_PATH
+
+# Debian's build flags (hardening: fortify, stack protector, relro, now)
+CFLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
+LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
+check "configure a /usr build" env CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
+  cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_INSTALL_PREFIX=/usr -DTERN_TESTS=OFF
+check "build" cmake --build "$WORK/build"
+check "cpack -G DEB" bash -c "cd '$WORK/build' && cpack -G DEB"
+RUNTIME=$(ls "$WORK"/build/tern_*.deb 2>/dev/null | head -n1)
+DEV=$(ls "$WORK"/build/libtern-dev_*.deb 2>/dev/null | head -n1)
+check "two packages: tern and libtern-dev" test -f "$RUNTIME" -a -f "$DEV"
+
+ARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+dpkg-deb -c "$RUNTIME" >"$WORK/runtime.txt" 2>&1
+dpkg-deb -c "$DEV" >"$WORK/dev.txt" 2>&1
+for f in ./usr/bin/tern "./usr/lib/$ARCH/libtern.so.1" "./usr/lib/$ARCH/tern/abi-1/fifo.so" \
+         "./usr/lib/$ARCH/tern/abi-1/synchronous.so" "./usr/lib/$ARCH/tern/abi-1/math.so" \
+         ./usr/share/tern/etc/quickstart.cfg ./usr/share/man/man1/tern.1.gz \
+         ./usr/share/man/man7/tern-plugin.7.gz ./usr/share/doc/tern/config.md \
+         ./usr/share/doc/tern/copyright; do
+  check "tern contains $f" grep -q " $f" "$WORK/runtime.txt"
+done
+for f in ./usr/include/tern/plugin.h ./usr/include/tern/reward.h "./usr/lib/$ARCH/libtern.so" \
+         "./usr/lib/$ARCH/pkgconfig/tern.pc" "./usr/lib/$ARCH/cmake/Tern/TernConfig.cmake" \
+         "./usr/lib/$ARCH/cmake/Tern/TernPluginHelpers.cmake" \
+         ./usr/share/doc/libtern-dev/examples/reward-plugin/format_length.c; do
+  check "libtern-dev contains $f" grep -q " $f" "$WORK/dev.txt"
+done
+check "headers are not in tern" bash -c "! grep -q '/usr/include' '$WORK/runtime.txt'"
+check "dependencies are computed (libconfig, jansson, libc)" bash -c \
+  "dpkg-deb -f '$RUNTIME' Depends | tee '$WORK/depends.txt' | grep -q libconfig9 && grep -q libjansson4 '$WORK/depends.txt' && grep -q libc6 '$WORK/depends.txt'"
+check "libtern-dev depends on the same tern" bash -c "dpkg-deb -f '$DEV' Depends | grep -q 'tern (= '"
+
+# lintian: no errors (warnings are listed in docs/packaging.md)
+lintian --fail-on error --tag-display-limit 0 "$RUNTIME" "$DEV" >"$WORK/lintian.txt" 2>&1
+rc=$?
+sed 's/^/    lintian: /' "$WORK/lintian.txt"
+if [ $rc -eq 0 ]; then ok "lintian reports no errors"; else fail "lintian reports errors"; fi
+
+# the packaged tern works from the unpacked packages
+dpkg-deb -x "$RUNTIME" "$WORK/root" && dpkg-deb -x "$DEV" "$WORK/root"
+export LD_LIBRARY_PATH="$WORK/root/usr/lib/$ARCH"
+check "packaged tern lists its plugins" bash -c \
+  "'$WORK/root/usr/bin/tern' plugins | tee '$WORK/p.txt' | grep -q '^fifo ' && grep -q '^math ' '$WORK/p.txt' && ! grep -q refused: '$WORK/p.txt'"
+check "packaged quickstart config checks" "$WORK/root/usr/bin/tern" check \
+  "$WORK/root/usr/share/tern/etc/quickstart.cfg"
+finish
