@@ -1,5 +1,10 @@
 /* main.c: the `tern` command. It parses argv and calls libtern; everything
  * else (and every message about a config or plugin) lives in libtern. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,44 @@ static const command commands[] = {
      "lower-case letter, then lower-case letters, digits or '_' (at most 64).\n"
      "DIR must not exist or be empty: nothing is ever overwritten.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage."},
+    {"model", "tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR",
+     "Create a fresh model from the preset NAME of a model plugin and save it to\n"
+     "OUT_DIR, a Hugging Face-shaped directory (config.json, weights, tokenizer)\n"
+     "that `tern generate`, `tern score` and configs (model.path) load.\n"
+     "  --preset NAME  the plugin's model size (transformer: see its docs)\n"
+     "  --seed S       seed of the initial weights (default: the plugin's)\n"
+     "  --plugin P     the model plugin (default transformer; see `tern plugins`)\n"
+     "OUT_DIR must not exist (it is created, parents too) or be empty: nothing\n"
+     "is ever overwritten.\n"
+     "Exit: 0 written, 1 runtime failure, 2 bad usage, preset, plugin or OUT_DIR."},
+    {"generate", "tern generate MODEL_DIR --prompt TEXT [options]",
+     "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print a\n"
+     "continuation: the bytes the model gives, as they are, and a newline.\n"
+     "  --max-tokens N    new tokens at most (default 64)\n"
+     "  --temperature T   sampling temperature; 0 is greedy (default 1.0)\n"
+     "  --top-k K         sample from the K likeliest tokens; 0 is off (default)\n"
+     "  --top-p P         sample from the likeliest tokens holding mass P, in\n"
+     "                    (0, 1]; 1 is off (default)\n"
+     "  --seed S          same seed and options, same output (default 1)\n"
+     "  --samples K       draw K continuations (default 1); with K > 1 each\n"
+     "                    follows a line \"--- sample I (N tokens, logprob L) ---\"\n"
+     "  --stop-token ID   end a sample at token ID, which it keeps; repeat for\n"
+     "                    more. None by default: a sample runs to --max-tokens\n"
+     "                    (give the model's EOS id to stop there)\n"
+     "  --plugin P        the model plugin (default transformer)\n"
+     "  --threads N       threads of the model (default: the plugin's)\n"
+     "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or prompt."},
+    {"score", "tern score MODEL_DIR --text TEXT [--plugin P] [--threads N]",
+     "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print\n"
+     "one line per token after BOS:\n"
+     "  POSITION<TAB>ID<TAB>TOKEN<TAB>LOGPROB<TAB>ENTROPY\n"
+     "TOKEN is the token's text with \\n, \\t, \\\\ and \\xNN (other control\n"
+     "bytes and bytes that are not UTF-8) escaped; LOGPROB is log p(token |\n"
+     "the tokens before it) and ENTROPY that distribution's entropy, in nats.\n"
+     "Then: total logprob X over N tokens, perplexity Y  (Y = exp(-X/N)).\n"
+     "  --plugin P   the model plugin (default transformer)\n"
+     "  --threads N  threads of the model (default: the plugin's)\n"
+     "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text."},
     {"version", "tern version", "Print the tern release and the plugin ABI version."},
     {"help", "tern help [COMMAND]", "Show the commands, or one command's help."},
 };
@@ -132,6 +175,275 @@ static int new_plugin(int argc, char **argv)
     return tern_cmd_new_plugin(&inv, pos[0], pos[1], pos[2]);
 }
 
+/* ---- model commands: flags with values -------------------------------- */
+
+static int usage_errorf(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_errorf(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tern: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    const command *c = find_command(cmd);
+    if (c)
+        fprintf(stderr, "usage: %s\n", c->usage);
+    return TERN_EXIT_USAGE;
+}
+
+static int print_help(const char *cmd)
+{
+    const command *c = find_command(cmd);
+    printf("usage: %s\n\n%s\n", c->usage, c->help);
+    return TERN_EXIT_OK;
+}
+
+/* Whether argv[*i] is the flag `name`, as "--name VALUE" or "--name=VALUE":
+ * 1 with *value set (and *i past VALUE), 0 if it is another argument, -1
+ * (after the usage message) if VALUE is missing. */
+static int flag_value(int argc, char **argv, int *i, const char *name, const char **value,
+                      const char *cmd)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        usage_errorf(cmd, "%s needs a value", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+/* A whole number in [min, max] (decimal); else the usage message and -1. */
+static int parse_whole(const char *cmd, const char *flag, const char *s, long long min,
+                       long long max, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = s[0] == '-' || (s[0] >= '0' && s[0] <= '9') ? strtoll(s, &end, 10) : 0;
+    if (!end || end == s || *end || errno || v < min || v > max) {
+        if (max == LLONG_MAX)
+            usage_errorf(cmd, "%s needs a whole number >= %lld (got '%s')", flag, min, s);
+        else
+            usage_errorf(cmd, "%s needs a whole number from %lld to %lld (got '%s')", flag, min,
+                         max, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A seed: any whole number from 0 to 2^64 - 1. */
+static int parse_seed(const char *cmd, const char *flag, const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
+    if (!end || *end || errno) {
+        usage_errorf(cmd, "%s needs a whole number from 0 to 18446744073709551615 (got '%s')",
+                     flag, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A finite decimal number; the range is checked by the caller. */
+static int parse_number(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || s[0] == ' ' || s[0] == '\t')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* `tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR` */
+static int model_cmd(int argc, char **argv)
+{
+    const char *cmd = "model";
+    if (argc < 1)
+        return usage_errorf(cmd, "model needs a subcommand: init");
+    if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)
+        return print_help(cmd);
+    if (strcmp(argv[0], "init") != 0)
+        return usage_errorf(cmd, "unknown subcommand 'model %s' (there is: init)", argv[0]);
+    const char *preset = NULL, *plugin = NULL, *out_dir = NULL, *v = NULL;
+    long long seed = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return print_help(cmd);
+        if ((m = flag_value(argc, argv, &i, "--preset", &v, cmd)) != 0) {
+            if (m < 0)
+                return TERN_EXIT_USAGE;
+            preset = v;
+        } else if ((m = flag_value(argc, argv, &i, "--seed", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--seed", v, 0, LLONG_MAX, &seed) != 0)
+                return TERN_EXIT_USAGE;
+        } else if ((m = flag_value(argc, argv, &i, "--plugin", &v, cmd)) != 0) {
+            if (m < 0)
+                return TERN_EXIT_USAGE;
+            plugin = v;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_errorf(cmd, "unknown option '%s'", a);
+        } else if (out_dir) {
+            return usage_errorf(cmd, "unexpected argument '%s'", a);
+        } else {
+            out_dir = a;
+        }
+    }
+    if (!preset || !*preset)
+        return usage_errorf(cmd, "model init needs --preset NAME");
+    if (!out_dir || !*out_dir)
+        return usage_errorf(cmd, "model init needs OUT_DIR, the directory to write");
+    if (plugin && !*plugin)
+        return usage_errorf(cmd, "--plugin needs a plugin name");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_model_init(&inv, plugin, preset, seed, out_dir);
+}
+
+/* `tern generate MODEL_DIR --prompt TEXT [options]` */
+static int generate_cmd(int argc, char **argv)
+{
+    const char *cmd = "generate";
+    tern_generate_args g = {.size = sizeof g, .max_tokens = 64, .samples = 1,
+                            .temperature = 1.0, .top_p = 1.0, .seed = 1};
+    int32_t *stop = calloc((size_t)argc + 1, sizeof *stop);
+    if (!stop) {
+        fprintf(stderr, "tern: out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    const char *v = NULL;
+    long long n = 0;
+    int rc = -1; /* -1: go on; else the exit code */
+    for (int i = 0; i < argc && rc < 0; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            rc = print_help(cmd);
+        } else if ((m = flag_value(argc, argv, &i, "--prompt", &v, cmd)) != 0) {
+            if (m < 0)
+                rc = TERN_EXIT_USAGE;
+            g.prompt = v;
+        } else if ((m = flag_value(argc, argv, &i, "--max-tokens", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--max-tokens", v, 1, UINT32_MAX, &n) != 0)
+                rc = TERN_EXIT_USAGE;
+            g.max_tokens = (uint32_t)n;
+        } else if ((m = flag_value(argc, argv, &i, "--temperature", &v, cmd)) != 0) {
+            if (m < 0)
+                rc = TERN_EXIT_USAGE;
+            else if (parse_number(v, &g.temperature) != 0 || g.temperature < 0)
+                rc = usage_errorf(cmd, "--temperature needs a number >= 0, 0 for greedy (got "
+                                  "'%s')", v);
+        } else if ((m = flag_value(argc, argv, &i, "--top-k", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--top-k", v, 0, INT32_MAX, &n) != 0)
+                rc = TERN_EXIT_USAGE;
+            g.top_k = (int32_t)n;
+        } else if ((m = flag_value(argc, argv, &i, "--top-p", &v, cmd)) != 0) {
+            if (m < 0)
+                rc = TERN_EXIT_USAGE;
+            else if (parse_number(v, &g.top_p) != 0 || !(g.top_p > 0 && g.top_p <= 1))
+                rc = usage_errorf(cmd, "--top-p needs a number in (0, 1], 1 for off (got "
+                                  "'%s')", v);
+        } else if ((m = flag_value(argc, argv, &i, "--seed", &v, cmd)) != 0) {
+            if (m < 0 || parse_seed(cmd, "--seed", v, &g.seed) != 0)
+                rc = TERN_EXIT_USAGE;
+        } else if ((m = flag_value(argc, argv, &i, "--samples", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--samples", v, 1, UINT32_MAX, &n) != 0)
+                rc = TERN_EXIT_USAGE;
+            g.samples = (uint32_t)n;
+        } else if ((m = flag_value(argc, argv, &i, "--stop-token", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--stop-token", v, 0, INT32_MAX, &n) != 0)
+                rc = TERN_EXIT_USAGE;
+            stop[g.n_stop++] = (int32_t)n;
+        } else if ((m = flag_value(argc, argv, &i, "--plugin", &v, cmd)) != 0) {
+            if (m < 0)
+                rc = TERN_EXIT_USAGE;
+            else if (!*v)
+                rc = usage_errorf(cmd, "--plugin needs a plugin name");
+            g.plugin = v;
+        } else if ((m = flag_value(argc, argv, &i, "--threads", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--threads", v, 1, INT32_MAX, &n) != 0)
+                rc = TERN_EXIT_USAGE;
+            g.threads = (uint32_t)n;
+        } else if (a[0] == '-' && a[1]) {
+            rc = usage_errorf(cmd, "unknown option '%s'", a);
+        } else if (g.model_dir) {
+            rc = usage_errorf(cmd, "unexpected argument '%s'", a);
+        } else {
+            g.model_dir = a;
+        }
+    }
+    if (rc < 0 && !g.model_dir)
+        rc = usage_errorf(cmd, "generate needs MODEL_DIR, the directory of a saved model");
+    if (rc < 0 && !g.prompt)
+        rc = usage_errorf(cmd, "generate needs --prompt TEXT");
+    if (rc < 0) {
+        g.prompt_len = strlen(g.prompt);
+        g.stop = stop;
+        tern_invocation inv = {.size = sizeof inv};
+        rc = tern_cmd_generate(&inv, &g);
+    }
+    free(stop);
+    return rc;
+}
+
+/* `tern score MODEL_DIR --text TEXT [--plugin P] [--threads N]` */
+static int score_cmd(int argc, char **argv)
+{
+    const char *cmd = "score";
+    tern_score_args sa = {.size = sizeof sa};
+    const char *v = NULL;
+    long long n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return print_help(cmd);
+        if ((m = flag_value(argc, argv, &i, "--text", &v, cmd)) != 0) {
+            if (m < 0)
+                return TERN_EXIT_USAGE;
+            sa.text = v;
+        } else if ((m = flag_value(argc, argv, &i, "--plugin", &v, cmd)) != 0) {
+            if (m < 0)
+                return TERN_EXIT_USAGE;
+            if (!*v)
+                return usage_errorf(cmd, "--plugin needs a plugin name");
+            sa.plugin = v;
+        } else if ((m = flag_value(argc, argv, &i, "--threads", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--threads", v, 1, INT32_MAX, &n) != 0)
+                return TERN_EXIT_USAGE;
+            sa.threads = (uint32_t)n;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_errorf(cmd, "unknown option '%s'", a);
+        } else if (sa.model_dir) {
+            return usage_errorf(cmd, "unexpected argument '%s'", a);
+        } else {
+            sa.model_dir = a;
+        }
+    }
+    if (!sa.model_dir)
+        return usage_errorf(cmd, "score needs MODEL_DIR, the directory of a saved model");
+    if (!sa.text)
+        return usage_errorf(cmd, "score needs --text TEXT");
+    sa.text_len = strlen(sa.text);
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_score(&inv, &sa);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -166,6 +478,12 @@ int main(int argc, char **argv)
         return usage_error("unknown command '%s'", cmd, NULL);
     if (strcmp(cmd, "new-plugin") == 0)
         return new_plugin(argc - 2, argv + 2);
+    if (strcmp(cmd, "model") == 0)
+        return model_cmd(argc - 2, argv + 2);
+    if (strcmp(cmd, "generate") == 0)
+        return generate_cmd(argc - 2, argv + 2);
+    if (strcmp(cmd, "score") == 0)
+        return score_cmd(argc - 2, argv + 2);
 
     const char **overrides = calloc((size_t)argc, sizeof *overrides);
     if (!overrides) {

@@ -158,8 +158,11 @@ static int start_instances(tern_session *s, tern_diag *d)
     return status;
 }
 
-int tern_session_open(tern_session *s, const char *path, const char *const *overrides,
-                      size_t n_overrides, int start, tern_diag *d)
+/* The body of tern_session_open and tern_session_open_text: the config comes
+ * from the file `path`, or from `text` (named `label`) when text is not NULL. */
+static int session_open(tern_session *s, const char *path, const char *text, const char *label,
+                        const char *const *overrides, size_t n_overrides, int start,
+                        tern_diag *d)
 {
     memset(s, 0, sizeof *s);
     s->metrics = tern_metrics_new();
@@ -168,8 +171,10 @@ int tern_session_open(tern_session *s, const char *path, const char *const *over
         tern_diag_addf(d, "out of memory");
         return TERN_ENOMEM;
     }
-    if (tern_config_read_file(&s->config, path, d) != TERN_OK)
-        return TERN_ECONFIG;
+    int read = text ? tern_config_read_string(&s->config, text, label, d)
+                    : tern_config_read_file(&s->config, path, d);
+    if (read != TERN_OK)
+        return read == TERN_ENOMEM ? TERN_ENOMEM : TERN_ECONFIG;
     s->have_config = 1;
     size_t before = d->n;
     for (size_t i = 0; i < n_overrides; i++)
@@ -212,6 +217,18 @@ int tern_session_open(tern_session *s, const char *path, const char *const *over
     if (d->n > before)
         return TERN_ECONFIG;
     return start ? start_instances(s, d) : TERN_OK;
+}
+
+int tern_session_open(tern_session *s, const char *path, const char *const *overrides,
+                      size_t n_overrides, int start, tern_diag *d)
+{
+    return session_open(s, path, NULL, NULL, overrides, n_overrides, start, d);
+}
+
+int tern_session_open_text(tern_session *s, const char *text, const char *label, int start,
+                           tern_diag *d)
+{
+    return session_open(s, NULL, text, label, NULL, 0, start, d);
 }
 
 void tern_session_close(tern_session *s)

@@ -43,6 +43,12 @@ typedef struct tern_session {
  * whatever the result. */
 int tern_session_open(tern_session *s, const char *path, const char *const *overrides,
                       size_t n_overrides, int start, tern_diag *d);
+/* The same for a config given as `text` (libconfig syntax, no overrides);
+ * `label` names it where a file name would stand in messages ("LABEL:LINE:
+ * ..."), and a relative plugin_path is taken from the label's directory part
+ * (the working directory for a label without '/'). */
+int tern_session_open_text(tern_session *s, const char *text, const char *label, int start,
+                           tern_diag *d);
 /* Destroy the started instances (last first) and free everything. */
 void tern_session_close(tern_session *s);
 /* Print the plugins and their resolved settings (`tern check` output). */

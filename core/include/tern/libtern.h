@@ -75,6 +75,81 @@ TERN_API const char *tern_version_string(void);
 TERN_API int tern_cmd_new_plugin(const tern_invocation *inv, const char *kind, const char *name,
                                  const char *dir);
 
+/* ---- Driving a model plugin: `tern model init`, `tern generate`, `tern score`.
+ * Each makes one model instance through its plugin's settings, as a config
+ * would (docs/cli-model.md):
+ *   model = { plugin = PLUGIN; path = MODEL_DIR; threads = N; };          (load)
+ *   model = { plugin = PLUGIN; init = { preset = P; seed = S; }; };       (fresh)
+ * PLUGIN NULL means "transformer"; the plugin is found on the usual search
+ * path (`tern plugins`). config_path and the overrides of `inv` are not used.
+ * Problems are one line each on `err`, the plugin's own message included.
+ * Exit codes: 0 done; 2 bad usage, a missing MODEL_DIR, a plugin that is not
+ * found or refuses its settings or the directory (a bad preset, a directory
+ * that holds no model of its kind), input the model rejects (TERN_EINVAL);
+ * 1 a runtime failure (I/O, memory, a plugin op failing otherwise). Every
+ * buffer the plugin hands out is freed with its free_buffer. */
+
+/* `tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR`: create a
+ * fresh model from the plugin's preset NAME and save it to OUT_DIR (ops->save
+ * with with_optimizer = 0) as a Hugging Face-shaped directory. seed < 0 leaves
+ * the plugin's default seed. Nothing is ever overwritten: OUT_DIR must be
+ * absent (it is created, parents too) or an empty directory, else exit 2 and
+ * nothing is touched; if saving fails, what this call created is removed.
+ * Prints the directory and the files in it to `out`. */
+TERN_API int tern_cmd_model_init(const tern_invocation *inv, const char *plugin,
+                                 const char *preset, long long seed, const char *out_dir);
+
+/* What `tern generate` does; build it as
+ *   tern_generate_args a = {.size = sizeof a, .model_dir = "ckpt", .prompt = "Hi",
+ *                           .prompt_len = 2, .max_tokens = 64, .temperature = 1.0,
+ *                           .top_p = 1.0, .seed = 1, .samples = 1};
+ * Members are appended only; `size` tells which this caller knows. */
+typedef struct tern_generate_args {
+    size_t size;            /* sizeof(tern_generate_args) as built by the caller */
+    const char *plugin;     /* model plugin name; NULL: "transformer" */
+    const char *model_dir;  /* directory of a saved model (the plugin's `path`) */
+    const char *prompt;     /* raw bytes, tokenized with BOS added */
+    size_t prompt_len;      /* bytes of prompt */
+    uint32_t max_tokens;    /* new tokens per sample at most (>= 1) */
+    uint32_t samples;       /* continuations to draw (>= 1) */
+    double temperature;     /* >= 0; 0: greedy */
+    int32_t top_k;          /* >= 0; 0: off */
+    double top_p;           /* in (0, 1]; 1: off */
+    uint64_t seed;          /* same seed, arguments and threads: same output */
+    const int32_t *stop;    /* token ids that end a sample, which keeps the one
+                               met; with none, a sample ends at max_tokens (or
+                               where the plugin stops on its own) */
+    size_t n_stop;          /* entries in stop */
+    uint32_t threads;       /* the plugin's `threads`; 0: its default */
+} tern_generate_args;
+
+/* `tern generate MODEL_DIR --prompt TEXT [...]`: load the model, tokenize the
+ * prompt (with BOS), draw `samples` continuations and print each one
+ * detokenized, as raw bytes (the model may emit invalid UTF-8): with one
+ * sample the text and a newline; with more, each after a header line
+ * "--- sample I (N tokens, logprob L) ---" (I from 1, L the sum of the
+ * tokens' log-probs under the distribution sampled from). */
+TERN_API int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *args);
+
+/* What `tern score` does; members are appended only. */
+typedef struct tern_score_args {
+    size_t size;            /* sizeof(tern_score_args) as built by the caller */
+    const char *plugin;     /* model plugin name; NULL: "transformer" */
+    const char *model_dir;  /* directory of a saved model (the plugin's `path`) */
+    const char *text;       /* raw bytes, tokenized with BOS added */
+    size_t text_len;        /* bytes of text */
+    uint32_t threads;       /* the plugin's `threads`; 0: its default */
+} tern_score_args;
+
+/* `tern score MODEL_DIR --text TEXT`: load the model, tokenize the text (with
+ * BOS) and print, for each position i >= 1 of the tokens x,
+ *   i TAB id TAB token-text TAB log p(x[i] | x[0..i)) TAB entropy
+ * (6 decimals; the token's text with \n, \t, \\ and \xNN for other
+ * control bytes and bytes that are not valid UTF-8), then
+ *   total logprob X over N tokens, perplexity Y
+ * with Y = exp(-X / N). A text that gives no token after BOS is exit 2. */
+TERN_API int tern_cmd_score(const tern_invocation *inv, const tern_score_args *args);
+
 #ifdef __cplusplus
 }
 #endif

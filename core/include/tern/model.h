@@ -61,6 +61,9 @@ typedef struct tern_sequence {
     const int32_t *tokens;
     size_t len;
     size_t start;          /* first position whose log-prob is wanted (>= 1) */
+    float temperature;     /* logits are divided by it before the softmax, as in
+                              generate(), so scores match the sampling policy;
+                              0 means 1 */
 } tern_sequence;
 
 /* A named parameter tensor, for weight transport and checkpoints. The data

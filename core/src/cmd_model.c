@@ -1,0 +1,723 @@
+/* cmd_model.c: `tern model init`, `tern generate` and `tern score`
+ * (tern/libtern.h): drive one model plugin through its ops table.
+ *
+ * Each command writes the model slot a config would hold ("model = { plugin
+ * = ...; path = ...; };" or "... init = { preset = ...; };"), opens a session
+ * on that text (the same checks and start as `tern check`: the plugin found
+ * on the search path, its settings checked against its spec, create() run),
+ * then calls the model's ops. Strings are escaped for libconfig, so any path
+ * or preset reaches the plugin unchanged. */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "log.h"
+#include "session.h"
+#include "tern/libtern.h"
+#include "tern/model.h"
+
+#define DEFAULT_PLUGIN "transformer"
+
+static FILE *out_of(const tern_invocation *inv) { return inv->out ? inv->out : stdout; }
+static FILE *err_of(const tern_invocation *inv) { return inv->err ? inv->err : stderr; }
+
+static int bad_invocation(const tern_invocation *inv)
+{
+    return !inv || inv->size < sizeof(tern_invocation);
+}
+
+/* Exit code for a failing status: settings, arguments and input the model
+ * rejects are the user's to fix (2); the rest is a runtime failure (1). */
+static int exit_code(int status)
+{
+    if (status == TERN_OK)
+        return TERN_EXIT_OK;
+    if (status == TERN_EINTR)
+        return TERN_EXIT_INTERRUPTED;
+    if (status == TERN_ECONFIG || status == TERN_EINVAL || status == TERN_ENOTFOUND)
+        return TERN_EXIT_USAGE;
+    return TERN_EXIT_FAILURE;
+}
+
+static void report(const tern_invocation *inv, const char *label, const char *fmt, ...)
+    TERN_PRINTF(3, 4);
+static void report(const tern_invocation *inv, const char *label, const char *fmt, ...)
+{
+    FILE *err = err_of(inv);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(err, "%s: ", label);
+    vfprintf(err, fmt, ap);
+    fprintf(err, "\n");
+    va_end(ap);
+}
+
+/* The message a plugin op left, or a stand-in when it left none. */
+static const char *op_message(void)
+{
+    const char *m = tern_error_message();
+    return *m ? m : "the plugin gave no reason (a bug in the plugin)";
+}
+
+/* ---- the config text ------------------------------------------------------ */
+
+typedef struct text_buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} text_buf;
+
+static void tb_put(text_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void tb_puts(text_buf *b, const char *s) { tb_put(b, s, strlen(s)); }
+
+/* `s` as a libconfig string literal: quote and backslash escaped, control
+ * bytes as \xNN (libconfig reads them back to the same bytes). */
+static void tb_quoted(text_buf *b, const char *s)
+{
+    tb_puts(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            tb_put(b, esc, 2);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            snprintf(esc, sizeof esc, "\\x%02x", *p);
+            tb_puts(b, esc);
+        } else {
+            tb_put(b, (const char *)p, 1);
+        }
+    }
+    tb_puts(b, "\"");
+}
+
+/* The model slot: loading `dir`, or fresh from `preset` (dir NULL). */
+static char *model_config(const char *plugin, const char *dir, const char *preset, long long seed,
+                          uint32_t threads)
+{
+    text_buf b = {0};
+    char num[32];
+    tb_puts(&b, "model = {\n  plugin = ");
+    tb_quoted(&b, plugin);
+    tb_puts(&b, ";\n");
+    if (dir) {
+        tb_puts(&b, "  path = ");
+        tb_quoted(&b, dir);
+        tb_puts(&b, ";\n");
+    } else {
+        tb_puts(&b, "  init = {\n    preset = ");
+        tb_quoted(&b, preset);
+        tb_puts(&b, ";\n");
+        if (seed >= 0) {
+            snprintf(num, sizeof num, "%lldL", seed);
+            tb_puts(&b, "    seed = ");
+            tb_puts(&b, num);
+            tb_puts(&b, ";\n");
+        }
+        tb_puts(&b, "  };\n");
+    }
+    if (threads > 0) {
+        snprintf(num, sizeof num, "%u", threads);
+        tb_puts(&b, "  threads = ");
+        tb_puts(&b, num);
+        tb_puts(&b, ";\n");
+    }
+    tb_puts(&b, "};\n");
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* ---- the model instance --------------------------------------------------- */
+
+typedef struct model {
+    tern_session s;
+    const tern_model_ops *ops;
+    void *state;
+} model;
+
+/* Print the session's problems, one line each, as "LABEL: message": the
+ * "LABEL:LINE: " that names a place in the generated text means nothing to
+ * the user, who gave flags, not a file. */
+static void print_problems(const tern_invocation *inv, const char *label, const tern_diag *d)
+{
+    size_t ll = strlen(label);
+    for (size_t i = 0; i < d->n; i++) {
+        const char *m = d->msgs[i];
+        if (strncmp(m, label, ll) == 0 && m[ll] == ':') {
+            const char *p = m + ll + 1;
+            while (*p >= '0' && *p <= '9')
+                p++;
+            if (p > m + ll + 1 && p[0] == ':' && p[1] == ' ')
+                m = p + 2;
+            else if (m[ll + 1] == ' ')
+                m += ll + 2;
+        }
+        report(inv, label, "%s", m);
+    }
+    if (d->oom)
+        report(inv, label, "out of memory (some messages were lost)");
+}
+
+/* Start the model the config text describes; returns an exit code. On
+ * success m->ops and m->state are the instance's. model_close() is needed
+ * whatever the result. */
+static int model_open(const tern_invocation *inv, const char *label, const char *text, model *m)
+{
+    memset(m, 0, sizeof *m);
+    tern_diag d;
+    tern_diag_init(&d);
+    tern_log_set_stream(err_of(inv));
+    int rc = tern_session_open_text(&m->s, text, label, 1, &d);
+    if (d.n && rc == TERN_OK)
+        rc = TERN_ECONFIG;
+    print_problems(inv, label, &d);
+    tern_diag_free(&d);
+    if (rc != TERN_OK)
+        return exit_code(rc);
+    for (size_t i = 0; i < m->s.n_inst; i++) {
+        tern_instance *in = &m->s.inst[i];
+        if (in->created && in->slot->kind == TERN_KIND_MODEL) {
+            m->ops = in->entry->plugin->desc->ops;
+            m->state = in->state;
+            return TERN_EXIT_OK;
+        }
+    }
+    report(inv, label, "the model did not start (no model instance)");
+    return TERN_EXIT_FAILURE;
+}
+
+static void model_close(model *m)
+{
+    tern_session_close(&m->s);
+    tern_log_set_stream(NULL);
+}
+
+/* A model directory must exist before the plugin is asked to read it. */
+static int check_model_dir(const tern_invocation *inv, const char *label, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        int e = errno;
+        report(inv, label, "%s: %s; give the directory of a saved model (`tern model init` "
+               "writes a fresh one)", dir, e == ENOENT ? "no such directory" : strerror(e));
+        return e == ENOENT || e == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        report(inv, label, "%s: not a directory; give the directory of a saved model", dir);
+        return TERN_EXIT_USAGE;
+    }
+    return TERN_EXIT_OK;
+}
+
+/* Tokenize text_len bytes with BOS; returns an exit code, the ids in *ids
+ * (freed with the model's free_buffer). */
+static int tokenize(const tern_invocation *inv, const char *label, model *m, const char *what,
+                    const char *text, size_t text_len, int32_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    tern_error_clear();
+    int rc = m->ops->tokenize(m->state, text, text_len, 1, ids, n);
+    if (rc != TERN_OK) {
+        report(inv, label, "the model cannot tokenize the %s: %s", what, op_message());
+        *ids = NULL; /* whatever the plugin left, it did not hand it over */
+        *n = 0;
+        return exit_code(rc);
+    }
+    return TERN_EXIT_OK;
+}
+
+/* ---- tern model init ------------------------------------------------------- */
+
+/* Directories this call created (for undo), outermost first. */
+typedef struct made_dirs {
+    char *paths[64];
+    size_t n;
+} made_dirs;
+
+/* mkdir -p `dir`, remembering what it created. 0, or -1 with errno set. */
+static int make_dirs(const char *dir, made_dirs *made)
+{
+    char *buf = strdup(dir);
+    if (!buf)
+        return -1;
+    size_t len = strlen(buf);
+    while (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
+    int rc = 0;
+    for (char *p = buf + 1;; p++) {
+        int last = *p == '\0';
+        if (*p != '/' && !last)
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) == 0) {
+            char *copy = made->n < sizeof made->paths / sizeof made->paths[0] ? strdup(buf)
+                                                                               : NULL;
+            if (!copy) {
+                rmdir(buf);
+                errno = ENOMEM;
+                rc = -1;
+                break;
+            }
+            made->paths[made->n++] = copy;
+        } else if (errno != EEXIST) { /* an existing OUT_DIR was checked to be empty */
+            rc = -1;
+            break;
+        }
+        *p = saved;
+        if (last)
+            break;
+    }
+    int e = errno;
+    free(buf);
+    errno = e;
+    return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    if (ftw->level == 0)
+        return 0; /* the directory itself: rmdir'ed only if this call made it */
+    remove(path);
+    return 0;
+}
+
+/* Undo a failed init: OUT_DIR was absent or empty, so whatever is in it now
+ * the plugin wrote; then the directories this call created, innermost first. */
+static void undo_init(const char *out_dir, made_dirs *made)
+{
+    nftw(out_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    for (size_t i = made->n; i-- > 0;)
+        rmdir(made->paths[i]);
+}
+
+static void free_made(made_dirs *made)
+{
+    for (size_t i = 0; i < made->n; i++)
+        free(made->paths[i]);
+    made->n = 0;
+}
+
+/* 1 if `dir` holds no entry but . and .., 0 if it holds some, -1 on error. */
+static int dir_is_empty(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    int empty = 1;
+    struct dirent *e;
+    while ((e = readdir(dp)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            empty = 0;
+            break;
+        }
+    closedir(dp);
+    return empty;
+}
+
+/* OUT_DIR must be absent or an empty directory. */
+static int check_out_dir(const tern_invocation *inv, const char *label, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno == ENOENT)
+            return TERN_EXIT_OK;
+        report(inv, label, "%s: cannot use it: %s", dir, strerror(errno));
+        return errno == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        report(inv, label, "%s: exists and is not a directory; give a new directory (nothing "
+               "is ever overwritten)", dir);
+        return TERN_EXIT_USAGE;
+    }
+    int empty = dir_is_empty(dir);
+    if (empty < 0) {
+        report(inv, label, "%s: cannot read it: %s", dir, strerror(errno));
+        return TERN_EXIT_FAILURE;
+    }
+    if (!empty) {
+        report(inv, label, "%s: exists and is not empty; give a new or empty directory "
+               "(nothing is ever overwritten)", dir);
+        return TERN_EXIT_USAGE;
+    }
+    return TERN_EXIT_OK;
+}
+
+/* Print "  NAME" for each entry of dir, in name order. */
+static void list_dir(FILE *out, const char *dir)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.')
+            fprintf(out, "  %s\n", names[i]->d_name);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const char *preset,
+                        long long seed, const char *out_dir)
+{
+    const char *label = "tern model init";
+    if (bad_invocation(inv))
+        return TERN_EXIT_USAGE;
+    if (!plugin)
+        plugin = DEFAULT_PLUGIN;
+    if (!preset || !*preset || !out_dir || !*out_dir || !*plugin) {
+        report(inv, label, "needs a plugin, a preset and an output directory");
+        return TERN_EXIT_USAGE;
+    }
+    int code = check_out_dir(inv, label, out_dir);
+    if (code != TERN_EXIT_OK)
+        return code;
+
+    char *text = model_config(plugin, NULL, preset, seed, 0);
+    if (!text) {
+        report(inv, label, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    model m;
+    code = model_open(inv, label, text, &m);
+    free(text);
+    made_dirs made = {.n = 0};
+    if (code == TERN_EXIT_OK) {
+        /* Checked again: the plugin may take a while to start. */
+        code = check_out_dir(inv, label, out_dir);
+    }
+    if (code == TERN_EXIT_OK && make_dirs(out_dir, &made) != 0) {
+        report(inv, label, "%s: cannot create directory: %s", out_dir, strerror(errno));
+        undo_init(out_dir, &made);
+        code = TERN_EXIT_FAILURE;
+    }
+    if (code == TERN_EXIT_OK) {
+        tern_error_clear();
+        int rc = m.ops->save(m.state, out_dir, 0);
+        if (rc != TERN_OK) {
+            report(inv, label, "saving the new model to %s failed: %s", out_dir, op_message());
+            undo_init(out_dir, &made);
+            code = exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : exit_code(rc);
+        }
+    }
+    if (code == TERN_EXIT_OK) {
+        long long used = seed;
+        config_lookup_int64(&m.s.config.cfg, "model.init.seed", &used);
+        FILE *out = out_of(inv);
+        if (used >= 0)
+            fprintf(out, "%s: new model, preset %s, seed %lld, plugin %s\n", out_dir, preset,
+                    used, plugin);
+        else
+            fprintf(out, "%s: new model, preset %s, plugin %s\n", out_dir, preset, plugin);
+        list_dir(out, out_dir);
+    }
+    free_made(&made);
+    model_close(&m);
+    return code;
+}
+
+/* ---- tern generate --------------------------------------------------------- */
+
+static int check_generate_args(const tern_invocation *inv, const char *label,
+                               const tern_generate_args *a)
+{
+    const char *problem = NULL;
+    if (!a->model_dir || !*a->model_dir)
+        problem = "needs a model directory";
+    else if (!a->prompt && a->prompt_len > 0)
+        problem = "needs a prompt (prompt is NULL)";
+    else if (a->max_tokens < 1)
+        problem = "max_tokens must be at least 1";
+    else if (a->samples < 1)
+        problem = "samples must be at least 1";
+    else if (!(a->temperature >= 0) || !isfinite(a->temperature))
+        problem = "temperature must be a number >= 0 (0 is greedy)";
+    else if (a->top_k < 0)
+        problem = "top_k must be >= 0 (0 is off)";
+    else if (!(a->top_p > 0 && a->top_p <= 1))
+        problem = "top_p must be in (0, 1] (1 is off)";
+    else if (a->n_stop > 0 && !a->stop)
+        problem = "stop is NULL with n_stop > 0";
+    if (problem) {
+        report(inv, label, "%s", problem);
+        return TERN_EXIT_USAGE;
+    }
+    return TERN_EXIT_OK;
+}
+
+int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
+{
+    const char *label = "tern generate";
+    if (bad_invocation(inv) || !a || a->size < sizeof(tern_generate_args))
+        return TERN_EXIT_USAGE;
+    int code = check_generate_args(inv, label, a);
+    if (code == TERN_EXIT_OK)
+        code = check_model_dir(inv, label, a->model_dir);
+    if (code != TERN_EXIT_OK)
+        return code;
+    const char *plugin = a->plugin && *a->plugin ? a->plugin : DEFAULT_PLUGIN;
+    char *text = model_config(plugin, a->model_dir, NULL, -1, a->threads);
+    if (!text) {
+        report(inv, label, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    model m;
+    code = model_open(inv, label, text, &m);
+    free(text);
+
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (code == TERN_EXIT_OK)
+        code = tokenize(inv, label, &m, "prompt", a->prompt ? a->prompt : "", a->prompt_len,
+                        &ids, &n_ids);
+
+    tern_gen_output *outs = NULL;
+    size_t n_outs = 0; /* outputs the model filled (to free) */
+    if (code == TERN_EXIT_OK) {
+        outs = calloc(a->samples, sizeof *outs);
+        if (!outs) {
+            report(inv, label, "out of memory for %u samples", a->samples);
+            code = TERN_EXIT_FAILURE;
+        }
+    }
+    if (code == TERN_EXIT_OK) {
+        for (uint32_t i = 0; i < a->samples; i++)
+            outs[i].size = sizeof outs[i];
+        tern_gen_request req = {
+            .size = sizeof req,
+            .prompt = ids,
+            .prompt_len = n_ids,
+            .n_samples = a->samples,
+            .max_new_tokens = a->max_tokens,
+            .temperature = (float)a->temperature,
+            .top_k = a->top_k,
+            .top_p = (float)a->top_p,
+            .stop = a->stop,
+            .n_stop = a->n_stop,
+            .seed = a->seed,
+        };
+        tern_error_clear();
+        int rc = m.ops->generate(m.state, &req, 1, outs);
+        if (rc != TERN_OK) {
+            /* A failing generate hands nothing over (it frees what it made). */
+            report(inv, label, "generation failed: %s", op_message());
+            code = exit_code(rc);
+        } else {
+            n_outs = a->samples;
+        }
+    }
+    FILE *out = out_of(inv);
+    for (size_t i = 0; code == TERN_EXIT_OK && i < n_outs; i++) {
+        char *s = NULL;
+        size_t s_len = 0;
+        tern_error_clear();
+        int rc = m.ops->detokenize(m.state, outs[i].tokens, outs[i].len, &s, &s_len);
+        if (rc != TERN_OK) {
+            report(inv, label, "the model cannot detokenize sample %zu: %s", i + 1,
+                   op_message());
+            code = exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : exit_code(rc);
+            break;
+        }
+        if (a->samples > 1) {
+            double lp = 0;
+            for (size_t t = 0; t < outs[i].len; t++)
+                lp += outs[i].logprobs ? outs[i].logprobs[t] : 0.0;
+            fprintf(out, "--- sample %zu (%zu tokens, logprob %.6f) ---\n", i + 1, outs[i].len,
+                    lp);
+        }
+        if (s_len)
+            fwrite(s, 1, s_len, out);
+        fputc('\n', out);
+        m.ops->free_buffer(m.state, s);
+    }
+    for (size_t i = 0; i < n_outs; i++) {
+        m.ops->free_buffer(m.state, outs[i].tokens);
+        m.ops->free_buffer(m.state, outs[i].logprobs);
+    }
+    free(outs);
+    if (ids)
+        m.ops->free_buffer(m.state, ids);
+    if (code == TERN_EXIT_OK && fflush(out) != 0) {
+        report(inv, label, "cannot write the output: %s", strerror(errno));
+        code = TERN_EXIT_FAILURE;
+    }
+    model_close(&m);
+    return code;
+}
+
+/* ---- tern score ------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s[0..n) (2-4), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0; /* no overlong forms */
+        if (c == 0xed)
+            hi = 0x9f; /* no surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        if (c == 0xf4)
+            hi = 0x8f; /* nothing above U+10FFFF */
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+/* Write a token's text on one line: \n, \t and \\ escaped, other control
+ * bytes and bytes outside valid UTF-8 as \xNN. */
+static void put_escaped(FILE *out, const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        if (c == '\n')
+            fputs("\\n", out);
+        else if (c == '\t')
+            fputs("\\t", out);
+        else if (c == '\\')
+            fputs("\\\\", out);
+        else if (c >= 0x20 && c < 0x7f)
+            fputc(c, out);
+        else if (c >= 0x80) {
+            size_t u = utf8_len(s + i, len - i);
+            if (u) {
+                fwrite(s + i, 1, u, out);
+                i += u;
+                continue;
+            }
+            fprintf(out, "\\x%02x", c);
+        } else
+            fprintf(out, "\\x%02x", c);
+        i++;
+    }
+}
+
+int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
+{
+    const char *label = "tern score";
+    if (bad_invocation(inv) || !a || a->size < sizeof(tern_score_args))
+        return TERN_EXIT_USAGE;
+    if (!a->model_dir || !*a->model_dir || (!a->text && a->text_len > 0)) {
+        report(inv, label, "needs a model directory and a text");
+        return TERN_EXIT_USAGE;
+    }
+    int code = check_model_dir(inv, label, a->model_dir);
+    if (code != TERN_EXIT_OK)
+        return code;
+    const char *plugin = a->plugin && *a->plugin ? a->plugin : DEFAULT_PLUGIN;
+    char *text = model_config(plugin, a->model_dir, NULL, -1, a->threads);
+    if (!text) {
+        report(inv, label, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    model m;
+    code = model_open(inv, label, text, &m);
+    free(text);
+
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (code == TERN_EXIT_OK)
+        code = tokenize(inv, label, &m, "text", a->text ? a->text : "", a->text_len, &ids, &n);
+    if (code == TERN_EXIT_OK && n < 2) {
+        report(inv, label, "the text gives no token to score after BOS; give a longer --text");
+        code = TERN_EXIT_USAGE;
+    }
+    float *lp = NULL, *ent = NULL;
+    if (code == TERN_EXIT_OK) {
+        lp = calloc(n, sizeof *lp);
+        ent = calloc(n, sizeof *ent);
+        if (!lp || !ent) {
+            report(inv, label, "out of memory for %zu tokens", n);
+            code = TERN_EXIT_FAILURE;
+        }
+    }
+    if (code == TERN_EXIT_OK) {
+        tern_sequence seq = {.size = sizeof seq, .tokens = ids, .len = n, .start = 1};
+        float *lps[1] = {lp}, *ents[1] = {ent};
+        tern_error_clear();
+        int rc = m.ops->score(m.state, &seq, 1, lps, ents);
+        if (rc != TERN_OK) {
+            report(inv, label, "scoring failed: %s", op_message());
+            code = exit_code(rc);
+        }
+    }
+    FILE *out = out_of(inv);
+    double total = 0;
+    for (size_t i = 1; code == TERN_EXIT_OK && i < n; i++) {
+        char *s = NULL;
+        size_t s_len = 0;
+        tern_error_clear();
+        int rc = m.ops->detokenize(m.state, &ids[i], 1, &s, &s_len);
+        if (rc != TERN_OK) {
+            report(inv, label, "the model cannot detokenize token %d at position %zu: %s",
+                   (int)ids[i], i, op_message());
+            code = TERN_EXIT_FAILURE;
+            break;
+        }
+        fprintf(out, "%zu\t%d\t", i, (int)ids[i]);
+        put_escaped(out, s, s_len);
+        fprintf(out, "\t%.6f\t%.6f\n", (double)lp[i], (double)ent[i]);
+        m.ops->free_buffer(m.state, s);
+        total += lp[i];
+    }
+    if (code == TERN_EXIT_OK)
+        fprintf(out, "total logprob %.6f over %zu tokens, perplexity %.6f\n", total, n - 1,
+                exp(-total / (double)(n - 1)));
+    free(lp);
+    free(ent);
+    if (ids)
+        m.ops->free_buffer(m.state, ids);
+    if (code == TERN_EXIT_OK && fflush(out) != 0) {
+        report(inv, label, "cannot write the output: %s", strerror(errno));
+        code = TERN_EXIT_FAILURE;
+    }
+    model_close(&m);
+    return code;
+}

@@ -1,0 +1,163 @@
+/* checkpoint.c: saving and loading model directories (see checkpoint.h). */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hf_config.h"
+#include "safetensors.h"
+
+/* mkdir -p */
+static int make_dirs(const char *dir, char *err, size_t errn)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+        snprintf(err, errn, "%s: path too long", dir);
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char keep = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errn, "%s: cannot create directory: %s", buf, strerror(errno));
+            return -1;
+        }
+        *p = keep;
+        if (!keep)
+            break;
+    }
+    return 0;
+}
+
+/* Write the tensors of the layout found at `base` (the parameters, or an
+ * optimizer moment with prefix "m." / "v.") into one safetensors file. */
+static int write_tensors(const char *path, const llama_config *c, const float *const *bases,
+                         const char *const *prefixes, size_t n_bases, const char *metadata,
+                         char *err, size_t errn)
+{
+    size_t n = llama_tensor_count(c);
+    st_write_item *items = calloc(n * n_bases, sizeof *items);
+    llama_tensor_info *info = calloc(n, sizeof *info);
+    char(*names)[128] = calloc(n * n_bases, sizeof *names);
+    if (!items || !info || !names) {
+        free(items), free(info), free(names);
+        snprintf(err, errn, "%s: out of memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        llama_tensor_describe(c, i, &info[i]);
+    for (size_t b = 0; b < n_bases; b++)
+        for (size_t i = 0; i < n; i++) {
+            size_t k = b * n + i;
+            snprintf(names[k], sizeof names[k], "%s%s", prefixes[b], info[i].name);
+            items[k] = (st_write_item){.name = names[k], .ndim = info[i].ndim,
+                                       .shape = info[i].shape, .data = bases[b] + info[i].offset};
+        }
+    int rc = st_write_f32(path, items, n * n_bases, metadata, err, errn);
+    free(items), free(info), free(names);
+    return rc;
+}
+
+int checkpoint_save(const char *dir, const llama_model *m, const tokenizer *tok,
+                    const adamw *opt, char *err, size_t errn)
+{
+    char path[4200];
+    if (make_dirs(dir, err, errn) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (hf_config_write(path, &m->cfg, err, errn) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    const float *w = m->params;
+    const char *none = "";
+    if (write_tensors(path, &m->cfg, &w, &none, 1, "{\"format\":\"pt\"}", err, errn) != 0)
+        return -1;
+    if (tokenizer_save(tok, dir, err, errn) != 0)
+        return -1;
+    if (opt) {
+        char meta[96];
+        snprintf(meta, sizeof meta, "{\"format\":\"tern-adamw\",\"step\":\"%lld\"}",
+                 (long long)opt->t);
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+        const float *moments[2] = {opt->m, opt->v};
+        const char *prefixes[2] = {"m.", "v."};
+        if (write_tensors(path, &m->cfg, moments, prefixes, 2, meta, err, errn) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Read every tensor of the layout, named prefix + HF name, into base. */
+static int read_tensors(const st_file *f, const char *path, const llama_config *c, float *base,
+                        const char *prefix, char *err, size_t errn)
+{
+    llama_tensor_info t;
+    for (size_t i = 0; i < llama_tensor_count(c); i++) {
+        llama_tensor_describe(c, i, &t);
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", prefix, t.name);
+        const st_tensor *st = st_find(f, name);
+        if (!st) {
+            snprintf(err, errn, "%s: tensor '%s' is missing (the config asks for %d layers%s)",
+                     path, name, c->n_layers, c->tie_embeddings ? ", tied embeddings" : "");
+            return -1;
+        }
+        int same = st->ndim == t.ndim && st->shape[0] == t.shape[0] &&
+                   (t.ndim == 1 || st->shape[1] == t.shape[1]);
+        if (!same) {
+            char got[96] = "";
+            for (int d = 0, o = 0; d < st->ndim && o < (int)sizeof got; d++)
+                o += snprintf(got + o, sizeof got - (size_t)o, "%s%lld", d ? ", " : "",
+                              (long long)st->shape[d]);
+            if (t.ndim == 1)
+                snprintf(err, errn, "%s: tensor '%s' has shape [%s], config.json implies [%lld]",
+                         path, name, got, (long long)t.shape[0]);
+            else
+                snprintf(err, errn, "%s: tensor '%s' has shape [%s], config.json implies "
+                         "[%lld, %lld]", path, name, got, (long long)t.shape[0],
+                         (long long)t.shape[1]);
+            return -1;
+        }
+        char why[300];
+        if (st_to_f32(st, base + t.offset, t.numel, why, sizeof why) != 0) {
+            snprintf(err, errn, "%s: %s", path, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int checkpoint_load_weights(const char *dir, llama_model *m, adamw *opt, char *err, size_t errn)
+{
+    char path[4200];
+    st_file f;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (st_open(path, &f, err, errn) != 0)
+        return -1;
+    int rc = read_tensors(&f, path, &m->cfg, m->params, "", err, errn);
+    st_close(&f);
+    if (rc != 0 || !opt)
+        return rc;
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    if (st_open(path, &f, err, errn) != 0)
+        return -1;
+    rc = read_tensors(&f, path, &m->cfg, opt->m, "m.", err, errn);
+    if (rc == 0)
+        rc = read_tensors(&f, path, &m->cfg, opt->v, "v.", err, errn);
+    const char *step = rc == 0 ? st_metadata_get(&f, "step") : NULL;
+    char *end = NULL;
+    long long t = step ? strtoll(step, &end, 10) : -1;
+    if (rc == 0 && (!step || *end || t < 0)) {
+        snprintf(err, errn, "%s: metadata 'step' is missing or not a whole number", path);
+        rc = -1;
+    }
+    if (rc == 0)
+        opt->t = t;
+    st_close(&f);
+    return rc;
+}

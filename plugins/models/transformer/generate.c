@@ -1,0 +1,361 @@
+/*
+ * generate.c: batched generation with a KV cache.
+ *
+ * 1. Prefill: all prompts go through one packed forward pass (model.c); each
+ *    layer's keys and values of the prompt rows are copied into the cache of
+ *    every sample of that prompt, and the last row's logits seed sampling.
+ * 2. Decode: the active samples advance together, one row each:
+ *      x = E[token];  per layer: h = rmsnorm(x); q, k, v = h W^T; rope(q, k, pos)
+ *                     cache[pos] = k, v;  a = softmax(q·K^T / sqrt(HD)) V over the
+ *                     sample's cache; x += a Wo^T; x += mlp(rmsnorm(x))
+ *      logits = rmsnorm(x) Wlm^T
+ *    so the linear layers run as B-row GEMMs, and attention as two GEMVs per
+ *    row and head over that row's own cache.
+ */
+#include "generate.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tern/rng.h"
+
+/* ---- sampling ---------------------------------------------------------- */
+
+static uint64_t next_u64(uint64_t *state) { return tern_splitmix64(state); }
+static double next_uniform(uint64_t *state) { return (double)(next_u64(state) >> 11) * 0x1.0p-53; }
+
+/* qsort_r comparator: ids by probability, descending; ties: lower id first */
+static int by_prob_desc(const void *a, const void *b, void *probs)
+{
+    const float *p = probs;
+    int i = *(const int *)a, j = *(const int *)b;
+    if (p[i] != p[j])
+        return p[i] > p[j] ? -1 : 1;
+    return i - j;
+}
+
+int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *rng_state,
+                     float *logprob, float *work, int *idx)
+{
+    if (p->temperature <= 0) {
+        int best = 0;
+        for (int j = 1; j < v; j++)
+            if (logits[j] > logits[best])
+                best = j;
+        *logprob = 0.0f; /* a point mass */
+        return best;
+    }
+    /* probs = softmax(logits / T), in double for the sums */
+    float *probs = work;
+    float inv_t = 1.0f / p->temperature, m = logits[0] * inv_t;
+    for (int j = 1; j < v; j++)
+        m = logits[j] * inv_t > m ? logits[j] * inv_t : m;
+    double z = 0;
+    for (int j = 0; j < v; j++) {
+        probs[j] = expf(logits[j] * inv_t - m);
+        z += probs[j];
+    }
+    for (int j = 0; j < v; j++)
+        probs[j] = (float)(probs[j] / z);
+
+    int kept = v;
+    int truncate = (p->top_k > 0 && p->top_k < v) || p->top_p < 1.0f;
+    if (truncate) {
+        for (int j = 0; j < v; j++)
+            idx[j] = j;
+        qsort_r(idx, (size_t)v, sizeof *idx, by_prob_desc, probs);
+        if (p->top_k > 0 && p->top_k < kept)
+            kept = p->top_k;
+        if (p->top_p < 1.0f) {
+            double cum = 0;
+            int n = 0;
+            while (n < kept && (n == 0 || cum < p->top_p))
+                cum += probs[idx[n++]];
+            kept = n;
+        }
+    }
+    /* draw from the kept set, renormalised */
+    double mass = 0;
+    for (int n = 0; n < kept; n++)
+        mass += probs[truncate ? idx[n] : n];
+    double u = next_uniform(rng_state) * mass, acc = 0;
+    int choice = truncate ? idx[kept - 1] : kept - 1;
+    for (int n = 0; n < kept; n++) {
+        int j = truncate ? idx[n] : n;
+        acc += probs[j];
+        if (u < acc) {
+            choice = j;
+            break;
+        }
+    }
+    *logprob = (float)(log(probs[choice]) - log(mass));
+    return choice;
+}
+
+/* ---- the decode step ---------------------------------------------------- */
+
+typedef struct decoder {
+    int S, P;                  /* samples, positions per cache */
+    float *kc, *vc;            /* [S, L, P, KD] each */
+    float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *rstd, *logits, *scores;
+    int32_t *tok, *pos, *row_sample;
+} decoder;
+
+static float *cache_at(const decoder *d, const llama_model *m, float *base, int s, int l, int p)
+{
+    size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+    return base + (((size_t)s * m->cfg.n_layers + l) * d->P + p) * KD;
+}
+
+/* Advance B rows (row r is sample row_sample[r] at position pos[r] with
+ * input token tok[r]); writes logits[B, V]. */
+static void decode_step(llama_model *m, decoder *d, int B)
+{
+    const int D = m->cfg.hidden_size, F = m->cfg.intermediate_size, V = m->cfg.vocab_size;
+    const int H = m->cfg.n_heads, KV = m->cfg.n_kv_heads, HD = D / H, QD = H * HD, KD = KV * HD;
+    const int group = H / KV;
+    const float scale = 1.0f / sqrtf((float)HD);
+    embedding_forward(d->x, d->tok, m->p.embed, B, D);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const llama_layer *w = &m->p.layers[l];
+        rmsnorm_forward(d->xn, d->rstd, d->x, w->attn_norm, B, D, m->cfg.rms_eps);
+        matmul_forward(d->q, d->xn, w->wq, B, D, QD, 0);
+        matmul_forward(d->k, d->xn, w->wk, B, D, KD, 0);
+        matmul_forward(d->v, d->xn, w->wv, B, D, KD, 0);
+        rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
+        rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
+        for (int r = 0; r < B; r++) {
+            int s = d->row_sample[r], p = d->pos[r];
+            float *kbase = cache_at(d, m, d->kc, s, l, 0), *vbase = cache_at(d, m, d->vc, s, l, 0);
+            memcpy(kbase + (size_t)p * KD, d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
+            memcpy(vbase + (size_t)p * KD, d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
+            for (int h = 0; h < H; h++) {
+                int j = h / group;
+                /* scores[0..p] = K_j q_h / sqrt(HD); softmax; att_h = V_j^T scores */
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, p + 1, HD, scale, kbase + j * HD, KD,
+                            d->q + (size_t)r * QD + h * HD, 1, 0.0f, d->scores, 1);
+                float mx = d->scores[0];
+                for (int t = 1; t <= p; t++)
+                    mx = d->scores[t] > mx ? d->scores[t] : mx;
+                float sum = 0;
+                for (int t = 0; t <= p; t++) {
+                    d->scores[t] = expf(d->scores[t] - mx);
+                    sum += d->scores[t];
+                }
+                cblas_sgemv(CblasRowMajor, CblasTrans, p + 1, HD, 1.0f / sum, vbase + j * HD, KD,
+                            d->scores, 1, 0.0f, d->att + (size_t)r * QD + h * HD, 1);
+            }
+        }
+        matmul_forward(d->x, d->att, w->wo, B, QD, D, 1);
+        rmsnorm_forward(d->xn, d->rstd, d->x, w->mlp_norm, B, D, m->cfg.rms_eps);
+        matmul_forward(d->gate, d->xn, w->w_gate, B, D, F, 0);
+        matmul_forward(d->up, d->xn, w->w_up, B, D, F, 0);
+        swiglu_forward(d->act, d->gate, d->up, (size_t)B * F);
+        matmul_forward(d->x, d->act, w->w_down, B, F, D, 1);
+    }
+    rmsnorm_forward(d->xn, d->rstd, d->x, m->p.final_norm, B, D, m->cfg.rms_eps);
+    matmul_forward(d->logits, d->xn, m->p.lm_head, B, D, V, 0);
+}
+
+static void decoder_free(decoder *d)
+{
+    void *bufs[] = {d->kc, d->vc, d->x, d->xn, d->q, d->k, d->v, d->att,
+                    d->gate, d->up, d->act, d->rstd, d->logits, d->scores, d->tok, d->pos,
+                    d->row_sample};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
+    memset(d, 0, sizeof *d);
+}
+
+static int decoder_init(decoder *d, const llama_model *m, int S, int P)
+{
+    memset(d, 0, sizeof *d);
+    size_t D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
+           V = (size_t)m->cfg.vocab_size, HD = D / (size_t)m->cfg.n_heads,
+           QD = (size_t)m->cfg.n_heads * HD, KD = (size_t)m->cfg.n_kv_heads * HD,
+           L = (size_t)m->cfg.n_layers, s = (size_t)S;
+    d->S = S;
+    d->P = P;
+    d->kc = malloc(s * L * (size_t)P * KD * sizeof(float));
+    d->vc = malloc(s * L * (size_t)P * KD * sizeof(float));
+    d->x = malloc(s * D * sizeof(float));
+    d->xn = malloc(s * D * sizeof(float));
+    d->q = malloc(s * QD * sizeof(float));
+    d->k = malloc(s * KD * sizeof(float));
+    d->v = malloc(s * KD * sizeof(float));
+    d->att = malloc(s * QD * sizeof(float));
+    d->gate = malloc(s * F * sizeof(float));
+    d->up = malloc(s * F * sizeof(float));
+    d->act = malloc(s * F * sizeof(float));
+    d->rstd = malloc(s * sizeof(float));
+    d->logits = malloc(s * V * sizeof(float));
+    d->scores = malloc((size_t)P * sizeof(float));
+    d->tok = malloc(s * sizeof(int32_t));
+    d->pos = malloc(s * sizeof(int32_t));
+    d->row_sample = malloc(s * sizeof(int32_t));
+    if (!d->kc || !d->vc || !d->x || !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate ||
+        !d->up || !d->act || !d->rstd || !d->logits || !d->scores || !d->tok || !d->pos ||
+        !d->row_sample) {
+        decoder_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+typedef struct sample_state {
+    const gen_params *p;
+    uint64_t rng;
+    size_t prompt_len;
+    int max_new;   /* limited by the context */
+    int done;
+    size_t cap;
+} sample_state;
+
+static int is_stop(const gen_params *p, int32_t t)
+{
+    for (size_t i = 0; i < p->n_stop; i++)
+        if (p->stop[i] == t)
+            return 1;
+    return 0;
+}
+
+static int push(gen_sample *o, size_t *cap, int32_t tok, float lp)
+{
+    if (o->len == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        int32_t *nt = realloc(o->tokens, nc * sizeof *nt);
+        if (!nt)
+            return -1;
+        o->tokens = nt;
+        float *nl = realloc(o->logprobs, nc * sizeof *nl);
+        if (!nl)
+            return -1;
+        o->logprobs = nl;
+        *cap = nc;
+    }
+    o->tokens[o->len] = tok;
+    o->logprobs[o->len] = lp;
+    o->len++;
+    return 0;
+}
+
+int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
+                   char *err, size_t errn)
+{
+    const int V = m->cfg.vocab_size, P = m->cfg.max_positions, L = m->cfg.n_layers;
+    const size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+    int S = 0;
+    size_t rows = 0;
+    for (int i = 0; i < n_prompts; i++) {
+        if (prompts[i].len < 1 || prompts[i].len >= (size_t)P || prompts[i].n_samples < 1) {
+            snprintf(err, errn, "prompt %d has %zu tokens and %d samples; prompts need 1 to %d "
+                     "tokens (the context is %d) and at least one sample", i, prompts[i].len,
+                     prompts[i].n_samples, P - 1, P);
+            return -1;
+        }
+        S += prompts[i].n_samples;
+        rows += prompts[i].len;
+    }
+    int32_t *start = malloc(((size_t)n_prompts + 1) * sizeof *start);
+    int32_t *tok = malloc(rows * sizeof *tok), *pos = malloc(rows * sizeof *pos);
+    int32_t *tgt = malloc(rows * sizeof *tgt);
+    float *lp = malloc(rows * sizeof *lp);
+    sample_state *st = calloc((size_t)S, sizeof *st);
+    float *work = malloc(2 * (size_t)V * sizeof(float));
+    int *idx = malloc((size_t)V * sizeof(int));
+    decoder d;
+    int rc = -1;
+    memset(out, 0, (size_t)S * sizeof *out);
+    if (!start || !tok || !pos || !tgt || !lp || !st || !work || !idx || decoder_init(&d, m, S, P)) {
+        snprintf(err, errn, "out of memory for generating %d samples", S);
+        free(start), free(tok), free(pos), free(tgt), free(lp), free(st), free(work), free(idx);
+        return -1;
+    }
+
+    /* 1. prefill every prompt in one packed forward pass */
+    start[0] = 0;
+    for (int i = 0, r = 0; i < n_prompts; i++) {
+        for (size_t t = 0; t < prompts[i].len; t++, r++) {
+            tok[r] = prompts[i].tokens[t];
+            pos[r] = (int32_t)t;
+            tgt[r] = -1;
+        }
+        start[i + 1] = start[i] + (int32_t)prompts[i].len;
+    }
+    llama_batch b = {.n_seqs = n_prompts, .n_rows = (int)rows, .seq_start = start, .tokens = tok,
+                     .pos = pos, .target = tgt};
+    if (llama_forward(m, &b, lp, NULL, err, errn) != 0)
+        goto done;
+    for (int i = 0, s = 0; i < n_prompts; i++) {
+        const size_t len = prompts[i].len, r0 = (size_t)start[i];
+        for (int k = 0; k < prompts[i].n_samples; k++, s++) {
+            const gen_params *gp = prompts[i].params;
+            st[s].p = gp;
+            /* one independent stream per sample, from the request's seed */
+            st[s].rng = gp->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(k + 1));
+            st[s].prompt_len = len;
+            st[s].max_new = gp->max_new < P - (int)len ? gp->max_new : P - (int)len;
+            for (int l = 0; l < L; l++) {
+                memcpy(cache_at(&d, m, d.kc, s, l, 0), m->acts[l].k + r0 * KD,
+                       len * KD * sizeof(float));
+                memcpy(cache_at(&d, m, d.vc, s, l, 0), m->acts[l].v + r0 * KD,
+                       len * KD * sizeof(float));
+            }
+            memcpy(d.logits + (size_t)s * V, m->logits + (r0 + len - 1) * V, (size_t)V * sizeof(float));
+            if (st[s].max_new <= 0) {
+                st[s].done = 1;
+                out[s].finish = 2;
+            }
+        }
+    }
+
+    /* 2. decode: sample from each active row's logits, then advance them */
+    for (;;) {
+        int B = 0;
+        for (int s = 0; s < S; s++) {
+            if (st[s].done)
+                continue;
+            /* logits of sample s sit at row s until compacted below */
+            float lpv;
+            int32_t t = sample_token(d.logits + (size_t)s * V, V, st[s].p, &st[s].rng, &lpv, work, idx);
+            if (push(&out[s], &st[s].cap, t, lpv) != 0) {
+                snprintf(err, errn, "out of memory while generating");
+                goto done;
+            }
+            if (is_stop(st[s].p, t) || (int)out[s].len >= st[s].max_new) {
+                st[s].done = 1;
+                out[s].finish = is_stop(st[s].p, t) ? 1 : 2;
+                continue;
+            }
+            d.tok[B] = t;
+            d.pos[B] = (int32_t)(st[s].prompt_len + out[s].len - 1);
+            d.row_sample[B] = s;
+            B++;
+        }
+        if (B == 0)
+            break;
+        decode_step(m, &d, B);
+        /* move row r's logits to its sample's slot (rows are in sample order,
+         * r <= row_sample[r], so going backwards never overwrites unread rows) */
+        for (int r = B - 1; r >= 0; r--)
+            if (d.row_sample[r] != r)
+                memmove(d.logits + (size_t)d.row_sample[r] * V, d.logits + (size_t)r * V,
+                        (size_t)V * sizeof(float));
+    }
+    rc = 0;
+done:
+    if (rc != 0)
+        for (int s = 0; s < S; s++) {
+            free(out[s].tokens);
+            free(out[s].logprobs);
+            memset(&out[s], 0, sizeof out[s]);
+        }
+    decoder_free(&d);
+    free(start), free(tok), free(pos), free(tgt), free(lp), free(st), free(work), free(idx);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/*
+ * layers.h: forward and backward of each layer of the Llama decoder on packed
+ * rows (N rows = the tokens of all sequences of a batch, one after another).
+ * One file per layer: matmul.c, rmsnorm.c, rope.c, attention.c, swiglu.c,
+ * embedding.c, logprob.c. Backward functions ACCUMULATE (+=) into parameter
+ * gradients and into input gradients, so residual branches simply add up.
+ */
+#ifndef TERN_LAYERS_H
+#define TERN_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- matmul.c: y = x W^T, the Hugging Face Linear without bias ---------- */
+/* out[N, O] = in[N, I] W[O, I]^T   (accumulate: out += instead of =) */
+void matmul_forward(float *out, const float *in, const float *w, int n, int i, int o,
+                    int accumulate);
+/* din[N, I] += dout[N, O] W[O, I];  dw[O, I] += dout^T in   (either may be NULL) */
+void matmul_backward(float *din, float *dw, const float *dout, const float *in, const float *w,
+                     int n, int i, int o);
+
+/* ---- rmsnorm.c: y = x / sqrt(mean(x^2) + eps) * w ------------------------ */
+/* out[N, D], rstd[N] (saved for backward) */
+void rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, int n, int d,
+                     float eps);
+void rmsnorm_backward(float *din, float *dw, const float *dout, const float *in, const float *w,
+                      const float *rstd, int n, int d);
+
+/* ---- rope.c: rotary position embedding (Hugging Face rotate_half) ------- */
+/* cos/sin tables [P, HD/2]: angle(p, i) = p * theta^(-2i/HD) */
+void rope_tables(float *cos_t, float *sin_t, int max_pos, int hd, float theta);
+/* Rotate x[N, nh*HD] in place; row r is at position pos[r]. Within a head the
+ * pair (i, i + HD/2) turns by angle(pos, i). */
+void rope_forward(float *x, const int32_t *pos, const float *cos_t, const float *sin_t, int n,
+                  int nh, int hd);
+/* The rotation is orthogonal: the gradient turns back by -angle, in place. */
+void rope_backward(float *dx, const int32_t *pos, const float *cos_t, const float *sin_t, int n,
+                   int nh, int hd);
+
+/* ---- swiglu.c: act = silu(gate) * up,  silu(g) = g * sigmoid(g) --------- */
+void swiglu_forward(float *act, const float *gate, const float *up, size_t n);
+void swiglu_backward(float *dgate, float *dup, const float *dact, const float *gate,
+                     const float *up, size_t n);
+
+/* ---- embedding.c --------------------------------------------------------- */
+/* out[N, D] = E[tokens[r]] */
+void embedding_forward(float *out, const int32_t *tokens, const float *e, int n, int d);
+/* dE[tokens[r]] += dout[r] */
+void embedding_backward(float *de, const int32_t *tokens, const float *dout, int n, int d);
+
+/* ---- attention.c: causal multi-head attention with grouped KV heads ----- */
+typedef struct attn_shape {
+    int n_heads, n_kv_heads, hd;  /* H, KV, HD */
+    int n_seqs;                   /* S */
+    const int32_t *seq_start;     /* [S + 1]: rows of sequence s are [start[s], start[s+1]) */
+} attn_shape;
+/* Floats of saved probabilities: sum over sequences of H * T_s * T_s. */
+size_t attention_probs_size(const attn_shape *a);
+/* out[N, H*HD] = softmax(q k^T / sqrt(HD) + causal mask) v, per sequence and
+ * head; query head h reads kv head h / (H / KV). probs saved for backward. */
+void attention_forward(float *out, float *probs, const float *q, const float *k, const float *v,
+                       const attn_shape *a);
+/* dq = (set), dk and dv += ; scratch holds T*T floats for the largest T. */
+void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *probs,
+                        const float *q, const float *k, const float *v, const attn_shape *a,
+                        float *scratch);
+
+/* ---- logprob.c: per-position log-prob of the next token and entropy ----- */
+/* For each row r with target[r] >= 0 (the next token), from z = logits[r, V]
+ * scaled by scale[r] (1 / temperature; scale NULL means 1):
+ *   p = softmax(scale z),  logp[r] = log p[target],  ent[r] = -sum p log p.
+ * Rows with target < 0 get 0 (the last token of a sequence predicts nothing). */
+void logprob_forward(float *logp, float *ent, const float *logits, const float *scale,
+                     const int32_t *target, int n, int v);
+/* dlogits[r] = scale[r] (dlogp[r] (onehot(target) - p) + dent[r] dH/dz'),
+ * with dH/dz'_j = -p_j (log p_j + H). dent and scale may be NULL. Overwrites. */
+void logprob_backward(float *dlogits, const float *logits, const float *scale,
+                      const int32_t *target, const float *dlogp, const float *dent, int n, int v);
+
+#endif

@@ -1,0 +1,266 @@
+/* tokenizer.c: the tokenizer interface and the byte tokenizer (see
+ * tokenizer.h). Each kind of tokenizer is a table of functions; a Hugging
+ * Face BPE tokenizer will be another table and another branch of
+ * tokenizer_load. */
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+
+typedef struct tokenizer_ops {
+    const char *kind; /* the "tern_tokenizer" value in tokenizer.json */
+    int (*encode)(const tokenizer *t, const char *text, size_t len, int32_t *ids, size_t *n);
+    /* upper bound of the ids encode produces for len bytes */
+    size_t (*max_ids)(const tokenizer *t, size_t len);
+    /* append the bytes of one non-special id to out (room for max_bytes) */
+    size_t (*decode_one)(const tokenizer *t, int32_t id, char *out);
+    size_t max_bytes; /* the most bytes one id decodes to */
+    /* extra keys of tokenizer.json beyond kind, version and special ids */
+    int (*save_keys)(const tokenizer *t, json_t *o);
+    void (*free_impl)(tokenizer *t);
+} tokenizer_ops;
+
+struct tokenizer {
+    const tokenizer_ops *ops;
+    int vocab_size, bos, eos, pad;
+    void *impl; /* per kind; none for bytes */
+};
+
+static int fail(char *err, size_t errn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errn, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errn)
+        vsnprintf(err, errn, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ---- the byte tokenizer ------------------------------------------------- */
+
+enum { BYTES_BOS = 256, BYTES_EOS = 257, BYTES_PAD = 258, BYTES_VOCAB = 259 };
+
+static int bytes_encode(const tokenizer *t, const char *text, size_t len, int32_t *ids, size_t *n)
+{
+    (void)t;
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0; i < len; i++)
+        ids[i] = p[i];
+    *n = len;
+    return 0;
+}
+
+static size_t bytes_max_ids(const tokenizer *t, size_t len)
+{
+    (void)t;
+    return len;
+}
+
+static size_t bytes_decode_one(const tokenizer *t, int32_t id, char *out)
+{
+    (void)t;
+    *out = (char)(unsigned char)id;
+    return 1;
+}
+
+static int bytes_save_keys(const tokenizer *t, json_t *o)
+{
+    (void)t;
+    (void)o;
+    return 0;
+}
+
+static void bytes_free_impl(tokenizer *t)
+{
+    (void)t;
+}
+
+static const tokenizer_ops bytes_ops = {
+    .kind = "bytes",
+    .encode = bytes_encode,
+    .max_ids = bytes_max_ids,
+    .decode_one = bytes_decode_one,
+    .max_bytes = 1,
+    .save_keys = bytes_save_keys,
+    .free_impl = bytes_free_impl,
+};
+
+int tokenizer_new_bytes(tokenizer **out)
+{
+    tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return -1;
+    *t = (tokenizer){&bytes_ops, BYTES_VOCAB, BYTES_BOS, BYTES_EOS, BYTES_PAD, NULL};
+    *out = t;
+    return 0;
+}
+
+/* ---- the interface ------------------------------------------------------ */
+
+int tokenizer_vocab_size(const tokenizer *t) { return t->vocab_size; }
+int tokenizer_bos(const tokenizer *t) { return t->bos; }
+int tokenizer_eos(const tokenizer *t) { return t->eos; }
+int tokenizer_pad(const tokenizer *t) { return t->pad; }
+
+static int is_special(const tokenizer *t, int32_t id)
+{
+    return id == t->bos || id == t->eos || id == t->pad;
+}
+
+int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
+                     size_t *n)
+{
+    size_t cap = t->ops->max_ids(t, len) + 1;
+    int32_t *out = malloc(cap * sizeof *out);
+    if (!out) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t k = 0;
+    if (add_bos)
+        out[k++] = t->bos;
+    size_t m = 0;
+    if (t->ops->encode(t, text, len, out + k, &m) != 0) {
+        free(out);
+        return -1;
+    }
+    *ids = out;
+    *n = k + m;
+    return 0;
+}
+
+int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len)
+{
+    /* check every id first: an error returns nothing, not a partial text */
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= t->vocab_size) {
+            errno = ERANGE;
+            return -1;
+        }
+    char *out = malloc(n * t->ops->max_bytes + 1);
+    if (!out) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_special(t, ids[i]))
+            k += t->ops->decode_one(t, ids[i], out + k);
+    out[k] = '\0';
+    *text = out;
+    *len = k;
+    return 0;
+}
+
+void tokenizer_free(tokenizer *t)
+{
+    if (!t)
+        return;
+    t->ops->free_impl(t);
+    free(t);
+}
+
+/* ---- tokenizer.json ----------------------------------------------------- */
+
+int tokenizer_save(const tokenizer *t, const char *dir, char *err, size_t errn)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
+        return fail(err, errn, "%.200s...: directory path too long", dir);
+    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "tern_tokenizer", t->ops->kind,
+                          "version", 1, "bos_token_id", t->bos, "eos_token_id", t->eos,
+                          "pad_token_id", t->pad, "vocab_size", t->vocab_size);
+    if (!o || t->ops->save_keys(t, o) != 0) {
+        json_decref(o);
+        return fail(err, errn, "%s: out of memory", path);
+    }
+    char *text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    if (!text)
+        return fail(err, errn, "%s: out of memory", path);
+    size_t len = strlen(text);
+    char *buf = realloc(text, len + 2);
+    if (!buf) {
+        free(text);
+        return fail(err, errn, "%s: out of memory", path);
+    }
+    buf[len] = '\n';
+    int rc = atomic_file_put(path, buf, len + 1, err, errn);
+    free(buf);
+    return rc;
+}
+
+/* Key `key` of o must be the integer `want`. */
+static int expect_int(const char *path, json_t *o, const char *key, int want, char *err,
+                      size_t errn)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return fail(err, errn, "%s: missing key \"%s\" (the byte tokenizer has %d)", path, key,
+                    want);
+    if (!json_is_integer(v))
+        return fail(err, errn, "%s: key \"%s\" must be an integer (%d for the byte tokenizer)",
+                    path, key, want);
+    if (json_integer_value(v) != want)
+        return fail(err, errn, "%s: key \"%s\" is %lld but the byte tokenizer has %d", path, key,
+                    (long long)json_integer_value(v), want);
+    return 0;
+}
+
+static int load_bytes(const char *path, json_t *o, tokenizer **out, char *err, size_t errn)
+{
+    if (expect_int(path, o, "bos_token_id", BYTES_BOS, err, errn) != 0 ||
+        expect_int(path, o, "eos_token_id", BYTES_EOS, err, errn) != 0 ||
+        expect_int(path, o, "pad_token_id", BYTES_PAD, err, errn) != 0 ||
+        expect_int(path, o, "vocab_size", BYTES_VOCAB, err, errn) != 0)
+        return -1;
+    if (tokenizer_new_bytes(out) != 0)
+        return fail(err, errn, "%s: out of memory", path);
+    return 0;
+}
+
+int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
+        return fail(err, errn, "%.200s...: directory path too long", dir);
+    json_error_t jerr;
+    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return fail(err, errn, "%s:%d:%d: cannot read the tokenizer: %s", path, jerr.line,
+                    jerr.column, jerr.text);
+    int rc = -1;
+    json_t *kind = json_object_get(o, "tern_tokenizer");
+    if (!json_is_object(o)) {
+        fail(err, errn, "%s: must hold a JSON object", path);
+    } else if (!kind) {
+        /* a Hugging Face tokenizers file: {"version": "1.0", "model": {"type": "BPE", ...}} */
+        const char *type = json_string_value(json_object_get(json_object_get(o, "model"), "type"));
+        if (type)
+            fail(err, errn, "%s: a Hugging Face tokenizer (model type %.40s); Hugging Face BPE "
+                 "tokenizers are not supported yet: tern has its byte tokenizer only (vocabulary "
+                 "259), so use a model trained with it", path, type);
+        else
+            fail(err, errn, "%s: no \"tern_tokenizer\" key, so not a tokenizer tern wrote "
+                 "(Hugging Face BPE tokenizers are not supported yet)", path);
+    } else if (!json_is_string(kind) || strcmp(json_string_value(kind), bytes_ops.kind) != 0) {
+        fail(err, errn, "%s: key \"tern_tokenizer\" must be \"bytes\" (the only kind this tern "
+             "has), found %s%.40s%s", path, json_is_string(kind) ? "\"" : "another JSON type",
+             json_is_string(kind) ? json_string_value(kind) : "", json_is_string(kind) ? "\"" : "");
+    } else if (!json_is_integer(json_object_get(o, "version")) ||
+               json_integer_value(json_object_get(o, "version")) != 1) {
+        fail(err, errn, "%s: key \"version\" must be 1; a newer tern may have written this file",
+             path);
+    } else {
+        rc = load_bytes(path, o, out, err, errn);
+    }
+    json_decref(o);
+    return rc;
+}

@@ -1,0 +1,538 @@
+/*
+ * transformer.c: the `transformer` model plugin: a Llama-family decoder on
+ * the CPU, for the policy the explorers sample from and the trainer trains,
+ * and for the frozen reference. This file maps tern_model_ops onto the
+ * model (model.c), generation (generate.c), AdamW (adamw.c), checkpoints
+ * (checkpoint.c) and the tokenizer (tokenizer.c).
+ *
+ * Settings (docs/models.md):
+ *   path = "dir";                 load a Hugging Face-shaped directory, or
+ *   init = { preset = "tiny"; seed = 1; hidden_size = ...; };  fresh weights
+ *   threads = 1;                  BLAS threads
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tern/model.h"
+#include "tern/plugin.h"
+
+#include "adamw.h"
+#include "checkpoint.h"
+#include "generate.h"
+#include "hf_config.h"
+#include "model.h"
+#include "tokenizer.h"
+
+/* OpenBLAS's thread control (openblas_config.h is not always installed) */
+void openblas_set_num_threads(int num_threads);
+
+static const tern_host *host;
+
+typedef struct transformer {
+    tern_ctx *ctx;
+    llama_model m;
+    tokenizer *tok;
+    adamw opt;        /* allocated at the first step or optimizer load */
+    tern_tensor *tensors;       /* built at the first tensors() call */
+    char (*tensor_names)[96];  /* their names */
+    int threads;
+    char err[1024];
+} transformer;
+
+/* ---- create / destroy --------------------------------------------------- */
+
+/* Optional integer override of a preset field from init.KEY. */
+static int override_int(tern_ctx *ctx, const char *key, int *field)
+{
+    int64_t v;
+    int rc = host->get_int(ctx, key, &v);
+    if (rc == TERN_OK)
+        *field = (int)v;
+    return rc == TERN_ENOTFOUND ? TERN_OK : rc;
+}
+
+static int fresh_config(transformer *t, llama_config *c, uint64_t *seed)
+{
+    const char *preset = "tiny";
+    int rc = host->get_string(t->ctx, "init.preset", &preset);
+    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
+        return rc;
+    if (llama_preset(preset, c, t->err, sizeof t->err) != 0)
+        return host->setting_error(t->ctx, "init.preset", "%s", t->err);
+    static const char *const keys[] = {"init.hidden_size", "init.intermediate_size",
+                                       "init.num_hidden_layers", "init.num_attention_heads",
+                                       "init.num_key_value_heads", "init.max_position_embeddings"};
+    int *fields[] = {&c->hidden_size, &c->intermediate_size, &c->n_layers, &c->n_heads,
+                     &c->n_kv_heads, &c->max_positions};
+    for (size_t i = 0; i < 6; i++)
+        if ((rc = override_int(t->ctx, keys[i], fields[i])) != TERN_OK)
+            return rc;
+    int tied;
+    rc = host->get_bool(t->ctx, "init.tie_word_embeddings", &tied);
+    if (rc == TERN_OK)
+        c->tie_embeddings = tied;
+    else if (rc != TERN_ENOTFOUND)
+        return rc;
+    if (llama_config_check(c, t->err, sizeof t->err) != 0)
+        return host->setting_error(t->ctx, "init", "%s", t->err);
+    int64_t s;
+    rc = host->get_int(t->ctx, "init.seed", &s);
+    /* without init.seed the weights follow the run's seed */
+    *seed = rc == TERN_OK ? (uint64_t)s : host->rng_seed(t->ctx, "init");
+    return rc == TERN_ENOTFOUND ? TERN_OK : rc;
+}
+
+static void tf_destroy(void *state);
+
+/* Whether the config gives any init.* key (an init group with keys). */
+static int init_given(tern_ctx *ctx)
+{
+    static const char *const int_keys[] = {"init.seed", "init.hidden_size",
+                                           "init.intermediate_size", "init.num_hidden_layers",
+                                           "init.num_attention_heads", "init.num_key_value_heads",
+                                           "init.max_position_embeddings"};
+    const char *s;
+    int64_t v;
+    int b;
+    if (host->get_string(ctx, "init.preset", &s) == TERN_OK ||
+        host->get_bool(ctx, "init.tie_word_embeddings", &b) == TERN_OK)
+        return 1;
+    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
+        if (host->get_int(ctx, int_keys[i], &v) == TERN_OK)
+            return 1;
+    return 0;
+}
+
+static int tf_create(tern_ctx *ctx, void **state)
+{
+    transformer *t = calloc(1, sizeof *t);
+    if (!t)
+        return host->fail(ctx, TERN_ENOMEM, "out of memory");
+    t->ctx = ctx;
+    int64_t threads = 1;
+    const char *path = NULL;
+    int rc = host->get_int(ctx, "threads", &threads);
+    int has_path = host->get_string(ctx, "path", &path) == TERN_OK;
+    int has_init = init_given(ctx);
+    if (rc != TERN_OK) {
+        free(t);
+        return rc;
+    }
+    t->threads = (int)threads;
+    openblas_set_num_threads(t->threads);
+    if (has_path && has_init) {
+        free(t);
+        return host->setting_error(ctx, "init", "give either path (load a model) or init (fresh "
+                                   "weights), not both");
+    }
+    llama_config c;
+    uint64_t seed = 0;
+    if (has_path) {
+        char cfg[4200];
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        if (hf_config_read(cfg, &c, t->err, sizeof t->err) != 0 ||
+            tokenizer_load(path, &t->tok, t->err, sizeof t->err) != 0) {
+            rc = host->setting_error(ctx, "path", "%s", t->err);
+            tokenizer_free(t->tok);
+            free(t);
+            return rc;
+        }
+    } else {
+        rc = fresh_config(t, &c, &seed);
+        if (rc == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
+            rc = host->fail(ctx, TERN_ENOMEM, "out of memory");
+        if (rc != TERN_OK) {
+            free(t);
+            return rc;
+        }
+    }
+    if (tokenizer_vocab_size(t->tok) > c.vocab_size) {
+        rc = host->fail(ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
+                        "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
+        tf_destroy(t);
+        return rc;
+    }
+    if (llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0) {
+        rc = host->fail(ctx, TERN_ENOMEM, "%s", t->err);
+        tf_destroy(t);
+        return rc;
+    }
+    if (has_path) {
+        if (checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0) {
+            rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
+            tf_destroy(t);
+            return rc;
+        }
+    } else {
+        llama_init_random(&t->m, seed);
+    }
+    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d BLAS threads",
+              t->m.n_params, c.n_layers, c.hidden_size, t->threads);
+    *state = t;
+    return TERN_OK;
+}
+
+static void tf_destroy(void *state)
+{
+    transformer *t = state;
+    if (!t)
+        return;
+    llama_model_free(&t->m);
+    tokenizer_free(t->tok);
+    adamw_free(&t->opt);
+    free(t->tensors);
+    free(t->tensor_names);
+    free(t);
+}
+
+static void tf_free_buffer(void *state, void *p)
+{
+    (void)state;
+    free(p);
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+static int tf_tokenize(void *state, const char *text, size_t len, int add_bos, int32_t **ids,
+                       size_t *n)
+{
+    transformer *t = state;
+    if (tokenizer_encode(t->tok, text, len, add_bos, ids, n) != 0)
+        return host->fail(t->ctx, TERN_ENOMEM, "tokenize: out of memory");
+    return TERN_OK;
+}
+
+static int tf_detokenize(void *state, const int32_t *ids, size_t n, char **text, size_t *len)
+{
+    transformer *t = state;
+    if (tokenizer_decode(t->tok, ids, n, text, len) != 0)
+        return host->fail(t->ctx, TERN_EINVAL, "detokenize: a token id is outside 0..%d",
+                          tokenizer_vocab_size(t->tok) - 1);
+    return TERN_OK;
+}
+
+/* ---- generate ---------------------------------------------------------------- */
+
+static int tf_generate(void *state, const tern_gen_request *req, size_t n_req,
+                       tern_gen_output *outs)
+{
+    transformer *t = state;
+    size_t total = 0;
+    for (size_t i = 0; i < n_req; i++) {
+        if (!TERN_HAS(&req[i], seed))
+            return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu is too small", i);
+        if (req[i].temperature < 0 || req[i].top_p <= 0 || req[i].top_p > 1 || req[i].top_k < 0)
+            return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu has temperature %g, "
+                              "top_k %d, top_p %g; need temperature >= 0, top_k >= 0, 0 < top_p "
+                              "<= 1", i, (double)req[i].temperature, req[i].top_k,
+                              (double)req[i].top_p);
+        total += req[i].n_samples;
+    }
+    gen_prompt *prompts = calloc(n_req, sizeof *prompts);
+    gen_params *params = calloc(n_req, sizeof *params);
+    gen_sample *samples = calloc(total ? total : 1, sizeof *samples);
+    if (!prompts || !params || !samples) {
+        free(prompts), free(params), free(samples);
+        return host->fail(t->ctx, TERN_ENOMEM, "generate: out of memory");
+    }
+    for (size_t i = 0; i < n_req; i++) {
+        params[i] = (gen_params){.temperature = req[i].temperature, .top_k = req[i].top_k,
+                                 .top_p = req[i].top_p, .max_new = (int)req[i].max_new_tokens,
+                                 .stop = req[i].stop, .n_stop = req[i].n_stop,
+                                 .seed = req[i].seed};
+        prompts[i] = (gen_prompt){.tokens = req[i].prompt, .len = req[i].prompt_len,
+                                  .n_samples = (int)req[i].n_samples, .params = &params[i]};
+    }
+    int rc = TERN_OK;
+    if (llama_generate(&t->m, prompts, (int)n_req, samples, t->err, sizeof t->err) != 0) {
+        rc = host->fail(t->ctx, TERN_EINVAL, "generate: %s", t->err);
+    } else {
+        for (size_t s = 0; s < total; s++) {
+            outs[s].tokens = samples[s].tokens; /* handed over: free_buffer frees them */
+            outs[s].logprobs = samples[s].logprobs;
+            outs[s].len = samples[s].len;
+            outs[s].finish = (uint32_t)samples[s].finish;
+        }
+    }
+    free(prompts), free(params), free(samples);
+    return rc;
+}
+
+/* ---- score and backward ------------------------------------------------------- */
+
+/* Pack the sequences into one batch: row r0 + i predicts token i + 1. */
+typedef struct packed {
+    int32_t *start, *tokens, *pos, *target;
+    float *scale, *logp, *ent, *dlogp, *dent;
+    llama_batch b;
+} packed;
+
+static void packed_free(packed *p)
+{
+    free(p->start), free(p->tokens), free(p->pos), free(p->target);
+    free(p->scale), free(p->logp), free(p->ent), free(p->dlogp), free(p->dent);
+}
+
+static int pack(transformer *t, const tern_sequence *seqs, size_t n, packed *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!TERN_HAS(&seqs[i], start) || !seqs[i].tokens || seqs[i].len < 1 || seqs[i].start < 1)
+            return host->fail(t->ctx, TERN_EINVAL, "sequence %zu: needs tokens, len >= 1 and "
+                              "start >= 1", i);
+        rows += seqs[i].len;
+    }
+    p->start = malloc((n + 1) * sizeof *p->start);
+    p->tokens = malloc(rows * sizeof *p->tokens);
+    p->pos = malloc(rows * sizeof *p->pos);
+    p->target = malloc(rows * sizeof *p->target);
+    p->scale = malloc(rows * sizeof *p->scale);
+    p->logp = malloc(rows * sizeof *p->logp);
+    p->ent = malloc(rows * sizeof *p->ent);
+    p->dlogp = calloc(rows, sizeof *p->dlogp);
+    p->dent = calloc(rows, sizeof *p->dent);
+    if (!p->start || !p->tokens || !p->pos || !p->target || !p->scale || !p->logp || !p->ent ||
+        !p->dlogp || !p->dent) {
+        packed_free(p);
+        return host->fail(t->ctx, TERN_ENOMEM, "out of memory for %zu tokens", rows);
+    }
+    p->start[0] = 0;
+    size_t r = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tern_sequence *s = &seqs[i];
+        float temp = TERN_HAS(s, temperature) && s->temperature > 0 ? s->temperature : 1.0f;
+        for (size_t k = 0; k < s->len; k++, r++) {
+            p->tokens[r] = s->tokens[k];
+            p->pos[r] = (int32_t)k;
+            p->target[r] = k + 1 < s->len && k + 1 >= s->start ? s->tokens[k + 1] : -1;
+            p->scale[r] = 1.0f / temp;
+        }
+        p->start[i + 1] = (int32_t)r;
+    }
+    p->b = (llama_batch){.n_seqs = (int)n, .n_rows = (int)rows, .seq_start = p->start,
+                         .tokens = p->tokens, .pos = p->pos, .target = p->target,
+                         .scale = p->scale};
+    return TERN_OK;
+}
+
+static int tf_score(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
+                    float **entropies)
+{
+    transformer *t = state;
+    packed p;
+    int rc = pack(t, seqs, n, &p);
+    if (rc != TERN_OK)
+        return rc;
+    if (llama_forward(&t->m, &p.b, p.logp, p.ent, t->err, sizeof t->err) != 0) {
+        packed_free(&p);
+        return host->fail(t->ctx, TERN_EINVAL, "score: %s", t->err);
+    }
+    for (size_t i = 0; i < n; i++) {
+        logprobs[i] = calloc(seqs[i].len, sizeof(float));
+        if (entropies)
+            entropies[i] = calloc(seqs[i].len, sizeof(float));
+        if (!logprobs[i] || (entropies && !entropies[i])) {
+            for (size_t j = 0; j <= i; j++) {
+                free(logprobs[j]);
+                if (entropies)
+                    free(entropies[j]);
+            }
+            packed_free(&p);
+            return host->fail(t->ctx, TERN_ENOMEM, "score: out of memory");
+        }
+        /* position k >= start is predicted by row r0 + k - 1 */
+        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
+            logprobs[i][k] = p.logp[p.start[i] + (int32_t)k - 1];
+            if (entropies)
+                entropies[i][k] = p.ent[p.start[i] + (int32_t)k - 1];
+        }
+    }
+    packed_free(&p);
+    return TERN_OK;
+}
+
+static int tf_backward(void *state, const tern_sequence *seqs, size_t n,
+                       const float *const *dlogp, const float *const *dentropy)
+{
+    transformer *t = state;
+    packed p;
+    int rc = pack(t, seqs, n, &p);
+    if (rc != TERN_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
+            p.dlogp[p.start[i] + (int32_t)k - 1] = dlogp[i][k];
+            if (dentropy && dentropy[i])
+                p.dent[p.start[i] + (int32_t)k - 1] = dentropy[i][k];
+        }
+    if (llama_forward(&t->m, &p.b, p.logp, p.ent, t->err, sizeof t->err) != 0) {
+        packed_free(&p);
+        return host->fail(t->ctx, TERN_EINVAL, "backward: %s", t->err);
+    }
+    llama_backward(&t->m, &p.b, p.dlogp, p.dent);
+    packed_free(&p);
+    return TERN_OK;
+}
+
+/* ---- optimizer, tensors, checkpoints ----------------------------------------- */
+
+static int ensure_optimizer(transformer *t)
+{
+    if (t->opt.m)
+        return TERN_OK;
+    if (adamw_init(&t->opt, t->m.n_params) != 0)
+        return host->fail(t->ctx, TERN_ENOMEM, "out of memory for the AdamW state");
+    return TERN_OK;
+}
+
+static int tf_step(void *state, tern_optim_step *s)
+{
+    transformer *t = state;
+    if (!TERN_HAS(s, grad_norm))
+        return host->fail(t->ctx, TERN_EINVAL, "step: tern_optim_step is too small");
+    int rc = ensure_optimizer(t);
+    if (rc != TERN_OK)
+        return rc;
+    adamw_hparams h = {.lr = s->lr, .beta1 = s->beta1, .beta2 = s->beta2, .eps = s->eps,
+                       .weight_decay = s->weight_decay, .grad_clip = s->grad_clip};
+    s->grad_norm = adamw_step(&t->opt, &t->m.cfg, t->m.params, t->m.grads, &h);
+    llama_zero_grad(&t->m);
+    return TERN_OK;
+}
+
+static int tf_tensors(void *state, const tern_tensor **out, size_t *n)
+{
+    transformer *t = state;
+    size_t count = llama_tensor_count(&t->m.cfg);
+    if (!t->tensors) {
+        t->tensors = calloc(count, sizeof *t->tensors);
+        t->tensor_names = calloc(count, sizeof *t->tensor_names);
+        if (!t->tensors || !t->tensor_names) {
+            free(t->tensors);
+            free(t->tensor_names);
+            t->tensors = NULL;
+            t->tensor_names = NULL;
+            return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < count; i++) {
+            llama_tensor_info info;
+            llama_tensor_describe(&t->m.cfg, i, &info);
+            tern_tensor *x = &t->tensors[i];
+            memcpy(t->tensor_names[i], info.name, sizeof t->tensor_names[i]);
+            x->size = sizeof *x;
+            x->name = t->tensor_names[i];
+            x->dtype = 1;
+            x->ndim = (uint32_t)info.ndim;
+            x->shape[0] = info.shape[0];
+            x->shape[1] = info.ndim == 2 ? info.shape[1] : 0;
+            x->data = t->m.params + info.offset;
+            x->bytes = info.numel * sizeof(float);
+        }
+    }
+    *out = t->tensors;
+    *n = count;
+    return TERN_OK;
+}
+
+static int tf_save(void *state, const char *dir, int with_optimizer)
+{
+    transformer *t = state;
+    if (with_optimizer && ensure_optimizer(t) != TERN_OK)
+        return TERN_ENOMEM;
+    if (checkpoint_save(dir, &t->m, t->tok, with_optimizer ? &t->opt : NULL, t->err,
+                        sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_EIO, "save: %s", t->err);
+    return TERN_OK;
+}
+
+static int tf_load(void *state, const char *dir, int with_optimizer)
+{
+    transformer *t = state;
+    char cfgpath[4200];
+    llama_config c;
+    snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
+    if (hf_config_read(cfgpath, &c, t->err, sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_EINVAL, "load: %s", t->err);
+    if (memcmp(&c, &t->m.cfg, sizeof c) != 0)
+        return host->fail(t->ctx, TERN_EINVAL, "load: %s describes another model than this "
+                          "instance (sizes or special tokens differ); start a new instance with "
+                          "path = \"%s\" instead", cfgpath, dir);
+    if (with_optimizer && ensure_optimizer(t) != TERN_OK)
+        return TERN_ENOMEM;
+    if (checkpoint_load_weights(dir, &t->m, with_optimizer ? &t->opt : NULL, t->err,
+                                sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_EINVAL, "load: %s", t->err);
+    return TERN_OK;
+}
+
+/* ---- descriptor ------------------------------------------------------------ */
+
+static const tern_model_ops ops = {
+    .size = sizeof(tern_model_ops),
+    .create = tf_create,
+    .destroy = tf_destroy,
+    .free_buffer = tf_free_buffer,
+    .tokenize = tf_tokenize,
+    .detokenize = tf_detokenize,
+    .generate = tf_generate,
+    .score = tf_score,
+    .backward = tf_backward,
+    .step = tf_step,
+    .tensors = tf_tensors,
+    .save = tf_save,
+    .load = tf_load,
+};
+
+static const tern_setting_spec init_keys[] = {
+    TERN_SETTING(.name = "preset", .type = TERN_SETTING_STRING, .choices = "tiny|bench",
+                 .doc = "starting sizes: tiny (~1M parameters) or bench (~10M); default tiny"),
+    TERN_SETTING(.name = "seed", .type = TERN_SETTING_INT, .min = 0, .max = 9007199254740992.0,
+                 .doc = "seed of the fresh weights; default: derived from run.seed"),
+    TERN_SETTING(.name = "hidden_size", .type = TERN_SETTING_INT, .min = 2, .max = 65536),
+    TERN_SETTING(.name = "intermediate_size", .type = TERN_SETTING_INT, .min = 1, .max = 262144),
+    TERN_SETTING(.name = "num_hidden_layers", .type = TERN_SETTING_INT, .min = 1, .max = 1024,
+                 .aka = "layers|n_layers"),
+    TERN_SETTING(.name = "num_attention_heads", .type = TERN_SETTING_INT, .min = 1, .max = 4096,
+                 .aka = "heads|n_heads"),
+    TERN_SETTING(.name = "num_key_value_heads", .type = TERN_SETTING_INT, .min = 1, .max = 4096,
+                 .aka = "kv_heads|n_kv_heads"),
+    TERN_SETTING(.name = "max_position_embeddings", .type = TERN_SETTING_INT, .min = 2,
+                 .max = 1048576, .aka = "context|max_positions|context_length"),
+    TERN_SETTING(.name = "tie_word_embeddings", .type = TERN_SETTING_BOOL,
+                 .aka = "tied|tie_embeddings"),
+    TERN_SETTINGS_END,
+};
+
+static const tern_setting_spec settings[] = {
+    TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .aka = "dir|checkpoint|model_dir",
+                 .doc = "load this Hugging Face-shaped model directory"),
+    TERN_SETTING(.name = "init", .type = TERN_SETTING_GROUP, .children = init_keys,
+                 .doc = "fresh weights from a preset and a seed, with optional sizes"),
+    TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
+                 .aka = "num_threads|n_threads",
+                 .doc = "BLAS threads of this instance"),
+    TERN_SETTINGS_END,
+};
+
+static const tern_plugin_descriptor descriptor = {
+    .size = sizeof(tern_plugin_descriptor),
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .kind = TERN_KIND_MODEL,
+    .name = "transformer",
+    .version = "1.0.0",
+    .summary = "Llama-family decoder on the CPU (BLAS): generate, score, train; HF checkpoints",
+    .caps = 0,
+    .ops = &ops,
+    .settings = settings,
+};
+
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+{
+    host = h;
+    return &descriptor;
+}

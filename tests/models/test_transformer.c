@@ -1,0 +1,424 @@
+/* test_transformer.c: the `transformer` model plugin against PyTorch and
+ * against itself: parity with the fixture made by tests/ref/llama_ref.py
+ * (logits, log-probs, entropies, every gradient, greedy decoding),
+ * generate/score consistency, bit-exact save/load, clear errors for corrupt
+ * checkpoints, and a few AdamW steps that must reduce the loss. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "command.h"
+#include "harness.h"
+#include "hf_config.h"
+#include "model.h"
+#include "safetensors.h"
+#include "tern/model.h"
+
+#define FIXTURE TERN_TEST_SOURCE_DIR "/tests/fixtures/llama_micro"
+
+/* ‖a − b‖ / ‖b‖ */
+static double rel_err(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1e-300));
+}
+
+static float *tensor(const st_file *f, const char *name, size_t *n)
+{
+    const st_tensor *t = st_find(f, name);
+    cr_assert_not_null(t, "fixture lacks %s", name);
+    float *out = malloc(t->numel * sizeof(float));
+    char err[256];
+    cr_assert_eq(st_to_f32(t, out, t->numel, err, sizeof err), 0, "%s", err);
+    *n = t->numel;
+    return out;
+}
+
+/* The fixture's three sequences packed as a batch, with the objective's
+ * coefficients moved to the rows that predict each position. */
+typedef struct ref_batch {
+    int32_t start[4], tokens[64], pos[64], target[64];
+    float a[64], b[64], logp[64], ent[64];
+    size_t len[3];
+    llama_batch batch;
+} ref_batch;
+
+static void load_ref_batch(const st_file *ref, ref_batch *rb)
+{
+    int r = 0;
+    rb->start[0] = 0;
+    for (int s = 0; s < 3; s++) {
+        char name[64];
+        size_t n, k;
+        snprintf(name, sizeof name, "tokens.%d", s);
+        float *tok = tensor(ref, name, &n);
+        snprintf(name, sizeof name, "coef_logp.%d", s);
+        float *ca = tensor(ref, name, &k);
+        snprintf(name, sizeof name, "coef_entropy.%d", s);
+        float *cb = tensor(ref, name, &k);
+        snprintf(name, sizeof name, "logp.%d", s);
+        float *lp = tensor(ref, name, &k);
+        snprintf(name, sizeof name, "entropy.%d", s);
+        float *en = tensor(ref, name, &k);
+        rb->len[s] = n;
+        for (size_t i = 0; i < n; i++, r++) {
+            int last = i + 1 == n;
+            rb->tokens[r] = (int32_t)tok[i];
+            rb->pos[r] = (int32_t)i;
+            rb->target[r] = last ? -1 : (int32_t)tok[i + 1];
+            rb->a[r] = last ? 0 : ca[i + 1];
+            rb->b[r] = last ? 0 : cb[i + 1];
+            rb->logp[r] = last ? 0 : lp[i + 1];
+            rb->ent[r] = last ? 0 : en[i + 1];
+        }
+        rb->start[s + 1] = r;
+        free(tok), free(ca), free(cb), free(lp), free(en);
+    }
+    rb->batch = (llama_batch){.n_seqs = 3, .n_rows = r, .seq_start = rb->start,
+                              .tokens = rb->tokens, .pos = rb->pos, .target = rb->target};
+}
+
+static void load_fixture_model(llama_model *m)
+{
+    llama_config c;
+    char err[512];
+    cr_assert_eq(hf_config_read(FIXTURE "/config.json", &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(llama_model_init(m, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(checkpoint_load_weights(FIXTURE, m, NULL, err, sizeof err), 0, "%s", err);
+}
+
+Test(parity, forward_and_gradients_match_pytorch)
+{
+    llama_model m;
+    load_fixture_model(&m);
+    st_file ref;
+    char err[512];
+    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
+    ref_batch rb;
+    load_ref_batch(&ref, &rb);
+    float logp[64], ent[64];
+    cr_assert_eq(llama_forward(&m, &rb.batch, logp, ent, err, sizeof err), 0, "%s", err);
+
+    /* logits, per sequence */
+    for (int s = 0; s < 3; s++) {
+        char name[64];
+        size_t n;
+        snprintf(name, sizeof name, "logits.%d", s);
+        float *want = tensor(&ref, name, &n);
+        double e = rel_err(m.logits + (size_t)rb.start[s] * m.cfg.vocab_size, want, n);
+        cr_expect_lt(e, 1e-4, "logits of sequence %d: relative error %g", s, e);
+        free(want);
+    }
+    double el = rel_err(logp, rb.logp, (size_t)rb.batch.n_rows);
+    double ee = rel_err(ent, rb.ent, (size_t)rb.batch.n_rows);
+    cr_expect_lt(el, 1e-4, "log-probs: relative error %g", el);
+    cr_expect_lt(ee, 1e-4, "entropies: relative error %g", ee);
+
+    llama_zero_grad(&m);
+    llama_backward(&m, &rb.batch, rb.a, rb.b);
+    for (size_t t = 0; t < llama_tensor_count(&m.cfg); t++) {
+        llama_tensor_info ti;
+        llama_tensor_describe(&m.cfg, t, &ti);
+        char name[128];
+        size_t n;
+        snprintf(name, sizeof name, "grad.%s", ti.name);
+        float *want = tensor(&ref, name, &n);
+        cr_assert_eq(n, ti.numel);
+        double e = rel_err(m.grads + ti.offset, want, n);
+        cr_expect_lt(e, 1e-4, "%s: relative error %g", name, e);
+        free(want);
+    }
+    st_close(&ref);
+    llama_model_free(&m);
+}
+
+static const tern_model_ops *open_fixture(harness *h)
+{
+    int rc = harness_open(h, "transformer", TERN_KIND_MODEL, "path = \"" FIXTURE "\";");
+    cr_assert_eq(rc, TERN_OK, "%s", h->error);
+    return harness_ops(h);
+}
+
+Test(parity, greedy_decoding_matches_pytorch)
+{
+    harness h;
+    const tern_model_ops *ops = open_fixture(&h);
+    st_file ref;
+    char err[512];
+    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
+    size_t np, nt, nl;
+    float *prompt_f = tensor(&ref, "greedy.prompt", &np);
+    float *want_tok = tensor(&ref, "greedy.tokens", &nt);
+    float *want_lp = tensor(&ref, "greedy.logp", &nl);
+    int32_t prompt[16];
+    for (size_t i = 0; i < np; i++)
+        prompt[i] = (int32_t)prompt_f[i];
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = np,
+                            .n_samples = 1, .max_new_tokens = (uint32_t)nt, .temperature = 0,
+                            .top_p = 1, .seed = 1};
+    tern_gen_output out = {.size = sizeof out};
+    cr_assert_eq(ops->generate(h.state, &req, 1, &out), TERN_OK);
+    cr_assert_eq(out.len, nt);
+    for (size_t i = 0; i < nt; i++)
+        cr_expect_eq(out.tokens[i], (int32_t)want_tok[i], "token %zu", i);
+    /* greedy reports log-prob 0 (a point mass); the temperature-1 log-probs of
+     * the same tokens come from score and must match PyTorch's */
+    int32_t seq[32];
+    memcpy(seq, prompt, np * sizeof *seq);
+    memcpy(seq + np, out.tokens, nt * sizeof *seq);
+    tern_sequence s = {.size = sizeof s, .tokens = seq, .len = np + nt, .start = np};
+    float *lp = NULL;
+    cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+    for (size_t i = 0; i < nt; i++) {
+        cr_expect_float_eq(lp[np + i], want_lp[i], 1e-4, "logp of token %zu", i);
+        cr_expect_eq(out.logprobs[i], 0.0f);
+    }
+    ops->free_buffer(h.state, lp);
+    ops->free_buffer(h.state, out.tokens);
+    ops->free_buffer(h.state, out.logprobs);
+    free(prompt_f), free(want_tok), free(want_lp);
+    st_close(&ref);
+    harness_close(&h);
+}
+
+/* Sampled log-probs equal score's at the same temperature (no truncation). */
+static void check_generate_score(float temperature)
+{
+    harness h;
+    const tern_model_ops *ops = open_fixture(&h);
+    int32_t prompt[3] = {256, 72, 105};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 3,
+                            .n_samples = 4, .max_new_tokens = 20, .temperature = temperature,
+                            .top_p = 1, .seed = 42};
+    tern_gen_output out[4];
+    for (int i = 0; i < 4; i++)
+        out[i] = (tern_gen_output){.size = sizeof out[i]};
+    cr_assert_eq(ops->generate(h.state, &req, 1, out), TERN_OK);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(out[i].len, 20);
+        int32_t seq[32];
+        memcpy(seq, prompt, sizeof prompt);
+        memcpy(seq + 3, out[i].tokens, out[i].len * sizeof *seq);
+        tern_sequence s = {.size = sizeof s, .tokens = seq, .len = 3 + out[i].len, .start = 3,
+                           .temperature = temperature};
+        float *lp = NULL;
+        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+        double worst = 0;
+        for (size_t k = 0; k < out[i].len; k++)
+            worst = fmax(worst, fabs((double)lp[3 + k] - out[i].logprobs[k]));
+        cr_expect_lt(worst, 1e-4, "sample %d: max |generate - score| = %g", i, worst);
+        ops->free_buffer(h.state, lp);
+        ops->free_buffer(h.state, out[i].tokens);
+        ops->free_buffer(h.state, out[i].logprobs);
+    }
+    harness_close(&h);
+}
+
+Test(consistency, generate_and_score_agree_at_temperature_1) { check_generate_score(1.0f); }
+Test(consistency, generate_and_score_agree_at_temperature_0_7) { check_generate_score(0.7f); }
+
+Test(consistency, generation_is_deterministic_for_a_seed)
+{
+    harness h;
+    const tern_model_ops *ops = open_fixture(&h);
+    int32_t prompt[2] = {256, 65};
+    tern_gen_output a = {.size = sizeof a}, b = {.size = sizeof b}, c = {.size = sizeof c};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 2,
+                            .n_samples = 1, .max_new_tokens = 30, .temperature = 1,
+                            .top_k = 40, .top_p = 0.9f, .seed = 7};
+    cr_assert_eq(ops->generate(h.state, &req, 1, &a), TERN_OK);
+    cr_assert_eq(ops->generate(h.state, &req, 1, &b), TERN_OK);
+    req.seed = 8;
+    cr_assert_eq(ops->generate(h.state, &req, 1, &c), TERN_OK);
+    cr_expect_eq(a.len, b.len);
+    cr_expect(memcmp(a.tokens, b.tokens, a.len * sizeof *a.tokens) == 0, "same seed, same text");
+    cr_expect(a.len != c.len || memcmp(a.tokens, c.tokens, a.len * sizeof *a.tokens) != 0,
+              "another seed, another text");
+    for (size_t i = 0; i < a.len; i++)
+        cr_expect_leq(a.logprobs[i], 0.0f);
+    tern_gen_output *all[3] = {&a, &b, &c};
+    for (int i = 0; i < 3; i++) {
+        ops->free_buffer(h.state, all[i]->tokens);
+        ops->free_buffer(h.state, all[i]->logprobs);
+    }
+    harness_close(&h);
+}
+
+Test(consistency, stop_tokens_end_a_sample)
+{
+    harness h;
+    const tern_model_ops *ops = open_fixture(&h);
+    int32_t prompt[2] = {256, 65}, stop[1];
+    tern_gen_output a = {.size = sizeof a};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 2,
+                            .n_samples = 1, .max_new_tokens = 10, .temperature = 0, .top_p = 1};
+    cr_assert_eq(ops->generate(h.state, &req, 1, &a), TERN_OK);
+    stop[0] = a.tokens[2]; /* greedy: the third token will come again */
+    ops->free_buffer(h.state, a.tokens);
+    ops->free_buffer(h.state, a.logprobs);
+    req.stop = stop;
+    req.n_stop = 1;
+    a = (tern_gen_output){.size = sizeof a};
+    cr_assert_eq(ops->generate(h.state, &req, 1, &a), TERN_OK);
+    cr_expect_leq(a.len, 3);
+    cr_expect_eq(a.tokens[a.len - 1], stop[0]);
+    cr_expect_eq(a.finish, 1);
+    ops->free_buffer(h.state, a.tokens);
+    ops->free_buffer(h.state, a.logprobs);
+    harness_close(&h);
+}
+
+Test(training, adamw_steps_reduce_the_loss)
+{
+    harness h;
+    int rc = harness_open(&h, "transformer", TERN_KIND_MODEL,
+                          "init = { preset = \"tiny\"; seed = 3; num_hidden_layers = 2; };");
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    const char *text = "the cat sat on the mat. the cat sat on the mat.";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    cr_assert_eq(ops->tokenize(h.state, text, strlen(text), 1, &ids, &n), TERN_OK);
+    tern_sequence s = {.size = sizeof s, .tokens = ids, .len = n, .start = 1};
+    float *dlogp = malloc(n * sizeof *dlogp);
+    for (size_t i = 0; i < n; i++)
+        dlogp[i] = i >= 1 ? -1.0f / (float)(n - 1) : 0; /* minimise mean NLL */
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; step++) {
+        float *lp = NULL;
+        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+        double nll = 0;
+        for (size_t i = 1; i < n; i++)
+            nll -= lp[i];
+        nll /= (double)(n - 1);
+        ops->free_buffer(h.state, lp);
+        if (step == 0)
+            first = nll;
+        last = nll;
+        const float *g[1] = {dlogp};
+        cr_assert_eq(ops->backward(h.state, &s, 1, g, NULL), TERN_OK);
+        tern_optim_step st = {.size = sizeof st, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95,
+                              .eps = 1e-8, .weight_decay = 0.0, .grad_clip = 1.0};
+        cr_assert_eq(ops->step(h.state, &st), TERN_OK);
+        cr_expect_gt(st.grad_norm, 0);
+    }
+    cr_expect_lt(last, first * 0.5, "mean NLL %g -> %g: training does not learn", first, last);
+    free(dlogp);
+    ops->free_buffer(h.state, ids);
+    harness_close(&h);
+}
+
+Test(checkpoint, save_load_round_trip_is_bit_exact)
+{
+    harness h;
+    int rc = harness_open(&h, "transformer", TERN_KIND_MODEL,
+                          "init = { preset = \"tiny\"; seed = 5; num_hidden_layers = 1; };");
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    /* one optimizer step, so the AdamW state is not all zeros */
+    int32_t toks[5] = {256, 1, 2, 3, 4};
+    tern_sequence s = {.size = sizeof s, .tokens = toks, .len = 5, .start = 1};
+    float d[5] = {0, -1, -1, -1, -1};
+    const float *g[1] = {d};
+    cr_assert_eq(ops->backward(h.state, &s, 1, g, NULL), TERN_OK);
+    tern_optim_step st = {.size = sizeof st, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
+                          .eps = 1e-8, .grad_clip = 1.0};
+    cr_assert_eq(ops->step(h.state, &st), TERN_OK);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/ckpt_%d", TERN_TEST_WORK_DIR, (int)getpid());
+    cr_assert_eq(ops->save(h.state, dir, 1), TERN_OK);
+
+    harness h2;
+    char group[700];
+    snprintf(group, sizeof group, "path = \"%s\";", dir);
+    cr_assert_eq(harness_open(&h2, "transformer", TERN_KIND_MODEL, group), TERN_OK, "%s",
+                 h2.error);
+    cr_assert_eq(ops->load(h2.state, dir, 1), TERN_OK);
+    const tern_tensor *a, *b;
+    size_t na, nb;
+    cr_assert_eq(ops->tensors(h.state, &a, &na), TERN_OK);
+    cr_assert_eq(ops->tensors(h2.state, &b, &nb), TERN_OK);
+    cr_assert_eq(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        cr_expect_str_eq(a[i].name, b[i].name);
+        cr_expect(a[i].bytes == b[i].bytes && memcmp(a[i].data, b[i].data, a[i].bytes) == 0,
+                  "%s differs after save/load", a[i].name);
+    }
+    /* the same next step from both: the optimizer state came back too */
+    cr_assert_eq(ops->backward(h.state, &s, 1, g, NULL), TERN_OK);
+    cr_assert_eq(ops->backward(h2.state, &s, 1, g, NULL), TERN_OK);
+    cr_assert_eq(ops->step(h.state, &st), TERN_OK);
+    cr_assert_eq(ops->step(h2.state, &st), TERN_OK);
+    for (size_t i = 0; i < na; i++)
+        cr_expect(memcmp(a[i].data, b[i].data, a[i].bytes) == 0, "%s differs after a step",
+                  a[i].name);
+    harness_close(&h2);
+    harness_close(&h);
+    result r;
+    run(&r, "rm -rf %s", dir);
+}
+
+/* Copy the fixture to a scratch dir, let `mutate` (a shell command run in it)
+ * break it, and expect loading to fail with `want` in the message. */
+static void expect_load_error(const char *mutate, const char *want)
+{
+    char dir[512], group[700];
+    snprintf(dir, sizeof dir, "%s/broken_%d", TERN_TEST_WORK_DIR, (int)getpid());
+    result r;
+    run(&r, "rm -rf %s && cp -r %s %s && cd %s && %s", dir, FIXTURE, dir, dir, mutate);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(group, sizeof group, "path = \"%s\";", dir);
+    harness h;
+    cr_expect_neq(harness_open(&h, "transformer", TERN_KIND_MODEL, group), TERN_OK);
+    cr_expect(strstr(h.error, want), "expected '%s' in: %s", want, h.error);
+    harness_close(&h);
+    run(&r, "rm -rf %s", dir);
+}
+
+Test(checkpoint, truncated_safetensors_is_named)
+{
+    expect_load_error("truncate -s -100 model.safetensors", "truncated");
+}
+
+Test(checkpoint, shape_disagreeing_with_config_is_named)
+{
+    expect_load_error("sed -i 's/\"intermediate_size\": 80/\"intermediate_size\": 96/' config.json",
+                      "model.layers.0.mlp.gate_proj.weight' has shape [80, 32], config.json "
+                      "implies [96, 32]");
+}
+
+Test(checkpoint, missing_tensor_is_named)
+{
+    expect_load_error("sed -i 's/\"num_hidden_layers\": 2/\"num_hidden_layers\": 3/' config.json",
+                      "tensor 'model.layers.2.input_layernorm.weight' is missing");
+}
+
+Test(checkpoint, missing_directory_and_bad_config)
+{
+    harness h;
+    cr_expect_neq(harness_open(&h, "transformer", TERN_KIND_MODEL, "path = \"/nonexistent/m\";"),
+                  TERN_OK);
+    cr_expect(strstr(h.error, "/nonexistent/m/config.json"), "%s", h.error);
+    harness_close(&h);
+    expect_load_error("sed -i 's/LlamaForCausalLM/Qwen2ForCausalLM/' config.json",
+                      "Qwen2ForCausalLM");
+}
+
+Test(settings, path_and_init_together_are_refused)
+{
+    harness h;
+    cr_expect_neq(harness_open(&h, "transformer", TERN_KIND_MODEL,
+                               "path = \"x\"; init = { preset = \"tiny\"; };"),
+                  TERN_OK);
+    cr_expect(strstr(h.error, "give either path"), "%s", h.error);
+    harness_close(&h);
+}
