@@ -49,7 +49,7 @@ static const command commands[] = {
      "Create a fresh model from the preset NAME of a model plugin and save it to\n"
      "OUT_DIR, a Hugging Face-shaped directory (config.json, weights, tokenizer)\n"
      "that `tern generate`, `tern score` and configs (model.path) load.\n"
-     "  --preset NAME  the plugin's model size (transformer: see its docs)\n"
+     "  --preset NAME  a size the plugin offers (transformer: tiny or bench)\n"
      "  --seed S       seed of the initial weights (default: the plugin's)\n"
      "  --plugin P     the model plugin (default transformer; see `tern plugins`)\n"
      "OUT_DIR must not exist (it is created, parents too) or be empty: nothing\n"
@@ -177,7 +177,8 @@ static int new_plugin(int argc, char **argv)
 
 /* ---- model commands: flags with values -------------------------------- */
 
-static int usage_errorf(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_errorf(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int usage_errorf(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -468,7 +469,9 @@ int main(int argc, char **argv)
             return TERN_EXIT_OK;
         }
         const command *c = find_command(argv[2]);
-        if (!c || argc > 3)
+        int model_init = argc == 4 && strcmp(argv[2], "model") == 0 &&
+                         strcmp(argv[3], "init") == 0; /* `tern help model init` */
+        if (!c || (argc > 3 && !model_init))
             return usage_error("no command '%s'", argv[2], NULL);
         printf("usage: %s\n\n%s\n", c->usage, c->help);
         return TERN_EXIT_OK;

@@ -173,17 +173,33 @@ static void print_problems(const tern_invocation *inv, const char *label, const 
 {
     size_t ll = strlen(label);
     for (size_t i = 0; i < d->n; i++) {
-        const char *m = d->msgs[i];
-        if (strncmp(m, label, ll) == 0 && m[ll] == ':') {
-            const char *p = m + ll + 1;
-            while (*p >= '0' && *p <= '9')
-                p++;
-            if (p > m + ll + 1 && p[0] == ':' && p[1] == ' ')
-                m = p + 2;
-            else if (m[ll + 1] == ' ')
-                m += ll + 2;
+        /* Drop every "LABEL:LINE: " (a plugin's setting_error() nests one in
+         * its message) and a leading "LABEL: ". */
+        char *m = strdup(d->msgs[i]);
+        if (!m) {
+            report(inv, label, "%s", d->msgs[i]);
+            continue;
         }
+        char *w = m;
+        for (const char *r = m; *r;) {
+            if (strncmp(r, label, ll) == 0 && r[ll] == ':') {
+                const char *p = r + ll + 1;
+                while (*p >= '0' && *p <= '9')
+                    p++;
+                if (p > r + ll + 1 && p[0] == ':' && p[1] == ' ') {
+                    r = p + 2;
+                    continue;
+                }
+                if (r == m && r[ll + 1] == ' ') {
+                    r += ll + 2;
+                    continue;
+                }
+            }
+            *w++ = *r++;
+        }
+        *w = '\0';
         report(inv, label, "%s", m);
+        free(m);
     }
     if (d->oom)
         report(inv, label, "out of memory (some messages were lost)");
@@ -354,10 +370,11 @@ static int check_out_dir(const tern_invocation *inv, const char *label, const ch
 {
     struct stat st;
     if (stat(dir, &st) != 0) {
-        if (errno == ENOENT)
+        int e = errno;
+        if (e == ENOENT)
             return TERN_EXIT_OK;
-        report(inv, label, "%s: cannot use it: %s", dir, strerror(errno));
-        return errno == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+        report(inv, label, "%s: cannot use it: %s", dir, strerror(e));
+        return e == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
     }
     if (!S_ISDIR(st.st_mode)) {
         report(inv, label, "%s: exists and is not a directory; give a new directory (nothing "
@@ -366,7 +383,8 @@ static int check_out_dir(const tern_invocation *inv, const char *label, const ch
     }
     int empty = dir_is_empty(dir);
     if (empty < 0) {
-        report(inv, label, "%s: cannot read it: %s", dir, strerror(errno));
+        int e = errno;
+        report(inv, label, "%s: cannot read it: %s", dir, strerror(e));
         return TERN_EXIT_FAILURE;
     }
     if (!empty) {
@@ -678,9 +696,10 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
             code = TERN_EXIT_FAILURE;
         }
     }
+    /* score() writes into arrays the caller provides (tern/model.h) */
+    float *lps[1] = {lp}, *ents[1] = {ent};
     if (code == TERN_EXIT_OK) {
         tern_sequence seq = {.size = sizeof seq, .tokens = ids, .len = n, .start = 1};
-        float *lps[1] = {lp}, *ents[1] = {ent};
         tern_error_clear();
         int rc = m.ops->score(m.state, &seq, 1, lps, ents);
         if (rc != TERN_OK) {
@@ -690,6 +709,7 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
     }
     FILE *out = out_of(inv);
     double total = 0;
+    const float *lpv = lp, *entv = ent;
     for (size_t i = 1; code == TERN_EXIT_OK && i < n; i++) {
         char *s = NULL;
         size_t s_len = 0;
@@ -703,9 +723,9 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
         }
         fprintf(out, "%zu\t%d\t", i, (int)ids[i]);
         put_escaped(out, s, s_len);
-        fprintf(out, "\t%.6f\t%.6f\n", (double)lp[i], (double)ent[i]);
+        fprintf(out, "\t%.6f\t%.6f\n", (double)lpv[i], (double)entv[i]);
         m.ops->free_buffer(m.state, s);
-        total += lp[i];
+        total += lpv[i];
     }
     if (code == TERN_EXIT_OK)
         fprintf(out, "total logprob %.6f over %zu tokens, perplexity %.6f\n", total, n - 1,

@@ -14,6 +14,9 @@
 /* the command with the test plugins on its search path */
 #define T "TERN_PLUGIN_PATH=" TERN_TEST_PLUGINS_DIR " " TERN_TEST_BIN
 #define P "--plugin test_uniform_model"
+/* the output's bytes in hex, and its length; the command's exit code is kept */
+#define HEX " > g.out && od -An -tx1 g.out"
+#define BYTES " > g.out && wc -c < g.out"
 
 static int count(const char *hay, const char *needle)
 {
@@ -94,12 +97,33 @@ Test(model_cli, init_writes_a_directory_and_never_overwrites)
      * defaults to the plugin's */
     run(&r, "rm -rf mi_empty && mkdir mi_empty && " T " model init --preset tiny " P " mi_empty");
     cr_expect_eq(r.code, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "seed 1,"), "the plugin's default seed is shown: %s", r.out);
+    cr_expect(strstr(r.out, "mi_empty: new model, preset tiny, plugin test_uniform_model"),
+              "%s", r.out);
     run(&r, "rm -rf mi_deep && " T " model init --preset tiny " P " mi_deep/a/b");
     cr_expect_eq(r.code, 0, "%s", r.err);
     slurp(WORK "/mi_deep/a/b/config.json", text, sizeof text);
     cr_expect(strstr(text, "uniform_bytes"), "%s", text);
     run(&r, "rm -rf mi mi_file mi_empty mi_deep");
+}
+
+/* A failed save leaves nothing behind: not the files, not the directories
+ * the command created, and an empty OUT_DIR given stays (empty). */
+Test(model_cli, init_cleans_up_after_a_failed_save)
+{
+    result r;
+    struct stat st;
+    run(&r, "rm -rf mf && " T " model init --preset tiny --seed 666 " P " mf/a/b");
+    cr_expect_eq(r.code, 1);
+    cr_expect(strstr(r.err, "tern model init: saving the new model to mf/a/b failed: "
+                            "test_uniform_model: a model of seed 666 fails to save"),
+              "%s", r.err);
+    cr_expect_neq(stat(WORK "/mf", &st), 0, "the directories made are removed");
+    run(&r, "mkdir mf && " T " model init --preset tiny --seed 666 " P " mf && ls -A mf");
+    cr_expect_eq(r.code, 1);
+    run(&r, "ls -A mf");
+    cr_expect_eq(r.code, 0, "the given directory stays");
+    cr_expect_str_eq(r.out, "", "and is empty again");
+    run(&r, "rm -rf mf");
 }
 
 Test(model_cli, init_refuses_a_bad_preset_plugin_or_usage)
@@ -149,56 +173,57 @@ Test(model_cli, generate_prints_max_tokens_bytes_seeded)
 {
     make_model("mg");
     result r;
-    run(&r, T " generate mg --prompt hello --max-tokens 50 --seed 7 " P " | wc -c");
+    run(&r, T " generate mg --prompt hello --max-tokens 50 --seed 7 " P BYTES);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_eq(atoi(r.out), 51, "50 bytes and a newline: %s", r.out);
 
     char a[16384], b[16384];
-    run(&r, T " generate mg --prompt hello --max-tokens 40 --seed 7 " P " | od -An -tx1");
+    run(&r, T " generate mg --prompt hello --max-tokens 40 --seed 7 " P HEX);
     cr_assert_eq(r.code, 0, "%s", r.err);
     snprintf(a, sizeof a, "%s", r.out);
-    run(&r, T " generate mg --prompt hello --max-tokens 40 --seed=7 " P " | od -An -tx1");
+    run(&r, T " generate mg --prompt hello --max-tokens 40 --seed=7 " P HEX);
     snprintf(b, sizeof b, "%s", r.out);
     cr_expect_str_eq(a, b, "same seed, same output");
-    run(&r, T " generate mg --prompt hello --max-tokens 40 --seed 8 " P " | od -An -tx1");
+    run(&r, T " generate mg --prompt hello --max-tokens 40 --seed 8 " P HEX);
     cr_expect_str_neq(a, r.out, "another seed, another output");
-    run(&r, "rm -rf mg");
+    run(&r, "rm -rf mg g.out");
 }
 
 Test(model_cli, generate_greedy_stop_and_samples)
 {
     make_model("ms");
     result r;
-    run(&r, T " generate ms --prompt hi --max-tokens 5 --temperature 0 " P " | od -An -tx1");
+    run(&r, T " generate ms --prompt hi --max-tokens 5 --temperature 0 " P HEX);
     cr_assert_eq(r.code, 0, "%s", r.err);
     squeeze(r.out);
     cr_expect_str_eq(r.out, "00000000000a", "five NUL bytes (token 0) and a newline");
 
     /* a stop token ends the sample (greedy gives token 0 at once) */
     run(&r, T " generate ms --prompt hi --max-tokens 5 --temperature 0 --stop-token 0 " P
-              " | od -An -tx1");
+              HEX);
     cr_assert_eq(r.code, 0, "%s", r.err);
     squeeze(r.out);
     cr_expect_str_eq(r.out, "000a", "one NUL byte and a newline");
 
     run(&r, T " generate ms --prompt hi --max-tokens 10 --samples 3 --seed 2 " P
-              " | sed -n '/^--- sample/p'");
+              " > g.out && sed -n '/^--- sample/p' g.out");
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_eq(count(r.out, "--- sample "), 3, "%s", r.out);
     cr_expect(strstr(r.out, "--- sample 1 (10 tokens, logprob -55.45"), "%s", r.out);
     cr_expect(strstr(r.out, "--- sample 3 (10 tokens, logprob -55.45"), "%s", r.out);
 
-    run(&r, T " generate ms --prompt hi --max-tokens 4 --temperature 0 --samples 2 " P);
+    run(&r, T " generate ms --prompt hi --max-tokens 4 --temperature 0 --samples 2 " P
+              " > g.out && sed -n '/^--- sample/p' g.out");
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect(strstr(r.out, "--- sample 2 (4 tokens, logprob 0.000000) ---\n"), "%s", r.out);
 
     /* top-k and top-p reach the model: k = 1 behaves as greedy */
     run(&r, T " generate ms --prompt hi --max-tokens 3 --top-k 1 --top-p 0.5 " P
-              " | od -An -tx1");
+              HEX);
     cr_assert_eq(r.code, 0, "%s", r.err);
     squeeze(r.out);
     cr_expect_str_eq(r.out, "0000000a");
-    run(&r, "rm -rf ms");
+    run(&r, "rm -rf ms g.out");
 }
 
 Test(model_cli, score_prints_every_position_and_perplexity)
@@ -295,11 +320,11 @@ Test(model_cli, a_path_with_a_quote_and_a_backslash)
     result r;
     run(&r, "rm -rf 'q\"x\\y' && " T " model init --preset tiny " P " 'q\"x\\y'");
     cr_assert_eq(r.code, 0, "%s", r.err);
-    run(&r, T " generate 'q\"x\\y' --prompt hi --max-tokens 3 " P " | wc -c");
+    run(&r, T " generate 'q\"x\\y' --prompt hi --max-tokens 3 " P BYTES);
     cr_expect_eq(r.code, 0, "%s", r.err);
     cr_expect_eq(atoi(r.out), 4, "%s", r.out);
     run(&r, T " score 'q\"x\\y' --text hi " P);
     cr_expect_eq(r.code, 0, "%s", r.err);
     cr_expect(strstr(r.out, "over 2 tokens"), "%s", r.out);
-    run(&r, "rm -rf 'q\"x\\y'");
+    run(&r, "rm -rf 'q\"x\\y' g.out");
 }

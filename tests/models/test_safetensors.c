@@ -274,7 +274,8 @@ Test(safetensors, bf16_conversion)
         data[2 * i + 1] = (uint8_t)(in[i] >> 8);
     }
     const char *path = make_file("bf16.safetensors",
-                                 "{\"w\":{\"dtype\":\"BF16\",\"shape\":[3,3],\"data_offsets\":[0,18]}}",
+                                 "{\"w\":{\"dtype\":\"BF16\",\"shape\":[3,3],"
+                                 "\"data_offsets\":[0,18]}}",
                                  data, sizeof data);
     st_file f;
     char err[1024] = "";
@@ -317,7 +318,8 @@ Test(safetensors, f16_conversion)
         data[2 * i + 1] = (uint8_t)(in[i] >> 8);
     }
     const char *path = make_file("f16.safetensors",
-                                 "{\"h\":{\"dtype\":\"F16\",\"shape\":[13],\"data_offsets\":[0,26]}}",
+                                 "{\"h\":{\"dtype\":\"F16\",\"shape\":[13],"
+                                 "\"data_offsets\":[0,26]}}",
                                  data, sizeof data);
     st_file f;
     char err[1024] = "";
@@ -361,8 +363,10 @@ Test(safetensors, other_dtypes_open_but_are_refused_when_read)
 {
     uint8_t data[16 + 8] = {0};
     const char *path = make_file("i64.safetensors",
-                                 "{\"pos\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]},"
-                                 "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]}}",
+                                 "{\"pos\":{\"dtype\":\"I64\",\"shape\":[2],"
+                                 "\"data_offsets\":[0,16]},"
+                                 "\"w\":{\"dtype\":\"F32\",\"shape\":[2],"
+                                 "\"data_offsets\":[16,24]}}",
                                  data, sizeof data);
     st_file f;
     char err[1024] = "";
@@ -408,7 +412,8 @@ Test(safetensors, refuses_bad_header_length)
 
 Test(safetensors, refuses_bad_json)
 {
-    expect_refused(make_file("notjson", "{\"a\": ", NULL, 0), "header (bytes 8..14) is not valid JSON",
+    expect_refused(make_file("notjson", "{\"a\": ", NULL, 0),
+                   "header (bytes 8..14) is not valid JSON",
                    "at file byte");
     expect_refused(make_file("array", "[1, 2]", NULL, 0), "must be a JSON object, found an array",
                    NULL);
@@ -480,7 +485,8 @@ Test(safetensors, refuses_bad_offsets)
                          "needs 12", NULL);
     expect_entry_refused("{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[0,16]}", 16,
                          "hold 16 bytes but dtype BF16 with shape [2, 2] needs 8", NULL);
-    expect_entry_refused("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,9223372036854775807]}",
+    expect_entry_refused("{\"dtype\":\"F32\",\"shape\":[1],"
+                         "\"data_offsets\":[0,9223372036854775807]}",
                          4, "data ends at byte 9223372036854775807", NULL);
 }
 
@@ -521,7 +527,8 @@ Test(safetensors, refuses_long_names_and_bad_metadata)
                    "up to 255");
     expect_refused(make_file("meta1", "{\"__metadata__\": [1]}", NULL, 0),
                    "\"__metadata__\" must be an object of strings, found an array", NULL);
-    expect_refused(make_file("meta2", "{\"__metadata__\": {\"format\": \"pt\", \"n\": 3}}", NULL, 0),
+    expect_refused(make_file("meta2", "{\"__metadata__\": {\"format\": \"pt\", \"n\": 3}}",
+                             NULL, 0),
                    "\"__metadata__\" value of \"n\" must be a string, found an integer", NULL);
 }
 

@@ -170,7 +170,8 @@ Test(tokenizer, load_refuses_hugging_face_bpe)
     const char *dir = work_dir("hf");
     write_file(dir, "tokenizer.json",
                "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null,\n"
-               " \"added_tokens\": [{\"id\": 0, \"content\": \"<|endoftext|>\", \"special\": true}],\n"
+               " \"added_tokens\": [{\"id\": 0, \"content\": \"<|endoftext|>\","
+               " \"special\": true}],\n"
                " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\"},\n"
                " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"vocab\": {\"a\": 1},"
                " \"merges\": []}}\n");
@@ -187,7 +188,8 @@ Test(tokenizer, load_refuses_hugging_face_bpe)
 Test(tokenizer, load_refusals)
 {
     const char *cases[][2] = {
-        {"{\"tern_tokenizer\": \"bpe\", \"version\": 1}", "key \"tern_tokenizer\" must be \"bytes\""},
+        {"{\"tern_tokenizer\": \"bpe\", \"version\": 1}",
+         "key \"tern_tokenizer\" must be \"bytes\""},
         {"{\"tern_tokenizer\": 3, \"version\": 1}", "key \"tern_tokenizer\" must be \"bytes\""},
         {"{\"tern_tokenizer\": \"bytes\", \"version\": 2}", "key \"version\" must be 1"},
         {"{\"tern_tokenizer\": \"bytes\", \"version\": 1, \"bos_token_id\": 1, "

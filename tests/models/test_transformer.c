@@ -176,13 +176,13 @@ Test(parity, greedy_decoding_matches_pytorch)
     memcpy(seq, prompt, np * sizeof *seq);
     memcpy(seq + np, out.tokens, nt * sizeof *seq);
     tern_sequence s = {.size = sizeof s, .tokens = seq, .len = np + nt, .start = np};
-    float *lp = NULL;
+    float *lp = calloc(np + nt, sizeof *lp);
     cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
     for (size_t i = 0; i < nt; i++) {
         cr_expect_float_eq(lp[np + i], want_lp[i], 1e-4, "logp of token %zu", i);
         cr_expect_eq(out.logprobs[i], 0.0f);
     }
-    ops->free_buffer(h.state, lp);
+    free(lp);
     ops->free_buffer(h.state, out.tokens);
     ops->free_buffer(h.state, out.logprobs);
     free(prompt_f), free(want_tok), free(want_lp);
@@ -210,13 +210,12 @@ static void check_generate_score(float temperature)
         memcpy(seq + 3, out[i].tokens, out[i].len * sizeof *seq);
         tern_sequence s = {.size = sizeof s, .tokens = seq, .len = 3 + out[i].len, .start = 3,
                            .temperature = temperature};
-        float *lp = NULL;
+        float lpbuf[32], *lp = lpbuf;
         cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
         double worst = 0;
         for (size_t k = 0; k < out[i].len; k++)
             worst = fmax(worst, fabs((double)lp[3 + k] - out[i].logprobs[k]));
         cr_expect_lt(worst, 1e-4, "sample %d: max |generate - score| = %g", i, worst);
-        ops->free_buffer(h.state, lp);
         ops->free_buffer(h.state, out[i].tokens);
         ops->free_buffer(h.state, out[i].logprobs);
     }
@@ -293,14 +292,13 @@ Test(training, adamw_steps_reduce_the_loss)
     for (size_t i = 0; i < n; i++)
         dlogp[i] = i >= 1 ? -1.0f / (float)(n - 1) : 0; /* minimise mean NLL */
     double first = 0, last = 0;
+    float *lp = malloc(n * sizeof *lp);
     for (int step = 0; step < 30; step++) {
-        float *lp = NULL;
         cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
         double nll = 0;
         for (size_t i = 1; i < n; i++)
             nll -= lp[i];
         nll /= (double)(n - 1);
-        ops->free_buffer(h.state, lp);
         if (step == 0)
             first = nll;
         last = nll;
@@ -312,6 +310,7 @@ Test(training, adamw_steps_reduce_the_loss)
         cr_expect_gt(st.grad_norm, 0);
     }
     cr_expect_lt(last, first * 0.5, "mean NLL %g -> %g: training does not learn", first, last);
+    free(lp);
     free(dlogp);
     ops->free_buffer(h.state, ids);
     harness_close(&h);

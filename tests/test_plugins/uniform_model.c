@@ -18,7 +18,8 @@
  *   step
  *   tensors     none
  *   save, load  DIR/config.json holding {"model_type":"uniform_bytes", ...};
- *               load refuses a directory without it
+ *               load refuses a directory without it; save fails (after
+ *               writing config.json) for a model of seed 666
  */
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 
@@ -60,6 +61,10 @@ static int model_create(tern_ctx *ctx, void **state)
     const char *path = NULL, *preset = NULL;
     int have_path = host->get_string(ctx, "path", &path) == TERN_OK;
     int have_init = host->get_string(ctx, "init.preset", &preset) == TERN_OK;
+    int64_t seed = 1;
+    int have_seed = host->get_int(ctx, "init.seed", &seed) == TERN_OK;
+    if (have_seed && !have_init)
+        return host->setting_error(ctx, "init", "init needs preset = \"tiny\" or \"bench\"");
     if (have_path && have_init)
         return host->setting_error(ctx, "init", "give either path (a saved model) or init (a "
                                    "fresh one), not both");
@@ -76,7 +81,7 @@ static int model_create(tern_ctx *ctx, void **state)
     host->get_int(ctx, "threads", &m->threads);
     if (have_init) {
         snprintf(m->preset, sizeof m->preset, "%s", preset);
-        host->get_int(ctx, "init.seed", &m->seed);
+        m->seed = seed;
     } else {
         struct stat st;
         int rc = TERN_OK;
@@ -399,6 +404,9 @@ static int model_save(void *state, const char *dir, int with_optimizer)
     }
     int rc = ok ? TERN_OK
                 : host->fail(m->ctx, TERN_EIO, "%s: cannot write: %s", path, strerror(err));
+    if (rc == TERN_OK && m->seed == 666) /* to test how callers clean up */
+        rc = host->fail(m->ctx, TERN_EIO, ME "a model of seed 666 fails to save after writing "
+                        "config.json");
     free(path);
     return rc;
 }
@@ -454,10 +462,12 @@ static const tern_model_ops model_ops = {
 /* The settings of the transformer plugin (the contract of `tern model init`,
  * `tern generate` and `tern score`). */
 static const tern_setting_spec init_keys[] = {
-    TERN_SETTING(.name = "preset", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
-                 .choices = "tiny|bench", .doc = "size of the fresh model"),
-    TERN_SETTING(.name = "seed", .type = TERN_SETTING_INT, .def = "1", .min = 0,
-                 .max = 9007199254740992.0, .doc = "seed of the initial weights"),
+    /* Neither required nor defaulted: either would make the core create an
+     * init group in every config that gives only path. */
+    TERN_SETTING(.name = "preset", .type = TERN_SETTING_STRING, .choices = "tiny|bench",
+                 .doc = "size of the fresh model (required in init)"),
+    TERN_SETTING(.name = "seed", .type = TERN_SETTING_INT, .min = 0,
+                 .max = 9007199254740992.0, .doc = "seed of the initial weights (default 1)"),
     TERN_SETTINGS_END,
 };
 

@@ -10,7 +10,9 @@
  * per-position values have `len` entries and entry 0 is unused (set to 0).
  *
  * Memory: buffers the model allocates for the caller (generate outputs,
- * tokenize, detokenize) are freed with ops->free_buffer.
+ * tokenize, detokenize) are freed with ops->free_buffer. score() writes into
+ * arrays the caller provides. An op that fails hands nothing over: it frees
+ * whatever it allocated for its outputs and leaves them empty.
  *
  * Thread-safety: one instance is driven by one thread at a time (the role that
  * owns it); different instances may run concurrently. The instance's own
@@ -104,8 +106,9 @@ typedef struct tern_model_ops {
     /* Generate: outs has n_req blocks of req[i].n_samples outputs, in order. */
     int (*generate)(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs);
 
-    /* Teacher-forced per-position log-probs and entropies; each output array
-     * of the i-th sequence has seqs[i].len entries. entropies may be NULL. */
+    /* Teacher-forced per-position log-probs and entropies into arrays the
+     * CALLER provides: logprobs[i] (and entropies[i]) has seqs[i].len floats;
+     * entries before seqs[i].start are set to 0. entropies may be NULL. */
     int (*score)(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
                  float **entropies);
 

@@ -245,6 +245,8 @@ int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
 {
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && jerr.line < 1) /* not opened or not read: jansson's text names the file */
+        return fail(err, errn, "%s: cannot read: %s", path, jerr.text);
     if (!root)
         return fail(err, errn, "%s:%d:%d: not a valid JSON file: %s", path, jerr.line,
                     jerr.column, jerr.text);

@@ -94,6 +94,7 @@ static const tokenizer_ops bytes_ops = {
 
 int tokenizer_new_bytes(tokenizer **out)
 {
+    *out = NULL;
     tokenizer *t = calloc(1, sizeof *t);
     if (!t)
         return -1;
@@ -228,11 +229,14 @@ static int load_bytes(const char *path, json_t *o, tokenizer **out, char *err, s
 
 int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
 {
+    *out = NULL; /* on failure too, so that tokenizer_free(*out) is always safe */
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
         return fail(err, errn, "%.200s...: directory path too long", dir);
     json_error_t jerr;
     json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o && jerr.line < 1) /* not opened or not read */
+        return fail(err, errn, "%s: cannot read the tokenizer: %s", path, jerr.text);
     if (!o)
         return fail(err, errn, "%s:%d:%d: cannot read the tokenizer: %s", path, jerr.line,
                     jerr.column, jerr.text);

@@ -18,9 +18,9 @@
 
 typedef struct tokenizer tokenizer; /* opaque */
 
-/* The byte tokenizer. 0, or -1 when out of memory. */
+/* The byte tokenizer. 0, or -1 when out of memory. *out is NULL on failure. */
 int tokenizer_new_bytes(tokenizer **out);
-/* Read DIR/tokenizer.json. 0, or -1 with a message in err. */
+/* Read DIR/tokenizer.json. 0, or -1 with a message in err (*out is then NULL). */
 int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn);
 /* Write DIR/tokenizer.json atomically (DIR must exist). 0, or -1 with a message. */
 int tokenizer_save(const tokenizer *t, const char *dir, char *err, size_t errn);

@@ -332,23 +332,12 @@ static int tf_score(void *state, const tern_sequence *seqs, size_t n, float **lo
         return host->fail(t->ctx, TERN_EINVAL, "score: %s", t->err);
     }
     for (size_t i = 0; i < n; i++) {
-        logprobs[i] = calloc(seqs[i].len, sizeof(float));
-        if (entropies)
-            entropies[i] = calloc(seqs[i].len, sizeof(float));
-        if (!logprobs[i] || (entropies && !entropies[i])) {
-            for (size_t j = 0; j <= i; j++) {
-                free(logprobs[j]);
-                if (entropies)
-                    free(entropies[j]);
-            }
-            packed_free(&p);
-            return host->fail(t->ctx, TERN_ENOMEM, "score: out of memory");
-        }
-        /* position k >= start is predicted by row r0 + k - 1 */
-        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
-            logprobs[i][k] = p.logp[p.start[i] + (int32_t)k - 1];
-            if (entropies)
-                entropies[i][k] = p.ent[p.start[i] + (int32_t)k - 1];
+        /* position k >= start is predicted by row r0 + k - 1; the caller's arrays */
+        for (size_t k = 0; k < seqs[i].len; k++) {
+            int pred = k >= seqs[i].start;
+            logprobs[i][k] = pred ? p.logp[p.start[i] + (int32_t)k - 1] : 0.0f;
+            if (entropies && entropies[i])
+                entropies[i][k] = pred ? p.ent[p.start[i] + (int32_t)k - 1] : 0.0f;
         }
     }
     packed_free(&p);
