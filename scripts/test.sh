@@ -20,13 +20,17 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 
-echo "== fuzz the settings layer (libFuzzer, ${TERN_FUZZ_SECONDS:-60} s)"
+secs=${TERN_FUZZ_SECONDS:-60}
+echo "== fuzz the settings layer and the safetensors reader (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_settings
-mkdir -p build-fuzz/corpus
-build-fuzz/tests/fuzz/fuzz_settings -artifact_prefix=build-fuzz/ -max_total_time="${TERN_FUZZ_SECONDS:-60}" \
-  -max_len=4096 -timeout=10 -print_final_stats=1 build-fuzz/corpus tests/fuzz/corpus 2>&1 |
-  tail -n 12
+cmake --build build-fuzz -j "$jobs" --target fuzz_settings fuzz_safetensors
+for target in settings safetensors; do
+  corpus=tests/fuzz/corpus; [ $target = safetensors ] && corpus=tests/fuzz/corpus_safetensors
+  mkdir -p build-fuzz/corpus_$target
+  build-fuzz/tests/fuzz/fuzz_$target -artifact_prefix=build-fuzz/ -max_total_time="$secs" \
+    -max_len=4096 -timeout=10 -print_final_stats=1 build-fuzz/corpus_$target $corpus 2>&1 |
+    tail -n 12
+done
 
 echo "== all tests passed"

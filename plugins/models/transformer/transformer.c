@@ -31,6 +31,23 @@ void openblas_set_num_threads(int num_threads);
 
 static const tern_host *host;
 
+/* The sequences of a score/backward call packed into one batch (row r0 + i
+ * predicts token i + 1). The buffers live with the instance and only grow, so
+ * a training loop allocates nothing per step. */
+typedef struct packed {
+    int32_t *start, *tokens, *pos, *target;
+    float *scale, *logp, *ent, *dlogp, *dent;
+    size_t cap_rows, cap_seqs;
+    llama_batch b;
+} packed;
+
+static void packed_free(packed *p)
+{
+    free(p->start), free(p->tokens), free(p->pos), free(p->target);
+    free(p->scale), free(p->logp), free(p->ent), free(p->dlogp), free(p->dent);
+    memset(p, 0, sizeof *p);
+}
+
 typedef struct transformer {
     tern_ctx *ctx;
     llama_model m;
@@ -38,6 +55,7 @@ typedef struct transformer {
     adamw opt;        /* allocated at the first step or optimizer load */
     tern_tensor *tensors;       /* built at the first tensors() call */
     char (*tensor_names)[96];  /* their names */
+    packed pk;                 /* score/backward batch buffers */
     int threads;
     char err[1024];
 } transformer;
@@ -185,6 +203,7 @@ static void tf_destroy(void *state)
     adamw_free(&t->opt);
     free(t->tensors);
     free(t->tensor_names);
+    packed_free(&t->pk);
     free(t);
 }
 
@@ -263,22 +282,34 @@ static int tf_generate(void *state, const tern_gen_request *req, size_t n_req,
 
 /* ---- score and backward ------------------------------------------------------- */
 
-/* Pack the sequences into one batch: row r0 + i predicts token i + 1. */
-typedef struct packed {
-    int32_t *start, *tokens, *pos, *target;
-    float *scale, *logp, *ent, *dlogp, *dent;
-    llama_batch b;
-} packed;
-
-static void packed_free(packed *p)
+/* Grow p to hold `rows` rows and `seqs` sequences. */
+static int packed_reserve(packed *p, size_t rows, size_t seqs)
 {
-    free(p->start), free(p->tokens), free(p->pos), free(p->target);
-    free(p->scale), free(p->logp), free(p->ent), free(p->dlogp), free(p->dent);
+    if (rows <= p->cap_rows && seqs <= p->cap_seqs)
+        return 0;
+    packed_free(p);
+    p->start = malloc((seqs + 1) * sizeof *p->start);
+    p->tokens = malloc(rows * sizeof *p->tokens);
+    p->pos = malloc(rows * sizeof *p->pos);
+    p->target = malloc(rows * sizeof *p->target);
+    p->scale = malloc(rows * sizeof *p->scale);
+    p->logp = malloc(rows * sizeof *p->logp);
+    p->ent = malloc(rows * sizeof *p->ent);
+    p->dlogp = malloc(rows * sizeof *p->dlogp);
+    p->dent = malloc(rows * sizeof *p->dent);
+    if (!p->start || !p->tokens || !p->pos || !p->target || !p->scale || !p->logp || !p->ent ||
+        !p->dlogp || !p->dent) {
+        packed_free(p);
+        return -1;
+    }
+    p->cap_rows = rows;
+    p->cap_seqs = seqs;
+    return 0;
 }
 
-static int pack(transformer *t, const tern_sequence *seqs, size_t n, packed *p)
+static int pack(transformer *t, const tern_sequence *seqs, size_t n)
 {
-    memset(p, 0, sizeof *p);
+    packed *p = &t->pk;
     size_t rows = 0;
     for (size_t i = 0; i < n; i++) {
         if (!TERN_HAS(&seqs[i], start) || !seqs[i].tokens || seqs[i].len < 1 || seqs[i].start < 1)
@@ -286,20 +317,11 @@ static int pack(transformer *t, const tern_sequence *seqs, size_t n, packed *p)
                               "start >= 1", i);
         rows += seqs[i].len;
     }
-    p->start = malloc((n + 1) * sizeof *p->start);
-    p->tokens = malloc(rows * sizeof *p->tokens);
-    p->pos = malloc(rows * sizeof *p->pos);
-    p->target = malloc(rows * sizeof *p->target);
-    p->scale = malloc(rows * sizeof *p->scale);
-    p->logp = malloc(rows * sizeof *p->logp);
-    p->ent = malloc(rows * sizeof *p->ent);
-    p->dlogp = calloc(rows, sizeof *p->dlogp);
-    p->dent = calloc(rows, sizeof *p->dent);
-    if (!p->start || !p->tokens || !p->pos || !p->target || !p->scale || !p->logp || !p->ent ||
-        !p->dlogp || !p->dent) {
-        packed_free(p);
-        return host->fail(t->ctx, TERN_ENOMEM, "out of memory for %zu tokens", rows);
-    }
+    if (n == 0 || packed_reserve(p, rows, n) != 0)
+        return host->fail(t->ctx, n ? TERN_ENOMEM : TERN_EINVAL,
+                          n ? "out of memory for %zu tokens" : "no sequences (%zu tokens)", rows);
+    memset(p->dlogp, 0, rows * sizeof *p->dlogp);
+    memset(p->dent, 0, rows * sizeof *p->dent);
     p->start[0] = 0;
     size_t r = 0;
     for (size_t i = 0; i < n; i++) {
@@ -323,24 +345,21 @@ static int tf_score(void *state, const tern_sequence *seqs, size_t n, float **lo
                     float **entropies)
 {
     transformer *t = state;
-    packed p;
-    int rc = pack(t, seqs, n, &p);
+    int rc = pack(t, seqs, n);
     if (rc != TERN_OK)
         return rc;
-    if (llama_forward(&t->m, &p.b, p.logp, p.ent, t->err, sizeof t->err) != 0) {
-        packed_free(&p);
+    const packed *p = &t->pk;
+    if (llama_forward(&t->m, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "score: %s", t->err);
-    }
     for (size_t i = 0; i < n; i++) {
         /* position k >= start is predicted by row r0 + k - 1; the caller's arrays */
         for (size_t k = 0; k < seqs[i].len; k++) {
             int pred = k >= seqs[i].start;
-            logprobs[i][k] = pred ? p.logp[p.start[i] + (int32_t)k - 1] : 0.0f;
+            logprobs[i][k] = pred ? p->logp[p->start[i] + (int32_t)k - 1] : 0.0f;
             if (entropies && entropies[i])
-                entropies[i][k] = pred ? p.ent[p.start[i] + (int32_t)k - 1] : 0.0f;
+                entropies[i][k] = pred ? p->ent[p->start[i] + (int32_t)k - 1] : 0.0f;
         }
     }
-    packed_free(&p);
     return TERN_OK;
 }
 
@@ -348,22 +367,19 @@ static int tf_backward(void *state, const tern_sequence *seqs, size_t n,
                        const float *const *dlogp, const float *const *dentropy)
 {
     transformer *t = state;
-    packed p;
-    int rc = pack(t, seqs, n, &p);
+    int rc = pack(t, seqs, n);
     if (rc != TERN_OK)
         return rc;
+    packed *p = &t->pk;
     for (size_t i = 0; i < n; i++)
         for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
-            p.dlogp[p.start[i] + (int32_t)k - 1] = dlogp[i][k];
+            p->dlogp[p->start[i] + (int32_t)k - 1] = dlogp[i][k];
             if (dentropy && dentropy[i])
-                p.dent[p.start[i] + (int32_t)k - 1] = dentropy[i][k];
+                p->dent[p->start[i] + (int32_t)k - 1] = dentropy[i][k];
         }
-    if (llama_forward(&t->m, &p.b, p.logp, p.ent, t->err, sizeof t->err) != 0) {
-        packed_free(&p);
+    if (llama_forward(&t->m, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "backward: %s", t->err);
-    }
-    llama_backward(&t->m, &p.b, p.dlogp, p.dent);
-    packed_free(&p);
+    llama_backward(&t->m, &p->b, p->dlogp, p->dent);
     return TERN_OK;
 }
 
