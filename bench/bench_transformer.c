@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     }
     if (quick)
         steps = 1, gen_new = 8;
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(threads); /* for the sgemm peak; the model uses its pool */
     llama_config c;
     char err[512];
     if (llama_preset("bench", &c, err, sizeof err) != 0) {
@@ -91,7 +91,8 @@ int main(int argc, char **argv)
         return 1;
     }
     llama_model m;
-    if (llama_model_init(&m, &c, err, sizeof err) != 0) {
+    if (llama_model_init(&m, &c, err, sizeof err) != 0 ||
+        llama_model_set_threads(&m, threads) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -99,6 +100,7 @@ int main(int argc, char **argv)
     printf("transformer bench preset: %zu parameters, %d threads\n", m.n_params, threads);
     double peak = sgemm_peak_gflops();
     printf("sgemm 1024^3 peak: %.1f GFLOP/s\n", peak);
+    openblas_set_num_threads(1); /* as the plugin does: its own pool splits the work */
 
     /* ---- training: 16 x 256 ---- */
     const int S = quick ? 2 : 16, T = quick ? 64 : 256, N = S * T;

@@ -96,10 +96,11 @@ static void load_fixture_model(llama_model *m)
     cr_assert_eq(checkpoint_load_weights(FIXTURE, m, NULL, err, sizeof err), 0, "%s", err);
 }
 
-Test(parity, forward_and_gradients_match_pytorch)
+static void check_parity(int threads)
 {
     llama_model m;
     load_fixture_model(&m);
+    cr_assert_eq(llama_model_set_threads(&m, threads), 0);
     st_file ref;
     char err[512];
     cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
@@ -141,12 +142,20 @@ Test(parity, forward_and_gradients_match_pytorch)
     llama_model_free(&m);
 }
 
-static const tern_model_ops *open_fixture(harness *h)
+Test(parity, forward_and_gradients_match_pytorch) { check_parity(1); }
+/* 3 workers: uneven shares of rows, columns and (sequence, kv head) items */
+Test(parity, forward_and_gradients_match_pytorch_on_3_threads) { check_parity(3); }
+
+static const tern_model_ops *open_fixture_threads(harness *h, int threads)
 {
-    int rc = harness_open(h, "transformer", TERN_KIND_MODEL, "path = \"" FIXTURE "\";");
+    char group[256];
+    snprintf(group, sizeof group, "path = \"" FIXTURE "\"; threads = %d;", threads);
+    int rc = harness_open(h, "transformer", TERN_KIND_MODEL, group);
     cr_assert_eq(rc, TERN_OK, "%s", h->error);
     return harness_ops(h);
 }
+
+static const tern_model_ops *open_fixture(harness *h) { return open_fixture_threads(h, 1); }
 
 Test(parity, greedy_decoding_matches_pytorch)
 {
@@ -191,10 +200,10 @@ Test(parity, greedy_decoding_matches_pytorch)
 }
 
 /* Sampled log-probs equal score's at the same temperature (no truncation). */
-static void check_generate_score(float temperature)
+static void check_generate_score(float temperature, int threads)
 {
     harness h;
-    const tern_model_ops *ops = open_fixture(&h);
+    const tern_model_ops *ops = open_fixture_threads(&h, threads);
     int32_t prompt[3] = {256, 72, 105};
     tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 3,
                             .n_samples = 4, .max_new_tokens = 20, .temperature = temperature,
@@ -222,8 +231,9 @@ static void check_generate_score(float temperature)
     harness_close(&h);
 }
 
-Test(consistency, generate_and_score_agree_at_temperature_1) { check_generate_score(1.0f); }
-Test(consistency, generate_and_score_agree_at_temperature_0_7) { check_generate_score(0.7f); }
+Test(consistency, generate_and_score_agree_at_temperature_1) { check_generate_score(1.0f, 1); }
+Test(consistency, generate_and_score_agree_at_temperature_0_7) { check_generate_score(0.7f, 1); }
+Test(consistency, generate_and_score_agree_on_2_threads) { check_generate_score(1.0f, 2); }
 
 Test(consistency, generation_is_deterministic_for_a_seed)
 {

@@ -10,7 +10,9 @@
  *   dS = P ⊙ (dP − rowsum(P ⊙ dP))     (softmax backward; masked entries stay 0)
  *   dQ_h = dS K_j / sqrt(HD),  dK_j += dS^T Q_h / sqrt(HD)
  * Q_h is a column block of q[N, H·HD], so the GEMMs read it with leading
- * dimension H·HD and no copy (K, V likewise with KV·HD).
+ * dimension H·HD and no copy (K, V likewise with KV·HD). The work items are
+ * (sequence, kv head) pairs, spread over the thread pool: the query heads of
+ * one kv head, which all write its dK and dV, stay on one worker.
  */
 #include <cblas.h>
 #include <math.h>
@@ -25,6 +27,18 @@ size_t attention_probs_size(const attn_shape *a)
         total += (size_t)a->n_heads * t * t;
     }
     return total;
+}
+
+/* Offset in the probabilities of sequence s, head h. */
+static size_t probs_offset(const attn_shape *a, int s, int h)
+{
+    size_t off = 0;
+    for (int x = 0; x < s; x++) {
+        size_t t = (size_t)(a->seq_start[x + 1] - a->seq_start[x]);
+        off += (size_t)a->n_heads * t * t;
+    }
+    size_t t = (size_t)(a->seq_start[s + 1] - a->seq_start[s]);
+    return off + (size_t)h * t * t;
 }
 
 /* Row-wise softmax of the lower triangle of p[T, T]; entries above the
@@ -49,47 +63,66 @@ static void causal_softmax(float *p, int t)
     }
 }
 
-void attention_forward(float *out, float *probs, const float *q, const float *k, const float *v,
-                       const attn_shape *a)
+typedef struct attn_job {
+    const attn_shape *a;
+    float *out, *probs, *dq, *dk, *dv, *scratch;
+    const float *q, *k, *v, *dout, *cprobs;
+    size_t scratch_per_worker;
+} attn_job;
+
+static void forward_part(void *arg, int wk, int nw)
 {
-    const int H = a->n_heads, HD = a->hd, group = a->n_heads / a->n_kv_heads;
-    const int QD = H * HD, KD = a->n_kv_heads * HD;
+    const attn_job *jb = arg;
+    const attn_shape *a = jb->a;
+    const int H = a->n_heads, HD = a->hd, KV = a->n_kv_heads, group = H / KV;
+    const int QD = H * HD, KD = KV * HD;
     const float scale = 1.0f / sqrtf((float)HD);
-    float *p = probs;
-    for (int s = 0; s < a->n_seqs; s++) {
+    int lo, hi;
+    pool_share(a->n_seqs * KV, wk, nw, &lo, &hi);
+    for (int item = lo; item < hi; item++) {
+        const int s = item / KV, j = item % KV;
         const int r0 = a->seq_start[s], t = a->seq_start[s + 1] - r0;
-        for (int h = 0; h < H; h++, p += (size_t)t * t) {
-            const int j = h / group;
-            const float *qh = q + (size_t)r0 * QD + h * HD;
-            const float *kj = k + (size_t)r0 * KD + j * HD;
-            const float *vj = v + (size_t)r0 * KD + j * HD;
+        for (int h = j * group; h < (j + 1) * group; h++) {
+            float *p = jb->probs + probs_offset(a, s, h);
+            const float *qh = jb->q + (size_t)r0 * QD + h * HD;
+            const float *kj = jb->k + (size_t)r0 * KD + j * HD;
+            const float *vj = jb->v + (size_t)r0 * KD + j * HD;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, HD, scale, qh, QD, kj, KD,
                         0.0f, p, t);
             causal_softmax(p, t);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, HD, t, 1.0f, p, t, vj, KD,
-                        0.0f, out + (size_t)r0 * QD + h * HD, QD);
+                        0.0f, jb->out + (size_t)r0 * QD + h * HD, QD);
         }
     }
 }
 
-void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *probs,
-                        const float *q, const float *k, const float *v, const attn_shape *a,
-                        float *scratch)
+void attention_forward(pool *tp, float *out, float *probs, const float *q, const float *k,
+                       const float *v, const attn_shape *a)
 {
-    const int H = a->n_heads, HD = a->hd, group = a->n_heads / a->n_kv_heads;
-    const int QD = H * HD, KD = a->n_kv_heads * HD;
+    attn_job jb = {.a = a, .out = out, .probs = probs, .q = q, .k = k, .v = v};
+    pool_run(tp, forward_part, &jb);
+}
+
+static void backward_part(void *arg, int wk, int nw)
+{
+    const attn_job *jb = arg;
+    const attn_shape *a = jb->a;
+    const int H = a->n_heads, HD = a->hd, KV = a->n_kv_heads, group = H / KV;
+    const int QD = H * HD, KD = KV * HD;
     const float scale = 1.0f / sqrtf((float)HD);
-    const float *p = probs;
-    for (int s = 0; s < a->n_seqs; s++) {
+    float *ds = jb->scratch + (size_t)wk * jb->scratch_per_worker; /* dP, then dS in place */
+    int lo, hi;
+    pool_share(a->n_seqs * KV, wk, nw, &lo, &hi);
+    for (int item = lo; item < hi; item++) {
+        const int s = item / KV, j = item % KV;
         const int r0 = a->seq_start[s], t = a->seq_start[s + 1] - r0;
-        for (int h = 0; h < H; h++, p += (size_t)t * t) {
-            const int j = h / group;
+        for (int h = j * group; h < (j + 1) * group; h++) {
+            const float *p = jb->cprobs + probs_offset(a, s, h);
             const size_t qo = (size_t)r0 * QD + h * HD, ko = (size_t)r0 * KD + j * HD;
-            float *ds = scratch; /* dP, then dS in place */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, HD, 1.0f, dout + qo, QD,
-                        v + ko, KD, 0.0f, ds, t);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, HD, t, 1.0f, p, t, dout + qo,
-                        QD, 1.0f, dv + ko, KD);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, HD, 1.0f, jb->dout + qo,
+                        QD, jb->v + ko, KD, 0.0f, ds, t);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, HD, t, 1.0f, p, t,
+                        jb->dout + qo, QD, 1.0f, jb->dv + ko, KD);
             for (int i = 0; i < t; i++) {
                 const float *pr = p + (size_t)i * t;
                 float *dr = ds + (size_t)i * t;
@@ -101,10 +134,20 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                 for (int c = i + 1; c < t; c++)
                     dr[c] = 0;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, HD, t, scale, ds, t, k + ko,
-                        KD, 0.0f, dq + qo, QD);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, HD, t, scale, ds, t, q + qo,
-                        QD, 1.0f, dk + ko, KD);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, HD, t, scale, ds, t,
+                        jb->k + ko, KD, 0.0f, jb->dq + qo, QD);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, HD, t, scale, ds, t,
+                        jb->q + qo, QD, 1.0f, jb->dk + ko, KD);
         }
     }
+}
+
+void attention_backward(pool *tp, float *dq, float *dk, float *dv, const float *dout,
+                        const float *probs, const float *q, const float *k, const float *v,
+                        const attn_shape *a, float *scratch, size_t scratch_per_worker)
+{
+    attn_job jb = {.a = a, .dq = dq, .dk = dk, .dv = dv, .dout = dout, .cprobs = probs,
+                   .q = q, .k = k, .v = v, .scratch = scratch,
+                   .scratch_per_worker = scratch_per_worker};
+    pool_run(tp, backward_part, &jb);
 }

@@ -110,54 +110,75 @@ static float *cache_at(const decoder *d, const llama_model *m, float *base, int 
     return base + (((size_t)s * m->cfg.n_layers + l) * d->P + p) * KD;
 }
 
+typedef struct row_attn_job {
+    const llama_model *m;
+    decoder *d;
+    int l, B;
+} row_attn_job;
+
+/* Per decode row: store its k, v in its cache and attend over the cache.
+ * Rows are spread over the pool; each worker has its own score buffer. */
+static void row_attention(void *arg, int wk, int nw)
+{
+    const row_attn_job *j = arg;
+    const llama_model *m = j->m;
+    decoder *d = j->d;
+    const int H = m->cfg.n_heads, KV = m->cfg.n_kv_heads, HD = m->cfg.hidden_size / H;
+    const int QD = H * HD, KD = KV * HD, group = H / KV;
+    const float scale = 1.0f / sqrtf((float)HD);
+    float *scores = d->scores + (size_t)wk * d->P;
+    int lo, hi;
+    pool_share(j->B, wk, nw, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        int s = d->row_sample[r], p = d->pos[r];
+        float *kbase = cache_at(d, m, d->kc, s, j->l, 0), *vbase = cache_at(d, m, d->vc, s, j->l, 0);
+        memcpy(kbase + (size_t)p * KD, d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
+        memcpy(vbase + (size_t)p * KD, d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
+        for (int h = 0; h < H; h++) {
+            int kv = h / group;
+            /* scores[0..p] = K_kv q_h / sqrt(HD); softmax; att_h = V_kv^T scores */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, p + 1, HD, scale, kbase + kv * HD, KD,
+                        d->q + (size_t)r * QD + h * HD, 1, 0.0f, scores, 1);
+            float mx = scores[0];
+            for (int t = 1; t <= p; t++)
+                mx = scores[t] > mx ? scores[t] : mx;
+            float sum = 0;
+            for (int t = 0; t <= p; t++) {
+                scores[t] = expf(scores[t] - mx);
+                sum += scores[t];
+            }
+            cblas_sgemv(CblasRowMajor, CblasTrans, p + 1, HD, 1.0f / sum, vbase + kv * HD, KD,
+                        scores, 1, 0.0f, d->att + (size_t)r * QD + h * HD, 1);
+        }
+    }
+}
+
 /* Advance B rows (row r is sample row_sample[r] at position pos[r] with
  * input token tok[r]); writes logits[B, V]. */
 static void decode_step(llama_model *m, decoder *d, int B)
 {
     const int D = m->cfg.hidden_size, F = m->cfg.intermediate_size, V = m->cfg.vocab_size;
     const int H = m->cfg.n_heads, KV = m->cfg.n_kv_heads, HD = D / H, QD = H * HD, KD = KV * HD;
-    const int group = H / KV;
-    const float scale = 1.0f / sqrtf((float)HD);
     embedding_forward(d->x, d->tok, m->p.embed, B, D);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const llama_layer *w = &m->p.layers[l];
         rmsnorm_forward(d->xn, d->rstd, d->x, w->attn_norm, B, D, m->cfg.rms_eps);
-        matmul_forward(d->q, d->xn, w->wq, B, D, QD, 0);
-        matmul_forward(d->k, d->xn, w->wk, B, D, KD, 0);
-        matmul_forward(d->v, d->xn, w->wv, B, D, KD, 0);
+        matmul_forward(m->tp, d->q, d->xn, w->wq, B, D, QD, 0);
+        matmul_forward(m->tp, d->k, d->xn, w->wk, B, D, KD, 0);
+        matmul_forward(m->tp, d->v, d->xn, w->wv, B, D, KD, 0);
         rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
         rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
-        for (int r = 0; r < B; r++) {
-            int s = d->row_sample[r], p = d->pos[r];
-            float *kbase = cache_at(d, m, d->kc, s, l, 0), *vbase = cache_at(d, m, d->vc, s, l, 0);
-            memcpy(kbase + (size_t)p * KD, d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
-            memcpy(vbase + (size_t)p * KD, d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
-            for (int h = 0; h < H; h++) {
-                int j = h / group;
-                /* scores[0..p] = K_j q_h / sqrt(HD); softmax; att_h = V_j^T scores */
-                cblas_sgemv(CblasRowMajor, CblasNoTrans, p + 1, HD, scale, kbase + j * HD, KD,
-                            d->q + (size_t)r * QD + h * HD, 1, 0.0f, d->scores, 1);
-                float mx = d->scores[0];
-                for (int t = 1; t <= p; t++)
-                    mx = d->scores[t] > mx ? d->scores[t] : mx;
-                float sum = 0;
-                for (int t = 0; t <= p; t++) {
-                    d->scores[t] = expf(d->scores[t] - mx);
-                    sum += d->scores[t];
-                }
-                cblas_sgemv(CblasRowMajor, CblasTrans, p + 1, HD, 1.0f / sum, vbase + j * HD, KD,
-                            d->scores, 1, 0.0f, d->att + (size_t)r * QD + h * HD, 1);
-            }
-        }
-        matmul_forward(d->x, d->att, w->wo, B, QD, D, 1);
+        row_attn_job job = {m, d, l, B};
+        pool_run(m->tp, row_attention, &job);
+        matmul_forward(m->tp, d->x, d->att, w->wo, B, QD, D, 1);
         rmsnorm_forward(d->xn, d->rstd, d->x, w->mlp_norm, B, D, m->cfg.rms_eps);
-        matmul_forward(d->gate, d->xn, w->w_gate, B, D, F, 0);
-        matmul_forward(d->up, d->xn, w->w_up, B, D, F, 0);
+        matmul_forward(m->tp, d->gate, d->xn, w->w_gate, B, D, F, 0);
+        matmul_forward(m->tp, d->up, d->xn, w->w_up, B, D, F, 0);
         swiglu_forward(d->act, d->gate, d->up, (size_t)B * F);
-        matmul_forward(d->x, d->act, w->w_down, B, F, D, 1);
+        matmul_forward(m->tp, d->x, d->act, w->w_down, B, F, D, 1);
     }
     rmsnorm_forward(d->xn, d->rstd, d->x, m->p.final_norm, B, D, m->cfg.rms_eps);
-    matmul_forward(d->logits, d->xn, m->p.lm_head, B, D, V, 0);
+    matmul_forward(m->tp, d->logits, d->xn, m->p.lm_head, B, D, V, 0);
 }
 
 static void decoder_free(decoder *d)
@@ -192,7 +213,7 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     d->act = malloc(s * F * sizeof(float));
     d->rstd = malloc(s * sizeof(float));
     d->logits = malloc(s * V * sizeof(float));
-    d->scores = malloc((size_t)P * sizeof(float));
+    d->scores = malloc((size_t)P * (size_t)pool_size(m->tp) * sizeof(float));
     d->tok = malloc(s * sizeof(int32_t));
     d->pos = malloc(s * sizeof(int32_t));
     d->row_sample = malloc(s * sizeof(int32_t));

@@ -11,13 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool.h"
+
 /* ---- matmul.c: y = x W^T, the Hugging Face Linear without bias ---------- */
+/* The products run on the thread pool `tp` (NULL: the calling thread). */
 /* out[N, O] = in[N, I] W[O, I]^T   (accumulate: out += instead of =) */
-void matmul_forward(float *out, const float *in, const float *w, int n, int i, int o,
+void matmul_forward(pool *tp, float *out, const float *in, const float *w, int n, int i, int o,
                     int accumulate);
 /* din[N, I] += dout[N, O] W[O, I];  dw[O, I] += dout^T in   (either may be NULL) */
-void matmul_backward(float *din, float *dw, const float *dout, const float *in, const float *w,
-                     int n, int i, int o);
+void matmul_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
+                     const float *w, int n, int i, int o);
 
 /* ---- rmsnorm.c: y = x / sqrt(mean(x^2) + eps) * w ------------------------ */
 /* out[N, D], rstd[N] (saved for backward) */
@@ -58,12 +61,14 @@ typedef struct attn_shape {
 size_t attention_probs_size(const attn_shape *a);
 /* out[N, H*HD] = softmax(q k^T / sqrt(HD) + causal mask) v, per sequence and
  * head; query head h reads kv head h / (H / KV). probs saved for backward. */
-void attention_forward(float *out, float *probs, const float *q, const float *k, const float *v,
-                       const attn_shape *a);
-/* dq = (set), dk and dv += ; scratch holds T*T floats for the largest T. */
-void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *probs,
-                        const float *q, const float *k, const float *v, const attn_shape *a,
-                        float *scratch);
+void attention_forward(pool *tp, float *out, float *probs, const float *q, const float *k,
+                       const float *v, const attn_shape *a);
+/* dq = (set), dk and dv += ; scratch holds T*T floats for the largest T per
+ * worker of tp. Work is split by (sequence, kv head), so the query heads that
+ * share a kv head, and so write its dk and dv, stay on one worker. */
+void attention_backward(pool *tp, float *dq, float *dk, float *dv, const float *dout,
+                        const float *probs, const float *q, const float *k, const float *v,
+                        const attn_shape *a, float *scratch, size_t scratch_per_worker);
 
 /* ---- logprob.c: per-position log-prob of the next token and entropy ----- */
 /* For each row r with target[r] >= 0 (the next token), from z = logits[r, V]

@@ -81,8 +81,22 @@ static void free_acts(llama_model *m)
     m->cap_rows = m->cap_probs = m->cap_scratch = 0;
 }
 
+int llama_model_set_threads(llama_model *m, int n)
+{
+    pool *p = NULL;
+    if (n > 1 && !(p = pool_new(n)))
+        return -1;
+    pool_free(m->tp);
+    m->tp = p;
+    m->cap_scratch = 0; /* attention backward scratch is per worker */
+    free(m->dscratch);
+    m->dscratch = NULL;
+    return 0;
+}
+
 void llama_model_free(llama_model *m)
 {
+    pool_free(m->tp);
     free_acts(m);
     free(m->acts);
     llama_params_unbind(&m->p);
@@ -99,7 +113,8 @@ void llama_model_free(llama_model *m)
  * nothing. */
 static int ensure_capacity(llama_model *m, size_t rows, size_t probs, size_t scratch)
 {
-    if (rows <= m->cap_rows && probs <= m->cap_probs && scratch <= m->cap_scratch)
+    scratch *= (size_t)pool_size(m->tp); /* one T*T block per worker */
+    if (rows <= m->cap_rows && probs <= m->cap_probs && scratch <= m->cap_scratch && m->dscratch)
         return 0;
     if (rows < m->cap_rows)
         rows = m->cap_rows;
@@ -219,25 +234,25 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
         float *x = m->res + (size_t)l * N * D, *x_out = m->res + (size_t)(l + 1) * N * D;
         /* attention block */
         rmsnorm_forward(a->xn1, a->rstd1, x, w->attn_norm, N, D, m->cfg.rms_eps);
-        matmul_forward(a->q, a->xn1, w->wq, N, D, QD, 0);
-        matmul_forward(a->k, a->xn1, w->wk, N, D, KD, 0);
-        matmul_forward(a->v, a->xn1, w->wv, N, D, KD, 0);
+        matmul_forward(m->tp, a->q, a->xn1, w->wq, N, D, QD, 0);
+        matmul_forward(m->tp, a->k, a->xn1, w->wk, N, D, KD, 0);
+        matmul_forward(m->tp, a->v, a->xn1, w->wv, N, D, KD, 0);
         rope_forward(a->q, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
         rope_forward(a->k, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
-        attention_forward(a->att, a->probs, a->q, a->k, a->v, &as);
+        attention_forward(m->tp, a->att, a->probs, a->q, a->k, a->v, &as);
         memcpy(a->res_mid, x, (size_t)N * D * sizeof(float));
-        matmul_forward(a->res_mid, a->att, w->wo, N, QD, D, 1);
+        matmul_forward(m->tp, a->res_mid, a->att, w->wo, N, QD, D, 1);
         /* MLP block */
         rmsnorm_forward(a->xn2, a->rstd2, a->res_mid, w->mlp_norm, N, D, m->cfg.rms_eps);
-        matmul_forward(a->gate, a->xn2, w->w_gate, N, D, F, 0);
-        matmul_forward(a->up, a->xn2, w->w_up, N, D, F, 0);
+        matmul_forward(m->tp, a->gate, a->xn2, w->w_gate, N, D, F, 0);
+        matmul_forward(m->tp, a->up, a->xn2, w->w_up, N, D, F, 0);
         swiglu_forward(a->act, a->gate, a->up, (size_t)N * F);
         memcpy(x_out, a->res_mid, (size_t)N * D * sizeof(float));
-        matmul_forward(x_out, a->act, w->w_down, N, F, D, 1);
+        matmul_forward(m->tp, x_out, a->act, w->w_down, N, F, D, 1);
     }
     rmsnorm_forward(m->xf, m->rstdf, m->res + (size_t)L_(m) * N * D, m->p.final_norm, N, D,
                     m->cfg.rms_eps);
-    matmul_forward(m->logits, m->xf, m->p.lm_head, N, D, V, 0);
+    matmul_forward(m->tp, m->logits, m->xf, m->p.lm_head, N, D, V, 0);
     logprob_forward(logp, ent, m->logits, b->scale, b->target, N, V);
     return 0;
 }
@@ -252,7 +267,7 @@ void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, co
     /* head: logits -> final norm; m->dx becomes dL/dx_L */
     logprob_backward(m->dlogits, m->logits, b->scale, b->target, dlogp, dent, N, V);
     memset(m->dxn, 0, ND * sizeof(float));
-    matmul_backward(m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, N, D, V);
+    matmul_backward(m->tp, m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, N, D, V);
     memset(m->dx, 0, ND * sizeof(float));
     rmsnorm_backward(m->dx, m->g.final_norm, m->dxn, m->res + (size_t)L_(m) * ND,
                      m->p.final_norm, m->rstdf, N, D);
@@ -264,27 +279,27 @@ void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, co
         const float *x = m->res + (size_t)l * ND;
         /* MLP block: x_out = m + act Wd^T; dx holds dL/dx_out, and becomes dL/dm */
         memset(m->dact, 0, (size_t)N * F * sizeof(float));
-        matmul_backward(m->dact, gw->w_down, m->dx, a->act, w->w_down, N, F, D);
+        matmul_backward(m->tp, m->dact, gw->w_down, m->dx, a->act, w->w_down, N, F, D);
         memset(m->dgate, 0, (size_t)N * F * sizeof(float));
         memset(m->dup, 0, (size_t)N * F * sizeof(float));
         swiglu_backward(m->dgate, m->dup, m->dact, a->gate, a->up, (size_t)N * F);
         memset(m->dxn, 0, ND * sizeof(float));
-        matmul_backward(m->dxn, gw->w_gate, m->dgate, a->xn2, w->w_gate, N, D, F);
-        matmul_backward(m->dxn, gw->w_up, m->dup, a->xn2, w->w_up, N, D, F);
+        matmul_backward(m->tp, m->dxn, gw->w_gate, m->dgate, a->xn2, w->w_gate, N, D, F);
+        matmul_backward(m->tp, m->dxn, gw->w_up, m->dup, a->xn2, w->w_up, N, D, F);
         rmsnorm_backward(m->dx, gw->mlp_norm, m->dxn, a->res_mid, w->mlp_norm, a->rstd2, N, D);
         /* attention block: m = x + att Wo^T; dx becomes dL/dx */
         memset(m->datt, 0, (size_t)N * QD * sizeof(float));
-        matmul_backward(m->datt, gw->wo, m->dx, a->att, w->wo, N, QD, D);
+        matmul_backward(m->tp, m->datt, gw->wo, m->dx, a->att, w->wo, N, QD, D);
         memset(m->dk, 0, (size_t)N * KD * sizeof(float));
         memset(m->dv, 0, (size_t)N * KD * sizeof(float));
-        attention_backward(m->dq, m->dk, m->dv, m->datt, a->probs, a->q, a->k, a->v, &as,
-                           m->dscratch);
+        attention_backward(m->tp, m->dq, m->dk, m->dv, m->datt, a->probs, a->q, a->k, a->v, &as,
+                           m->dscratch, m->cap_scratch / (size_t)pool_size(m->tp));
         rope_backward(m->dq, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
         rope_backward(m->dk, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
         memset(m->dxn, 0, ND * sizeof(float));
-        matmul_backward(m->dxn, gw->wq, m->dq, a->xn1, w->wq, N, D, QD);
-        matmul_backward(m->dxn, gw->wk, m->dk, a->xn1, w->wk, N, D, KD);
-        matmul_backward(m->dxn, gw->wv, m->dv, a->xn1, w->wv, N, D, KD);
+        matmul_backward(m->tp, m->dxn, gw->wq, m->dq, a->xn1, w->wq, N, D, QD);
+        matmul_backward(m->tp, m->dxn, gw->wk, m->dk, a->xn1, w->wk, N, D, KD);
+        matmul_backward(m->tp, m->dxn, gw->wv, m->dv, a->xn1, w->wv, N, D, KD);
         rmsnorm_backward(m->dx, gw->attn_norm, m->dxn, x, w->attn_norm, a->rstd1, N, D);
     }
     embedding_backward(m->g.embed, b->tokens, m->dx, N, D);

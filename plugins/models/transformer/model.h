@@ -40,6 +40,7 @@ typedef struct llama_model {
     float *params, *grads;       /* [n_params] each; grads zeroed by llama_zero_grad */
     llama_params p, g;           /* views into params and grads */
     float *rope_cos, *rope_sin;  /* [max_positions, HD/2] */
+    pool *tp;                    /* owned; the instance's threads (NULL: one) */
 
     /* activations, sized for cap_rows rows and cap_probs probabilities */
     size_t cap_rows, cap_probs;
@@ -54,6 +55,9 @@ typedef struct llama_model {
 /* Allocate a model for `c` (parameters zero). 0, or -1 with a message. */
 int llama_model_init(llama_model *m, const llama_config *c, char *err, size_t errn);
 void llama_model_free(llama_model *m);
+/* Run the model's products on n threads (n >= 1). 0, or -1 if the threads
+ * cannot be started (the model keeps its previous setting). */
+int llama_model_set_threads(llama_model *m, int n);
 /* Fresh weights from `seed`: matrices ~ N(0, 0.02), norm weights 1. */
 void llama_init_random(llama_model *m, uint64_t seed);
 

@@ -8,7 +8,7 @@
  * Settings (docs/models.md):
  *   path = "dir";                 load a Hugging Face-shaped directory, or
  *   init = { preset = "tiny"; seed = 1; hidden_size = ...; };  fresh weights
- *   threads = 1;                  BLAS threads
+ *   threads = 1;                  threads of this instance
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -140,7 +140,10 @@ static int tf_create(tern_ctx *ctx, void **state)
         return rc;
     }
     t->threads = (int)threads;
-    openblas_set_num_threads(t->threads);
+    /* OpenBLAS's thread count is global to the process: keep it at 1 and
+     * give each instance its own threads (pool.c), so an explorer and a
+     * trainer in one process each get what their settings say. */
+    openblas_set_num_threads(1);
     if (has_path && has_init) {
         free(t);
         return host->setting_error(ctx, "init", "give either path (load a model) or init (fresh "
@@ -178,6 +181,10 @@ static int tf_create(tern_ctx *ctx, void **state)
         tf_destroy(t);
         return rc;
     }
+    if (llama_model_set_threads(&t->m, t->threads) != 0) {
+        tf_destroy(t);
+        return host->fail(ctx, TERN_ERR, "cannot start %d threads", (int)threads);
+    }
     if (has_path) {
         if (checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0) {
             rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
@@ -187,7 +194,7 @@ static int tf_create(tern_ctx *ctx, void **state)
     } else {
         llama_init_random(&t->m, seed);
     }
-    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d BLAS threads",
+    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d threads",
               t->m.n_params, c.n_layers, c.hidden_size, t->threads);
     *state = t;
     return TERN_OK;
@@ -519,7 +526,7 @@ static const tern_setting_spec settings[] = {
                  .doc = "fresh weights from a preset and a seed, with optional sizes"),
     TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
                  .aka = "num_threads|n_threads",
-                 .doc = "BLAS threads of this instance"),
+                 .doc = "threads of this instance (its own, whatever other instances use)"),
     TERN_SETTINGS_END,
 };
 
