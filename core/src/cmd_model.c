@@ -239,6 +239,22 @@ static void model_close(model *m)
     tern_log_set_stream(NULL);
 }
 
+/* Open the model saved in `dir` with `plugin` (NULL or "": the default).
+ * *m is always fit for model_close, whatever the result. */
+static int open_saved_model(const tern_invocation *inv, const char *label, const char *plugin,
+                            const char *dir, uint32_t threads, model *m)
+{
+    memset(m, 0, sizeof *m);
+    char *text = model_config(plugin && *plugin ? plugin : DEFAULT_PLUGIN, dir, NULL, -1, threads);
+    if (!text) {
+        report(inv, label, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    int code = model_open(inv, label, text, m);
+    free(text);
+    return code;
+}
+
 /* A model directory must exist before the plugin is asked to read it. */
 static int check_model_dir(const tern_invocation *inv, const char *label, const char *dir)
 {
@@ -506,15 +522,8 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         code = check_model_dir(inv, label, a->model_dir);
     if (code != TERN_EXIT_OK)
         return code;
-    const char *plugin = a->plugin && *a->plugin ? a->plugin : DEFAULT_PLUGIN;
-    char *text = model_config(plugin, a->model_dir, NULL, -1, a->threads);
-    if (!text) {
-        report(inv, label, "out of memory");
-        return TERN_EXIT_FAILURE;
-    }
     model m;
-    code = model_open(inv, label, text, &m);
-    free(text);
+    code = open_saved_model(inv, label, a->plugin, a->model_dir, a->threads, &m);
 
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -669,15 +678,8 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
     int code = check_model_dir(inv, label, a->model_dir);
     if (code != TERN_EXIT_OK)
         return code;
-    const char *plugin = a->plugin && *a->plugin ? a->plugin : DEFAULT_PLUGIN;
-    char *text = model_config(plugin, a->model_dir, NULL, -1, a->threads);
-    if (!text) {
-        report(inv, label, "out of memory");
-        return TERN_EXIT_FAILURE;
-    }
     model m;
-    code = model_open(inv, label, text, &m);
-    free(text);
+    code = open_saved_model(inv, label, a->plugin, a->model_dir, a->threads, &m);
 
     int32_t *ids = NULL;
     size_t n = 0;
