@@ -18,11 +18,19 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"run", "tern run CONFIG [-o section.key=value]...",
+    {"run", "tern run CONFIG [--resume] [-o section.key=value]...",
      "Check CONFIG, start every plugin it names, create the run directory\n"
-     "(out_dir/name/: config.cfg with every value in force, log.txt, trace.json)\n"
-     "and run. -o overrides a setting, typed as in the file (-o run.seed=2,\n"
-     "-o run.name=\"try2\", -o buffer.capacity=128); repeat it as needed.\n"
+     "out_dir/name/ (name-2, name-3, ... if taken) and train: the optional\n"
+     "supervised warm-up, then RL steps, with greedy evaluation before RL,\n"
+     "every eval.every steps and at the end. The directory gets config.cfg\n"
+     "(every value in force), log.txt, metrics.jsonl (a line per step),\n"
+     "rollouts.jsonl (a line per task trained on), checkpoints/, summary.json\n"
+     "and trace.json. The run directory's path is printed at the end.\n"
+     "  --resume  continue out_dir/name from its newest checkpoint\n"
+     "-o overrides a setting, typed as in the file (-o run.seed=2,\n"
+     "-o run.name=\"try2\", -o trainer.steps=50); repeat it as needed.\n"
+     "^C finishes the current step, writes a checkpoint and exits 130;\n"
+     "a second ^C exits at once.\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage/config/plugin, 130 interrupted."},
     {"check", "tern check CONFIG [-o section.key=value]...",
      "Read and validate CONFIG, load and start every plugin it names, print\n"
@@ -83,6 +91,21 @@ static const command commands[] = {
      "  --plugin P   the model plugin (default transformer)\n"
      "  --threads N  threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text."},
+    {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR",
+     "Write the synthetic arithmetic tasks of the quickstart to\n"
+     "OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl, one JSON task per\n"
+     "line ({\"id\":\"arith-train-00001\",\"domain\":\"math\",\"prompt\":\"37+45=\",\n"
+     "\"answer\":\"82\"}). No problem repeats, and none of eval is in train.\n"
+     "  --seed S   same seed and options, same files (default 1)\n"
+     "  --train N  training tasks (default 2000)\n"
+     "  --eval M   evaluation tasks, held out from training (default 200)\n"
+     "  --max K    operands are drawn from 0..K (default 49)\n"
+     "  --ops OPS  the operations, some of + - * (default +; quote it: '+-*');\n"
+     "             a - b only with a >= b, so no answer is negative\n"
+     "N + M must not exceed the distinct problems (for + alone: (K+1)^2).\n"
+     "OUT_DIR is created if missing (parents too); an existing file is never\n"
+     "overwritten. The task format: docs/data.md.\n"
+     "Exit: 0 written, 1 a file could not be written, 2 bad usage or a file exists."},
     {"version", "tern version", "Print the tern release and the plugin ABI version."},
     {"help", "tern help [COMMAND]", "Show the commands, or one command's help."},
 };
@@ -130,6 +153,8 @@ static int parse_args(int argc, char **argv, const char *cmd, int config_require
             overrides[inv->n_overrides++] = argv[++i];
         } else if (strncmp(a, "-o", 2) == 0 && a[2]) {
             overrides[inv->n_overrides++] = a + 2;
+        } else if (strcmp(a, "--resume") == 0 && strcmp(cmd, "run") == 0) {
+            inv->resume = 1;
         } else if (strcmp(a, "--config") == 0 && !config_required) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a file", a, cmd);
@@ -445,6 +470,62 @@ static int score_cmd(int argc, char **argv)
     return tern_cmd_score(&inv, &sa);
 }
 
+/* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR` */
+static int data_cmd(int argc, char **argv)
+{
+    const char *cmd = "data";
+    if (argc < 1)
+        return usage_errorf(cmd, "data needs a subcommand: arith");
+    if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)
+        return print_help(cmd);
+    if (strcmp(argv[0], "arith") != 0)
+        return usage_errorf(cmd, "unknown subcommand 'data %s' (there is: arith)", argv[0]);
+    tern_arith_args da = {.size = sizeof da, .seed = 1, .n_train = 2000, .n_eval = 200,
+                          .max_operand = 49, .ops = "+"};
+    const char *v = NULL;
+    long long n = 0;
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return print_help(cmd);
+        if ((m = flag_value(argc, argv, &i, "--seed", &v, cmd)) != 0) {
+            if (m < 0 || parse_seed(cmd, "--seed", v, &seed) != 0)
+                return TERN_EXIT_USAGE;
+            da.seed = seed;
+        } else if ((m = flag_value(argc, argv, &i, "--train", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--train", v, 1, LLONG_MAX, &n) != 0)
+                return TERN_EXIT_USAGE;
+            da.n_train = (unsigned long long)n;
+        } else if ((m = flag_value(argc, argv, &i, "--eval", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--eval", v, 1, LLONG_MAX, &n) != 0)
+                return TERN_EXIT_USAGE;
+            da.n_eval = (unsigned long long)n;
+        } else if ((m = flag_value(argc, argv, &i, "--max", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--max", v, 0, INT_MAX, &n) != 0)
+                return TERN_EXIT_USAGE;
+            da.max_operand = (int)n;
+        } else if ((m = flag_value(argc, argv, &i, "--ops", &v, cmd)) != 0) {
+            if (m < 0)
+                return TERN_EXIT_USAGE;
+            if (!*v)
+                return usage_errorf(cmd, "--ops needs some of + - * (e.g. --ops '+-*')");
+            da.ops = v;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_errorf(cmd, "unknown option '%s'", a);
+        } else if (da.out_dir) {
+            return usage_errorf(cmd, "unexpected argument '%s'", a);
+        } else {
+            da.out_dir = a;
+        }
+    }
+    if (!da.out_dir || !*da.out_dir)
+        return usage_errorf(cmd, "data arith needs OUT_DIR, the directory to write the tasks to");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_data_arith(&inv, &da);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -487,6 +568,8 @@ int main(int argc, char **argv)
         return generate_cmd(argc - 2, argv + 2);
     if (strcmp(cmd, "score") == 0)
         return score_cmd(argc - 2, argv + 2);
+    else if (strcmp(cmd, "data") == 0)
+        return data_cmd(argc - 2, argv + 2);
 
     const char **overrides = calloc((size_t)argc, sizeof *overrides);
     if (!overrides) {

@@ -7,7 +7,7 @@
 #include "core_schema.h"
 #include "errmsg.h"
 #include "log.h"
-#include "rundir.h"
+#include "loop/master.h"
 #include "session.h"
 #include "tern/libtern.h"
 
@@ -68,47 +68,23 @@ int tern_cmd_run(const tern_invocation *inv)
         return TERN_EXIT_USAGE;
     tern_session s;
     int code = open_session(inv, &s, 1);
-    if (code != TERN_EXIT_OK)
-        goto done;
-
-    const char *name = "run", *out_dir = "runs";
-    config_lookup_string(&s.config.cfg, "run.name", &name);
-    config_lookup_string(&s.config.cfg, "run.out_dir", &out_dir);
-    char dir[PATH_MAX], path[PATH_MAX + 32];
-    int rc = tern_rundir_create(out_dir, name, dir, sizeof dir);
-    if (rc == TERN_OK)
-        rc = tern_rundir_write_config(dir, &s.config);
-    if (rc == TERN_OK) {
-        snprintf(path, sizeof path, "%s/log.txt", dir);
-        rc = tern_log_open_file(path);
-    }
-    if (rc != TERN_OK) {
-        fprintf(err_of(inv), "%s\n", tern_error_message());
+    if (code == TERN_EXIT_OK) {
+        tern_diag d;
+        tern_diag_init(&d);
+        tern_loop_options o = {.resume = TERN_HAS(inv, resume) && inv->resume,
+                               .out = out_of(inv), .handle_sigint = 1};
+        tern_error_clear();
+        int rc = tern_loop_run(&s, &o, &d);
+        if (d.n) {
+            tern_diag_print(&d, err_of(inv));
+            if (rc == TERN_OK)
+                rc = TERN_ECONFIG;
+        } else if (rc != TERN_OK && rc != TERN_EINTR) {
+            fprintf(err_of(inv), "%s\n", tern_error_message());
+        }
+        tern_diag_free(&d);
         code = exit_code(rc);
-        goto done;
     }
-    tern_logf(TERN_LOG_INFO, "run", "run directory %s (config %s, seed %llu)", dir,
-              inv->config_path, (unsigned long long)s.seed);
-    for (size_t i = 0; i < s.n_inst; i++) {
-        const tern_instance *in = &s.inst[i];
-        if (in->entry)
-            tern_logf(TERN_LOG_INFO, "run", "%s: %s %s (%s)", in->label, in->entry->name,
-                      in->entry->plugin->desc->version, in->entry->path);
-    }
-    /* What a run does beyond setting up lands with the learning loop (roles,
-     * algorithms, data); until then, say so instead of pretending. */
-    tern_logf(TERN_LOG_INFO, "run",
-              "every plugin started; this tern has no learning loop yet (explorer and trainer "
-              "roles arrive with it), so the run ends after setup");
-    snprintf(path, sizeof path, "%s/trace.json", dir);
-    rc = tern_trace_write(s.trace, path);
-    if (rc != TERN_OK) {
-        fprintf(err_of(inv), "%s\n", tern_error_message());
-        code = exit_code(rc);
-        goto done;
-    }
-    fprintf(out_of(inv), "%s\n", dir);
-done:
     tern_session_close(&s);
     tern_log_close_file();
     tern_log_set_stream(NULL);

@@ -1,6 +1,8 @@
 /* core_schema.c: the core's config schema (see core_schema.h and docs/config.md). */
 #include "core_schema.h"
 
+#include "loop/run_settings.h"
+
 static const tern_setting_spec run_keys[] = {
     TERN_SETTING(.name = "name", .type = TERN_SETTING_STRING, .def = "\"run\"",
                  .doc = "the run's name: its directory is out_dir/name"),
@@ -63,6 +65,16 @@ const tern_setting_spec tern_core_schema[] = {
                  .doc = "the synchronisation strategy plugin and its settings"),
     TERN_SETTING(.name = "rewards", .type = TERN_SETTING_LIST, .aka = "reward",
                  .doc = "reward plugins, each routed by task domain"),
+    TERN_SETTING(.name = "data", .type = TERN_SETTING_GROUP, .children = tern_data_keys,
+                 .aka = "dataset|tasks", .doc = "training and evaluation tasks"),
+    TERN_SETTING(.name = "explorer", .type = TERN_SETTING_GROUP, .children = tern_explorer_keys,
+                 .aka = "rollout|explorers", .doc = "how responses are generated"),
+    TERN_SETTING(.name = "trainer", .type = TERN_SETTING_GROUP, .children = tern_trainer_keys,
+                 .aka = "training|optimizer", .doc = "steps, optimiser and checkpoints"),
+    TERN_SETTING(.name = "algorithm", .type = TERN_SETTING_GROUP, .children = tern_algorithm_keys,
+                 .aka = "algo|rl", .doc = "advantages and the policy loss"),
+    TERN_SETTING(.name = "eval", .type = TERN_SETTING_GROUP, .children = tern_eval_keys,
+                 .aka = "evaluation", .doc = "greedy evaluation on the eval split"),
     TERN_SETTINGS_END,
 };
 

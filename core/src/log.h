@@ -18,6 +18,13 @@ void tern_log_close_file(void);
 /* Where stderr lines go (tests redirect it); NULL restores stderr. */
 void tern_log_set_stream(FILE *stream);
 
+/* A progress line: on a terminal it is a status line that each call
+ * replaces (log lines print above it) and log.txt gets it as an info line;
+ * elsewhere it is an ordinary info line. tern_log_progress_end() ends the
+ * status line with a newline. */
+void tern_log_progress(const char *text);
+void tern_log_progress_end(void);
+
 /* One line from `who` ("core", "buffer", ...). */
 void tern_logf(tern_log_level level, const char *who, const char *fmt, ...) TERN_PRINTF(3, 4);
 void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list ap);

@@ -67,6 +67,23 @@ void tern_metrics_observe(tern_metrics *m, const char *name, double value)
     pthread_mutex_unlock(&m->lock);
 }
 
+void tern_metrics_drain_json(tern_metrics *m, json_t *o)
+{
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < m->n; i++) {
+        metric *x = &m->m[i];
+        if (!x->count)
+            continue;
+        char cname[160];
+        snprintf(cname, sizeof cname, "%s.count", x->name);
+        json_object_set_new(o, x->name, json_real(x->sum / (double)x->count));
+        json_object_set_new(o, cname, json_integer((json_int_t)x->count));
+        x->sum = 0;
+        x->count = 0;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
 int tern_metrics_write_step(tern_metrics *m, FILE *f, int64_t step)
 {
     json_t *o = json_object();

@@ -4,6 +4,7 @@
 #ifndef TERN_METRICS_H
 #define TERN_METRICS_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -17,5 +18,9 @@ void tern_metrics_observe(tern_metrics *m, const char *name, double value);
  * `f`, names in first-seen order, and reset the accumulators. TERN_EIO on a
  * write error. */
 int tern_metrics_write_step(tern_metrics *m, FILE *f, int64_t step);
+
+/* Add the same "<name>": mean, "<name>.count": n pairs to the JSON object
+ * `o` and reset the accumulators (the run's per-step line). */
+void tern_metrics_drain_json(tern_metrics *m, json_t *o);
 
 #endif

@@ -84,3 +84,39 @@ char *tern_task_json(const tern_task *t, const char *key)
     json_t *v = lookup(t, key);
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
 }
+
+const char *tern_task_type(const tern_task *t, const char *key)
+{
+    json_t *v = lookup(t, key);
+    if (!v)
+        return NULL;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "real number";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "value";
+}
+
+int tern_task_integer(const tern_task *t, const char *key, long long *out)
+{
+    json_t *v = lookup(t, key);
+    if (!v)
+        return TERN_ENOTFOUND;
+    if (!json_is_integer(v))
+        return TERN_EINVAL;
+    *out = (long long)json_integer_value(v);
+    return TERN_OK;
+}

@@ -16,4 +16,11 @@ const char *tern_task_string(const tern_task *t, const char *key);
 int tern_task_number(const tern_task *t, const char *key, double *out);
 char *tern_task_json(const tern_task *t, const char *key);
 
+/* The JSON type of field `key`, as a word for messages: "string", "integer",
+ * "real number", "object", "array", "boolean" or "null"; NULL if absent. */
+const char *tern_task_type(const tern_task *t, const char *key);
+/* An integer field (a JSON number without fraction or exponent): TERN_OK with
+ * *out set, TERN_ENOTFOUND if absent, TERN_EINVAL if it is anything else. */
+int tern_task_integer(const tern_task *t, const char *key, long long *out);
+
 #endif

@@ -49,16 +49,21 @@ check "new-plugin: copy to the user plugin directory" cp "$WORK/np/build/np_rewa
 # tern finds and uses them
 check "tern plugins lists both user plugins" bash -c \
   "'$TERN' plugins | tee '$WORK/plugins.txt' | grep -q '^format_length .*$USERDIR' && grep -q '^np_reward ' '$WORK/plugins.txt' && ! grep -q refused: '$WORK/plugins.txt'"
+check "tern data arith writes tasks" "$TERN" data arith --max 9 --train 40 --eval 8 "$WORK/data"
 cat > "$WORK/run.cfg" <<CFG
 run = { name = "sdk"; out_dir = "$WORK/runs"; };
+model = { plugin = "transformer"; init = { preset = "tiny"; }; };
+data = { train = "data/arith-train.jsonl"; eval = "data/arith-eval.jsonl"; };
+explorer = { batch_tasks = 2; group_size = 2; max_tokens = 4; };
+trainer = { steps = 2; sft = { steps = 1; batch_tasks = 2; }; };
 buffer = { plugin = "fifo"; };
 sync = { plugin = "synchronous"; };
 rewards = (
-  { domain = "format"; plugin = "format_length"; max_tokens = 128; },
-  { domain = "any"; plugin = "np_reward"; }
+  { domain = "math"; plugin = "format_length"; max_tokens = 128; },
+  { domain = "math"; plugin = "np_reward"; }
 );
 CFG
 check "tern check uses them" bash -c "'$TERN' check '$WORK/run.cfg' | grep -q '^ok: '"
-check "tern run uses them" bash -c "'$TERN' run '$WORK/run.cfg' && [ -f '$WORK/runs/sdk/config.cfg' ]"
+check "tern run uses them" bash -c "'$TERN' run '$WORK/run.cfg' && [ -f '$WORK/runs/sdk/summary.json' ]"
 check "the run's resolved config has the plugin's defaults" grep -q "penalty = 0.5" "$WORK/runs/sdk/config.cfg"
 finish

@@ -40,6 +40,7 @@ typedef struct tern_invocation {
     size_t n_overrides;
     FILE *out;                    /* the command's output (NULL: stdout) */
     FILE *err;                    /* problems and log lines (NULL: stderr) */
+    int resume;                   /* run: continue out_dir/name from its newest checkpoint */
 } tern_invocation;
 
 /* `tern check`: read and validate the config, load and start every plugin it
@@ -50,7 +51,11 @@ TERN_API int tern_cmd_check(const tern_invocation *inv);
 /* `tern run`: as check, then create the run directory (out_dir/name, or
  * name-2, name-3, ... when that exists, so nothing written before is lost)
  * with config.cfg (the resolved config: overrides applied, defaults filled)
- * and log.txt, and run what the config describes. */
+ * and log.txt, and run the learning loop the config describes (optional
+ * supervised warm-up, then RL; metrics.jsonl, rollouts.jsonl, checkpoints/,
+ * summary.json, trace.json; docs/run.md). With inv->resume, continue the run
+ * directory out_dir/name from its newest checkpoint instead. SIGINT during a
+ * run finishes the current step, writes a checkpoint and returns 130. */
 TERN_API int tern_cmd_run(const tern_invocation *inv);
 
 /* `tern plugins`: every plugin on the search path (config_path, when given,
@@ -149,6 +154,40 @@ typedef struct tern_score_args {
  *   total logprob X over N tokens, perplexity Y
  * with Y = exp(-X / N). A text that gives no token after BOS is exit 2. */
 TERN_API int tern_cmd_score(const tern_invocation *inv, const tern_score_args *args);
+
+/* What `tern data arith` does; build it as
+ *   tern_arith_args a = {.size = sizeof a, .seed = 1, .n_train = 2000, .n_eval = 200,
+ *                        .max_operand = 49, .ops = "+", .out_dir = "data"};
+ * (the command's defaults). Members are appended only; `size` tells which
+ * this caller knows. */
+typedef struct tern_arith_args {
+    size_t size;                    /* sizeof(tern_arith_args) as built by the caller */
+    unsigned long long seed;        /* same seed and arguments: the same bytes */
+    unsigned long long n_train;     /* training tasks (>= 1) */
+    unsigned long long n_eval;      /* evaluation tasks (>= 1), held out from training */
+    int max_operand;                /* operands are drawn from 0..max_operand (>= 0) */
+    const char *ops;                /* some of "+-*", each once; NULL: "+" */
+    const char *out_dir;            /* the directory to write the two files to */
+} tern_arith_args;
+
+/* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS]
+ * OUT_DIR`: write the synthetic arithmetic tasks of the quickstart
+ * (docs/data.md) to OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl,
+ * one task per line: {"id":"arith-train-00001","domain":"math",
+ * "prompt":"37+45=","answer":"82"}. A problem is a op b with a, b in
+ * 0..max_operand ('-' only with a >= b: no answer is negative); the problems
+ * are distinct within and across the two files (eval is held out), drawn
+ * uniformly from all of them, so n_train + n_eval must not exceed their
+ * number. OUT_DIR is created (parents too) if missing. Nothing is ever
+ * overwritten: if either file exists, exit 2 and nothing is touched. Each
+ * file is written to a temporary file and renamed into place. Prints both
+ * paths with their counts to `out`. config_path and the overrides of `inv`
+ * are not used. 0 when written; 2 for bad arguments (a message saying what
+ * and how to fix: too many tasks for the operand range names the maximum),
+ * an existing file or an OUT_DIR that is not a directory; 1 when a file or
+ * OUT_DIR cannot be written ("PATH: cannot write: <reason>"), after removing
+ * what this call created. */
+TERN_API int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a);
 
 #ifdef __cplusplus
 }

@@ -89,6 +89,15 @@ typedef struct tern_optim_step {
     double grad_norm;   /* out: the global norm before clipping */
 } tern_optim_step;
 
+/* The model's special token ids (ABI 1.1); -1 where the model has none. */
+typedef struct tern_special_tokens {
+    size_t size;  /* set by the caller to sizeof(tern_special_tokens) */
+    int32_t bos;  /* beginning of sequence: tokenize(add_bos = 1) puts it first */
+    int32_t eos;  /* end of sequence: generation for training stops at it, and
+                     supervised targets end with it */
+    int32_t pad;  /* padding, never trained on */
+} tern_special_tokens;
+
 typedef struct tern_model_ops {
     size_t size; /* sizeof(tern_model_ops) as built */
 
@@ -126,6 +135,12 @@ typedef struct tern_model_ops {
      * model.safetensors, tokenizer); `with_optimizer` includes AdamW state. */
     int (*save)(void *state, const char *dir, int with_optimizer);
     int (*load)(void *state, const char *dir, int with_optimizer);
+
+    /* ---- appended in ABI 1.1 (check TERN_HAS(ops, special_tokens)) ---- */
+
+    /* Fill *out (out->size set by the caller). Optional (NULL): then a run
+     * cannot know where a response ends and refuses to train. */
+    int (*special_tokens)(void *state, tern_special_tokens *out);
 } tern_model_ops;
 
 #ifdef __cplusplus

@@ -483,6 +483,17 @@ static int tf_load(void *state, const char *dir, int with_optimizer)
 
 /* ---- descriptor ------------------------------------------------------------ */
 
+static int tf_special_tokens(void *state, tern_special_tokens *out)
+{
+    transformer *t = state;
+    if (!TERN_HAS(out, pad))
+        return host->fail(t->ctx, TERN_EINVAL, "special_tokens: tern_special_tokens is too small");
+    out->bos = tokenizer_bos(t->tok);
+    out->eos = tokenizer_eos(t->tok);
+    out->pad = tokenizer_pad(t->tok);
+    return TERN_OK;
+}
+
 static const tern_model_ops ops = {
     .size = sizeof(tern_model_ops),
     .create = tf_create,
@@ -497,6 +508,7 @@ static const tern_model_ops ops = {
     .tensors = tf_tensors,
     .save = tf_save,
     .load = tf_load,
+    .special_tokens = tf_special_tokens,
 };
 
 static const tern_setting_spec init_keys[] = {

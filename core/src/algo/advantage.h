@@ -1,0 +1,55 @@
+/* advantage.h: advantages from rewards, for a batch of groups (the group_size
+ * responses of one task are a group). Outcome rewards: one scalar per
+ * response, one advantage per response that every token of it shares.
+ *
+ * Layout: response j of group g is index g * group_size + j; all arrays have
+ * n_groups * group_size entries.
+ *
+ *   GRPO        A = r - mean_g(r)                 (std_normalize: / (std_g(r) + eps))
+ *   RLOO        A = r - mean of the other G-1 rewards of the group
+ *                 = G / (G - 1) * (r - mean_g(r))  (G >= 2)
+ *   REINFORCE++ A = (r - mean_B(r)) / (std_B(r) + eps) over the whole batch B
+ *   Kimi k1.5   A = r - mean_g(r)                 (the mirror-descent loss adds the
+ *                                                  regulariser, see policy_loss.h)
+ *
+ * std is the population standard deviation (divide by n). Kimi's length
+ * penalty (k1.5 report §2.3.3) is a reward term, added before the advantage:
+ *
+ *   lambda_i = 0.5 - (len_i - min_len) / (max_len - min_len)   (0 if max_len == min_len)
+ *   len_reward_i = lambda_i if correct_i, else min(0, lambda_i)
+ *   r_i += length_coef * len_reward_i                           (min/max over the group)
+ */
+#ifndef TERN_ALGO_ADVANTAGE_H
+#define TERN_ALGO_ADVANTAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tern_adv_kind {
+    TERN_ADV_GRPO = 1,
+    TERN_ADV_RLOO = 2,
+    TERN_ADV_REINFORCE_PP = 3,
+    TERN_ADV_KIMI = 4
+} tern_adv_kind;
+
+typedef struct tern_adv_params {
+    tern_adv_kind kind;
+    int std_normalize;  /* GRPO only: divide by the group's std + eps */
+    double eps;         /* added to a std before dividing (e.g. 1e-6) */
+    double length_coef; /* weight of Kimi's length penalty; 0: off (any kind) */
+} tern_adv_params;
+
+/* Parse "grpo", "rloo", "reinforce++" (or "reinforce_pp"), "kimi"; 0 if unknown. */
+tern_adv_kind tern_adv_kind_parse(const char *name);
+
+/* Add the length penalty to rewards[] in place (no-op when p->length_coef is
+ * 0). lengths[i]: response tokens; correct[i]: 1 if the answer was right. */
+void tern_length_penalty(const tern_adv_params *p, double *rewards, const uint32_t *lengths,
+                         const int *correct, size_t n_groups, size_t group_size);
+
+/* Fill adv[] from rewards[]. TERN_OK, or TERN_EINVAL with a message (RLOO
+ * with group_size < 2, n_groups or group_size 0, a reward that is not finite). */
+int tern_advantages(const tern_adv_params *p, const double *rewards, size_t n_groups,
+                    size_t group_size, double *adv);
+
+#endif

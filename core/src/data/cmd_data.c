@@ -1,0 +1,203 @@
+/* cmd_data.c: `tern data arith` (tern/libtern.h): write the arithmetic task
+ * files of the quickstart (data/arith.h) into a directory, never over a file
+ * that is there. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/arith.h"
+#include "errmsg.h"
+#include "tern/libtern.h"
+
+#define LABEL "tern data arith"
+#define TRAIN_FILE "arith-train.jsonl"
+#define EVAL_FILE "arith-eval.jsonl"
+
+static FILE *out_of(const tern_invocation *inv) { return inv->out ? inv->out : stdout; }
+static FILE *err_of(const tern_invocation *inv) { return inv->err ? inv->err : stderr; }
+
+static void report(const tern_invocation *inv, const char *fmt, ...) TERN_PRINTF(2, 3);
+static void report(const tern_invocation *inv, const char *fmt, ...)
+{
+    FILE *err = err_of(inv);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(err, LABEL ": ");
+    vfprintf(err, fmt, ap);
+    fprintf(err, "\n");
+    va_end(ap);
+}
+
+/* "DIR/NAME" (one '/' between them); NULL when out of memory. */
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir);
+    int slash = n > 0 && dir[n - 1] == '/';
+    size_t len = n + 1 + strlen(name) + 1;
+    char *p = malloc(len);
+    if (p)
+        snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", name);
+    return p;
+}
+
+/* Directories this call created, for undo; outermost first. */
+typedef struct made_dirs {
+    char *paths[64];
+    size_t n;
+} made_dirs;
+
+/* mkdir -p `dir`, remembering what it created. 0, or -1 with errno set. */
+static int make_dirs(const char *dir, made_dirs *made)
+{
+    char *buf = strdup(dir);
+    if (!buf)
+        return -1;
+    size_t len = strlen(buf);
+    while (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
+    int rc = 0;
+    for (char *p = buf + 1;; p++) {
+        int last = *p == '\0';
+        if (*p != '/' && !last)
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) == 0) {
+            char *copy = made->n < sizeof made->paths / sizeof made->paths[0] ? strdup(buf)
+                                                                               : NULL;
+            if (!copy) {
+                rmdir(buf);
+                errno = ENOMEM;
+                rc = -1;
+                break;
+            }
+            made->paths[made->n++] = copy;
+        } else if (errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *p = saved;
+        if (last)
+            break;
+    }
+    int e = errno;
+    free(buf);
+    errno = e;
+    return rc;
+}
+
+/* Remove the directories this call made (innermost first), and forget them. */
+static void undo_dirs(made_dirs *made, int remove)
+{
+    for (size_t i = made->n; i-- > 0;) {
+        if (remove)
+            rmdir(made->paths[i]);
+        free(made->paths[i]);
+    }
+    made->n = 0;
+}
+
+/* The exit code of a failing status (tern/libtern.h). */
+static int exit_code(int status)
+{
+    if (status == TERN_OK)
+        return TERN_EXIT_OK;
+    if (status == TERN_EINVAL)
+        return TERN_EXIT_USAGE;
+    return TERN_EXIT_FAILURE;
+}
+
+/* OUT_DIR must be a directory or absent, and neither file may exist. */
+static int check_targets(const tern_invocation *inv, const char *dir, const char *train,
+                         const char *eval)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            report(inv, "%s: exists and is not a directory; give a directory for the task "
+                   "files (it is created if missing)", dir);
+            return TERN_EXIT_USAGE;
+        }
+    } else if (errno == ENOTDIR) {
+        report(inv, "%s: cannot be a directory: %s; give another OUT_DIR", dir,
+               strerror(errno));
+        return TERN_EXIT_USAGE;
+    } else if (errno != ENOENT) {
+        report(inv, "%s: cannot use it: %s", dir, strerror(errno));
+        return TERN_EXIT_FAILURE;
+    }
+    int code = TERN_EXIT_OK;
+    const char *files[2] = {train, eval};
+    for (int i = 0; i < 2; i++)
+        if (lstat(files[i], &st) == 0) {
+            report(inv, "%s: exists; nothing is ever overwritten: remove it or give another "
+                   "OUT_DIR", files[i]);
+            code = TERN_EXIT_USAGE;
+        }
+    return code;
+}
+
+int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a)
+{
+    if (!inv || inv->size < sizeof(tern_invocation) || !a || a->size < sizeof(tern_arith_args)) {
+        fprintf(inv && inv->size >= sizeof(tern_invocation) ? err_of(inv) : stderr,
+                LABEL ": the caller's argument structs are too old for this libtern\n");
+        return TERN_EXIT_USAGE;
+    }
+    if (!a->out_dir || !*a->out_dir) {
+        report(inv, "needs OUT_DIR, the directory to write " TRAIN_FILE " and " EVAL_FILE
+               " to");
+        return TERN_EXIT_USAGE;
+    }
+    if (a->n_train > SIZE_MAX || a->n_eval > SIZE_MAX) {
+        report(inv, "--train and --eval must be at most %zu", (size_t)SIZE_MAX);
+        return TERN_EXIT_USAGE;
+    }
+    tern_arith_spec spec = {.seed = a->seed, .n_train = (size_t)a->n_train,
+                            .n_eval = (size_t)a->n_eval, .max_operand = a->max_operand,
+                            .ops = a->ops ? a->ops : "+"};
+    int rc = tern_arith_check(&spec);
+    if (rc != TERN_OK) {
+        report(inv, "%s", tern_error_message());
+        return exit_code(rc);
+    }
+
+    char *train = join(a->out_dir, TRAIN_FILE), *eval = join(a->out_dir, EVAL_FILE);
+    if (!train || !eval) {
+        free(train);
+        free(eval);
+        report(inv, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    int code = check_targets(inv, a->out_dir, train, eval);
+    made_dirs made = {0};
+    if (code == TERN_EXIT_OK && make_dirs(a->out_dir, &made) != 0) {
+        int e = errno;
+        report(inv, "%s: cannot create the directory: %s", a->out_dir, strerror(e));
+        code = e == ENOTDIR || e == EEXIST ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+    }
+    if (code == TERN_EXIT_OK) {
+        rc = tern_arith_write(&spec, train, eval);
+        if (rc != TERN_OK) {
+            report(inv, "%s", tern_error_message());
+            code = exit_code(rc);
+        }
+    }
+    undo_dirs(&made, code != TERN_EXIT_OK);
+    if (code == TERN_EXIT_OK) {
+        FILE *out = out_of(inv);
+        fprintf(out, "%s: %zu tasks\n", train, spec.n_train);
+        fprintf(out, "%s: %zu tasks, held out (no problem of it is in the train file)\n", eval,
+                spec.n_eval);
+        fprintf(out, "ops %s, operands 0..%d, seed %llu: %llu distinct problems\n", spec.ops,
+                spec.max_operand, (unsigned long long)spec.seed,
+                (unsigned long long)tern_arith_problems(spec.max_operand, spec.ops));
+    }
+    free(train);
+    free(eval);
+    return code;
+}

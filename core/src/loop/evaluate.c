@@ -1,0 +1,147 @@
+/* evaluate.c: greedy evaluation (see evaluate.h). */
+#include "loop/evaluate.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "errmsg.h"
+#include "loop/rewarder.h"
+#include "task.h"
+#include "trace.h"
+
+#define CHUNK 64 /* tasks per generate() call: bounds the KV cache */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int op_failed(int rc, const char *what)
+{
+    const char *m = tern_error_message();
+    return tern_errorf(rc < 0 ? rc : TERN_ERR, "evaluation: %s: %s", what,
+                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
+}
+
+/* Evaluate tasks [from, to) into the per-domain counts. */
+static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json_t *total,
+                      double *len_sum)
+{
+    const tern_model_ops *ops = run->evaluator.ops;
+    void *m = run->evaluator.state;
+    size_t n = to - from;
+    tern_gen_request req[CHUNK];
+    tern_gen_output outs[CHUNK];
+    int32_t *prompts[CHUNK] = {0};
+    char *texts[CHUNK] = {0};
+    uint32_t ntok[CHUNK];
+    const tern_task *tasks[CHUNK];
+    tern_verdict v[CHUNK];
+    int32_t stop = run->special.eos;
+    int rc = TERN_OK;
+    memset(outs, 0, sizeof outs);
+    for (size_t i = 0; i < n && rc == TERN_OK; i++) {
+        tasks[i] = run->eval.tasks[from + i];
+        const char *p = tern_task_string(tasks[i], "prompt");
+        size_t np = 0;
+        tern_error_clear();
+        rc = ops->tokenize(m, p, strlen(p), 1, &prompts[i], &np);
+        if (rc != TERN_OK) {
+            prompts[i] = NULL;
+            rc = op_failed(rc, "tokenize");
+            break;
+        }
+        req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
+                                    .prompt_len = np, .n_samples = 1,
+                                    .max_new_tokens = run->set.eval_max_tokens,
+                                    .temperature = 0, .top_k = 0, .top_p = 1, .stop = &stop,
+                                    .n_stop = 1, .seed = 1};
+        outs[i].size = sizeof outs[i];
+    }
+    if (rc == TERN_OK) {
+        tern_error_clear();
+        if ((rc = ops->generate(m, req, n, outs)) != TERN_OK)
+            rc = op_failed(rc, "generate");
+    }
+    for (size_t i = 0; i < n && rc == TERN_OK; i++) {
+        size_t len = outs[i].len;
+        if (len && outs[i].finish == 1 && outs[i].tokens[len - 1] == stop)
+            len--;
+        size_t tl = 0;
+        char *t = NULL;
+        tern_error_clear();
+        if ((rc = ops->detokenize(m, outs[i].tokens, len, &t, &tl)) != TERN_OK) {
+            rc = op_failed(rc, "detokenize");
+            break;
+        }
+        /* our own NUL-terminated copy: the ABI does not promise the NUL */
+        if ((texts[i] = malloc(tl + 1))) {
+            memcpy(texts[i], t, tl);
+            texts[i][tl] = '\0';
+        }
+        ops->free_buffer(m, t);
+        if (!texts[i])
+            rc = tern_errorf(TERN_ENOMEM, "out of memory");
+        ntok[i] = (uint32_t)outs[i].len;
+        *len_sum += (double)outs[i].len;
+    }
+    uint64_t failures = 0;
+    if (rc == TERN_OK)
+        rc = tern_rewards_score(run, tasks, (const char *const *)texts, ntok, n, v, &failures);
+    for (size_t i = 0; i < n && rc == TERN_OK; i++) {
+        const char *dom = tern_task_string(tasks[i], "domain");
+        json_t *r = json_object_get(right, dom), *t = json_object_get(total, dom);
+        json_object_set_new(right, dom, json_integer(json_integer_value(r) + (v[i].accuracy > 0)));
+        json_object_set_new(total, dom, json_integer(json_integer_value(t) + 1));
+    }
+    for (size_t i = 0; i < n; i++) {
+        ops->free_buffer(m, prompts[i]);
+        ops->free_buffer(m, outs[i].tokens);
+        ops->free_buffer(m, outs[i].logprobs);
+        free(texts[i]);
+    }
+    return rc;
+}
+
+int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = now_s();
+    uint64_t span = tern_trace_begin(run->session->trace, "evaluate");
+    int rc = tern_snapshot_apply(w, run->evaluator.ops, run->evaluator.state);
+    size_t n = run->eval.n;
+    if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < n)
+        n = (size_t)run->set.eval_limit;
+    json_t *right = json_object(), *total = json_object();
+    double len_sum = 0;
+    if (!right || !total)
+        rc = tern_errorf(TERN_ENOMEM, "out of memory");
+    for (size_t from = 0; rc == TERN_OK && from < n; from += CHUNK)
+        rc = eval_chunk(run, from, from + CHUNK < n ? from + CHUNK : n, right, total, &len_sum);
+    if (rc == TERN_OK) {
+        out->per_domain = json_object();
+        size_t all_right = 0;
+        const char *dom;
+        json_t *t;
+        json_object_foreach(total, dom, t) {
+            json_int_t r = json_integer_value(json_object_get(right, dom));
+            all_right += (size_t)r;
+            json_object_set_new(out->per_domain, dom,
+                                json_real((double)r / (double)json_integer_value(t)));
+        }
+        out->tasks = n;
+        out->accuracy = n ? (double)all_right / (double)n : 0;
+        out->mean_length = n ? len_sum / (double)n : 0;
+    }
+    json_decref(right);
+    json_decref(total);
+    out->seconds = now_s() - t0;
+    char args[96];
+    snprintf(args, sizeof args, "{\"version\":%lld,\"tasks\":%zu}",
+             (long long)tern_snapshot_version(w), n);
+    tern_trace_end(run->session->trace, span, args);
+    return rc;
+}

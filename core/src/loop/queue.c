@@ -1,0 +1,85 @@
+/* queue.c: see queue.h. */
+#include "queue.h"
+
+#include <stdlib.h>
+
+#include "errmsg.h"
+
+struct tern_queue_item {
+    void *msg;
+    tern_queue_item *next;
+};
+
+void tern_queue_init(tern_queue *q)
+{
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->nonempty, NULL);
+    q->head = q->tail = NULL;
+    q->n = 0;
+    q->closed = 0;
+}
+
+void tern_queue_destroy(tern_queue *q, void (*drop)(void *msg))
+{
+    for (tern_queue_item *it = q->head, *next; it; it = next) {
+        next = it->next;
+        if (drop)
+            drop(it->msg);
+        free(it);
+    }
+    q->head = q->tail = NULL;
+    pthread_cond_destroy(&q->nonempty);
+    pthread_mutex_destroy(&q->lock);
+}
+
+int tern_queue_push(tern_queue *q, void *msg)
+{
+    tern_queue_item *it = malloc(sizeof *it);
+    if (!it)
+        return tern_errorf(TERN_ENOMEM, "out of memory queueing a message");
+    it->msg = msg;
+    it->next = NULL;
+    pthread_mutex_lock(&q->lock);
+    if (q->closed) {
+        pthread_mutex_unlock(&q->lock);
+        free(it);
+        return TERN_ECLOSED;
+    }
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    q->n++;
+    pthread_cond_signal(&q->nonempty);
+    pthread_mutex_unlock(&q->lock);
+    return TERN_OK;
+}
+
+void *tern_queue_pop(tern_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    while (!q->head && !q->closed)
+        pthread_cond_wait(&q->nonempty, &q->lock);
+    tern_queue_item *it = q->head;
+    if (it) {
+        q->head = it->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->n--;
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (!it)
+        return NULL;
+    void *msg = it->msg;
+    free(it);
+    return msg;
+}
+
+void tern_queue_close(tern_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->nonempty);
+    pthread_mutex_unlock(&q->lock);
+}

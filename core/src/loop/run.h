@@ -1,0 +1,178 @@
+/* run.h: one run of the learning loop (DESIGN.md §2): the master (the
+ * calling thread), one explorer thread and one trainer thread.
+ *
+ * The roles share nothing but the buffer plugin, the weight store and the
+ * queues below, so that they can later become processes. Everything else in
+ * tern_run is either read-only once the roles start (settings, special
+ * tokens, data position) or owned by exactly one role (its model instance,
+ * marked in the comments). */
+#ifndef TERN_LOOP_RUN_H
+#define TERN_LOOP_RUN_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "data/task_file.h"
+#include "loop/queue.h"
+#include "loop/run_settings.h"
+#include "loop/weights.h"
+#include "session.h"
+#include "tern/buffer.h"
+#include "tern/model.h"
+#include "tern/reward.h"
+#include "tern/sync.h"
+
+/* A model instance and its plugin. */
+typedef struct tern_model_handle {
+    const tern_model_ops *ops;
+    void *state;
+    tern_ctx *ctx;  /* owned when the run made the instance (not the session) */
+    int made;       /* 1: the run created it and destroys it */
+} tern_model_handle;
+
+/* One reward plugin, routed by domain. */
+typedef struct tern_reward_route {
+    const char *domain;
+    const char *label; /* "rewards[0]" */
+    const tern_reward_ops *ops;
+    void *state;
+    double weight;
+} tern_reward_route;
+
+/* Where a resumed run starts. */
+typedef struct tern_resume_point {
+    int64_t sft_step;       /* warm-up steps done */
+    int64_t step;           /* RL steps done */
+    int rl_started;         /* the RL stage had begun (reference saved, eval before done) */
+    double accuracy_before; /* -1 if unknown */
+    double wall_seconds;    /* spent by the earlier part(s) of the run */
+    double rollout_tokens, train_tokens, rollout_seconds, train_seconds;
+} tern_resume_point;
+
+typedef struct tern_run {
+    tern_session *session; /* config, plugins' instances, metrics, trace */
+    tern_run_settings set;
+    uint64_t seed;
+    char dir[PATH_MAX];    /* the run directory */
+    FILE *out;             /* where the command prints (progress goes to stderr) */
+
+    tern_model_handle policy;    /* trainer's */
+    tern_model_handle reference; /* trainer's; ops NULL when no reference is used */
+    int reference_is_copy;       /* same_as = "model": a frozen copy of the RL-start policy */
+    tern_model_handle explorer;  /* explorer's */
+    tern_model_handle evaluator; /* master's; NULL ops without an eval split */
+    tern_special_tokens special;
+
+    const tern_buffer_ops *buffer_ops;
+    void *buffer;
+    const tern_sync_ops *sync_ops;
+    void *sync;
+    tern_reward_route *routes;
+    size_t n_routes;
+
+    tern_task_set train, eval; /* read-only once the roles start */
+
+    tern_queue inbox;          /* everything the master hears */
+    tern_queue explorer_jobs;  /* batches to generate */
+    tern_queue trainer_jobs;   /* warm-up batches */
+    tern_weight_store *weights;
+
+    tern_resume_point resume;
+    atomic_int stop;           /* set on SIGINT: finish the step, checkpoint, stop */
+    atomic_int failed;         /* set by a role that failed: everyone winds down */
+} tern_run;
+
+/* ---- messages on the queues (every message starts with its kind) ---------- */
+
+typedef enum tern_msg_kind {
+    TERN_MSG_EXPLORE = 1,  /* master -> explorer: a batch to generate */
+    TERN_MSG_SFT_BATCH,    /* master -> trainer: a warm-up batch */
+    TERN_MSG_ROLLOUT,      /* explorer -> master: a generated batch */
+    TERN_MSG_SFT_DONE,     /* trainer -> master: a warm-up step finished */
+    TERN_MSG_RL_START,     /* trainer -> master: RL begins (weights of version 0 attached) */
+    TERN_MSG_STEP_DONE,    /* trainer -> master: an RL step finished */
+    TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
+    TERN_MSG_FAILED        /* any role -> master: it failed and stopped */
+} tern_msg_kind;
+
+/* master -> explorer */
+typedef struct tern_explore_job {
+    tern_msg_kind kind;
+    int64_t batch;
+    uint32_t n;             /* tasks */
+    uint32_t *task_index;   /* [n] into the train set */
+    char **prompt;          /* [n] prompt texts (copies) */
+} tern_explore_job;
+
+/* master -> trainer: warm-up pairs */
+typedef struct tern_sft_job {
+    tern_msg_kind kind;
+    int64_t step;
+    uint32_t n;
+    char **prompt, **answer; /* [n] copies */
+} tern_sft_job;
+
+/* One response of a rollout. */
+typedef struct tern_response {
+    int32_t *tokens;
+    float *logp;
+    uint32_t len;
+    uint32_t finish;
+    char *text;
+} tern_response;
+
+/* explorer -> master */
+typedef struct tern_rollout_msg {
+    tern_msg_kind kind;
+    int64_t batch, version;
+    uint32_t n, group_size;
+    uint32_t *task_index;    /* [n] */
+    int32_t **prompt_tokens; /* [n] */
+    uint32_t *prompt_len;    /* [n] */
+    tern_response *resp;     /* [n * group_size] */
+    double gen_seconds, wait_seconds;
+    uint64_t gen_tokens;
+} tern_rollout_msg;
+
+/* trainer -> master */
+typedef struct tern_step_msg {
+    tern_msg_kind kind;
+    int64_t step;            /* steps done after this one (1-based); SFT: warm-up steps done */
+    int64_t version;         /* weights version after the step */
+    int published;
+    int in_rl;               /* TERN_MSG_STOPPED: 1 in the RL stage, 0 in the warm-up */
+    int64_t sft_step;        /* TERN_MSG_STOPPED in the warm-up: its steps done */
+    tern_loss_stats loss;
+    double grad_norm, lr;
+    double reward_mean;      /* after the KL-in-reward and length terms */
+    double staleness;        /* mean trainer version - experience version */
+    uint64_t records, stale, groups_dropped;
+    uint64_t train_tokens;
+    double train_seconds, wait_seconds;
+    tern_snapshot *eval;     /* weights to evaluate, or NULL */
+    char *saved;             /* checkpoint directory written (temporary name), or NULL */
+    int status;              /* TERN_MSG_FAILED: the status */
+    char *error;             /* TERN_MSG_FAILED: what went wrong */
+    const char *role;        /* TERN_MSG_FAILED: "explorer", "trainer" */
+} tern_step_msg;
+
+void tern_msg_free(void *msg);
+
+/* Push a failure report of `role` (the calling thread's error message) and
+ * set run->failed. */
+void tern_report_failure(tern_run *run, const char *role, int status);
+
+/* The thread bodies (arg: tern_run *). */
+void *tern_explorer_main(void *arg);
+void *tern_trainer_main(void *arg);
+
+/* Seed of a named stream with numbers mixed in (batch, slot, epoch ...). */
+uint64_t tern_run_seed(const tern_run *run, const char *stream, uint64_t a, uint64_t b);
+
+/* Checkpoint paths: DIR/checkpoints/step-N (final) and DIR/checkpoints/reference. */
+void tern_checkpoint_dir(const tern_run *run, int64_t sft_step, int64_t step, int temporary,
+                         char *buf, size_t n);
+
+#endif

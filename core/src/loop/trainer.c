@@ -1,0 +1,636 @@
+/* trainer.c: the trainer role (DESIGN.md §2): the trainable policy and the
+ * frozen reference. An optional supervised warm-up, then RL steps: read one
+ * explorer batch from the buffer, score it under the policy (and the
+ * reference), turn rewards into advantages, the loss into dL/dlogp per
+ * token, run the model's backward pass and optimiser step, publish weights
+ * when the sync plugin says so, and report to the master. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "errmsg.h"
+#include "log.h"
+#include "loop/experience.h"
+#include "loop/run.h"
+#include "trace.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int op_failed(int rc, const char *what)
+{
+    const char *m = tern_error_message();
+    return tern_errorf(rc < 0 ? rc : TERN_ERR, "trainer: %s: %s", what,
+                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
+}
+
+static int push_report(tern_run *run, tern_step_msg *m)
+{
+    if (tern_queue_push(&run->inbox, m) != TERN_OK) {
+        tern_msg_free(m);
+        return TERN_ECLOSED;
+    }
+    return TERN_OK;
+}
+
+/* Save the policy (with optimiser state) into a temporary checkpoint
+ * directory the master completes; *dir gets its path. */
+static int save_policy(tern_run *run, int64_t sft_step, int64_t step, char **dir)
+{
+    char path[PATH_MAX + 64], model_dir[PATH_MAX + 80];
+    tern_checkpoint_dir(run, sft_step, step, 1, path, sizeof path);
+    snprintf(model_dir, sizeof model_dir, "%s/policy", path);
+    uint64_t span = tern_trace_begin(run->session->trace, "save");
+    tern_error_clear();
+    int rc = run->policy.ops->save(run->policy.state, model_dir, 1);
+    tern_trace_end(run->session->trace, span, NULL);
+    if (rc != TERN_OK)
+        return op_failed(rc, "saving a checkpoint");
+    *dir = strdup(path);
+    return *dir ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+}
+
+static tern_step_msg *new_report(tern_msg_kind kind, int64_t step)
+{
+    tern_step_msg *m = calloc(1, sizeof *m);
+    if (m) {
+        m->kind = kind;
+        m->step = step;
+    }
+    return m;
+}
+
+/* Tell the master the run stopped on request after a checkpoint at this point. */
+static int report_stopped(tern_run *run, int64_t sft_step, int64_t step)
+{
+    tern_step_msg *m = new_report(TERN_MSG_STOPPED, step);
+    if (!m)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    m->in_rl = sft_step < 0;
+    m->sft_step = sft_step;
+    m->version = step;
+    int rc = save_policy(run, sft_step, step, &m->saved);
+    if (rc != TERN_OK) {
+        tern_msg_free(m);
+        return rc;
+    }
+    return push_report(run, m);
+}
+
+/* ---- supervised warm-up ---------------------------------------------------- */
+
+static int tokenize_copy(tern_run *run, const char *text, int bos, int32_t **ids, size_t *n)
+{
+    int32_t *t = NULL;
+    tern_error_clear();
+    int rc = run->policy.ops->tokenize(run->policy.state, text, strlen(text), bos, &t, n);
+    if (rc != TERN_OK)
+        return op_failed(rc, "tokenize");
+    *ids = malloc((*n + 1) * sizeof **ids);
+    if (*ids)
+        memcpy(*ids, t, *n * sizeof *t);
+    run->policy.ops->free_buffer(run->policy.state, t);
+    return *ids ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+}
+
+static int sft_step(tern_run *run, const tern_sft_job *job)
+{
+    const tern_model_ops *ops = run->policy.ops;
+    void *m = run->policy.state;
+    uint32_t n = job->n;
+    int32_t **toks = calloc(n, sizeof *toks);
+    tern_sequence *seqs = calloc(n, sizeof *seqs);
+    float **lp = calloc(n, sizeof *lp), **dl = calloc(n, sizeof *dl);
+    int rc = TERN_OK;
+    if (!toks || !seqs || !lp || !dl) {
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        goto done;
+    }
+    double t0 = now_s();
+    size_t T = 0;
+    for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
+        int32_t *p = NULL, *a = NULL;
+        size_t np = 0, na = 0;
+        rc = tokenize_copy(run, job->prompt[i], 1, &p, &np);
+        if (rc == TERN_OK)
+            rc = tokenize_copy(run, job->answer[i], 0, &a, &na);
+        /* target: the answer, then EOS */
+        if (rc == TERN_OK && !(toks[i] = malloc((np + na + 1) * sizeof *toks[i])))
+            rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        if (rc == TERN_OK) {
+            memcpy(toks[i], p, np * sizeof *p);
+            memcpy(toks[i] + np, a, na * sizeof *a);
+            toks[i][np + na] = run->special.eos;
+            seqs[i] = (tern_sequence){.size = sizeof seqs[i], .tokens = toks[i],
+                                      .len = np + na + 1, .start = np, .temperature = 1};
+            T += na + 1;
+            lp[i] = calloc(np + na + 1, sizeof *lp[i]);
+            dl[i] = calloc(np + na + 1, sizeof *dl[i]);
+            if (!lp[i] || !dl[i])
+                rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        }
+        free(p);
+        free(a);
+    }
+    if (rc != TERN_OK)
+        goto done;
+    tern_error_clear();
+    if ((rc = ops->score(m, seqs, n, lp, NULL)) != TERN_OK) {
+        rc = op_failed(rc, "score (warm-up)");
+        goto done;
+    }
+    /* L = -1/T sum log p(target): dL/dlogp = -1/T on every target token */
+    double loss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
+            loss -= lp[i][k];
+            dl[i][k] = -1.0f / (float)T;
+        }
+    loss /= (double)T;
+    tern_error_clear();
+    if ((rc = ops->backward(m, seqs, n, (const float *const *)dl, NULL)) != TERN_OK) {
+        rc = op_failed(rc, "backward (warm-up)");
+        goto done;
+    }
+    tern_optim_step st = {.size = sizeof st, .lr = run->set.sft_lr, .beta1 = run->set.beta1,
+                          .beta2 = run->set.beta2, .eps = run->set.adam_eps,
+                          .weight_decay = run->set.weight_decay, .grad_clip = run->set.grad_clip};
+    tern_error_clear();
+    if ((rc = ops->step(m, &st)) != TERN_OK) {
+        rc = op_failed(rc, "optimiser step (warm-up)");
+        goto done;
+    }
+    tern_step_msg *r = new_report(TERN_MSG_SFT_DONE, job->step + 1);
+    if (!r) {
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        goto done;
+    }
+    r->loss.loss = loss;
+    r->loss.tokens = T;
+    r->grad_norm = st.grad_norm;
+    r->lr = st.lr;
+    r->train_tokens = 0;
+    for (uint32_t i = 0; i < n; i++)
+        r->train_tokens += seqs[i].len;
+    r->train_seconds = now_s() - t0;
+    rc = push_report(run, r);
+done:
+    for (uint32_t i = 0; i < n; i++) {
+        if (toks)
+            free(toks[i]);
+        if (lp)
+            free(lp[i]);
+        if (dl)
+            free(dl[i]);
+    }
+    free(toks);
+    free(seqs);
+    free(lp);
+    free(dl);
+    return rc;
+}
+
+/* 1: stopped (checkpoint written), 0: warm-up done, < 0: failed/closed. */
+static int sft_stage(tern_run *run)
+{
+    for (int64_t s = run->resume.sft_step; s < run->set.sft_steps; s++) {
+        tern_sft_job *job = tern_queue_pop(&run->trainer_jobs);
+        if (!job)
+            return TERN_ECLOSED;
+        uint64_t span = tern_trace_begin(run->session->trace, "sft_step");
+        int rc = sft_step(run, job);
+        char args[64];
+        snprintf(args, sizeof args, "{\"step\":%lld}", (long long)job->step);
+        tern_trace_end(run->session->trace, span, args);
+        tern_msg_free(job);
+        if (rc != TERN_OK)
+            return rc;
+        if (atomic_load(&run->stop) && s + 1 < run->set.sft_steps) {
+            rc = report_stopped(run, s + 1, 0);
+            return rc == TERN_OK ? 1 : rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- RL ---------------------------------------------------------------- */
+
+/* Experiences of one batch, in group order. */
+typedef struct batch {
+    tern_experience *x;
+    size_t n, cap;
+} batch;
+
+static void batch_free(batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        tern_experience_clear(&b->x[i]);
+    free(b->x);
+    memset(b, 0, sizeof *b);
+}
+
+static int by_group(const void *a, const void *b)
+{
+    const tern_experience *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return x->sample < y->sample ? -1 : x->sample > y->sample;
+}
+
+/* Read the `want` records of batch `step` from the buffer. 1 when a stop was
+ * requested while waiting, TERN_ECLOSED at shutdown, else a status. */
+static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_step_msg *rep)
+{
+    b->x = calloc(want, sizeof *b->x);
+    tern_record *recs = calloc(want, sizeof *recs);
+    if (!b->x || !recs) {
+        free(recs);
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    }
+    b->cap = want;
+    size_t seen = 0;
+    double t0 = now_s();
+    int rc = TERN_OK;
+    while (seen < want) {
+        if (atomic_load(&run->failed)) {
+            rc = TERN_ECLOSED;
+            break;
+        }
+        if (atomic_load(&run->stop)) {
+            rc = 1;
+            break;
+        }
+        for (size_t i = 0; i < want; i++)
+            recs[i].size = sizeof recs[i];
+        size_t got = 0;
+        tern_error_clear();
+        rc = run->buffer_ops->get(run->buffer, recs, want - seen, &got, 200);
+        if (rc == TERN_ETIMEDOUT) {
+            rc = TERN_OK;
+            continue;
+        }
+        if (rc != TERN_OK) {
+            if (rc != TERN_ECLOSED)
+                rc = op_failed(rc, "reading the buffer");
+            break;
+        }
+        for (size_t i = 0; i < got && rc == TERN_OK; i++) {
+            tern_experience e;
+            rc = tern_experience_decode(recs[i].data, recs[i].len, &e);
+            if (rc != TERN_OK) {
+                rc = op_failed(rc, "a buffer record");
+                break;
+            }
+            if (e.batch != step) {
+                int64_t eb = e.batch;
+                tern_experience_clear(&e);
+                rc = tern_errorf(TERN_ERR, "trainer: step %lld expected the experiences of "
+                                 "batch %lld but the buffer handed out one of batch %lld: a "
+                                 "buffer that reorders batches needs a sync mode that allows it",
+                                 (long long)step, (long long)step, (long long)eb);
+                break;
+            }
+            seen++;
+            tern_error_clear();
+            int ok = run->sync_ops->accept(run->sync, e.version, step);
+            if (ok < 0) {
+                tern_experience_clear(&e);
+                rc = op_failed(ok, "the sync plugin's accept failed");
+                break;
+            }
+            rep->staleness += (double)(step - e.version);
+            if (!ok) {
+                rep->stale++;
+                tern_experience_clear(&e);
+                continue;
+            }
+            b->x[b->n++] = e;
+        }
+        run->buffer_ops->release(run->buffer, recs, got);
+    }
+    free(recs);
+    rep->wait_seconds = now_s() - t0;
+    if (seen)
+        rep->staleness /= (double)seen;
+    qsort(b->x, b->n, sizeof *b->x, by_group);
+    return rc;
+}
+
+typedef struct step_arrays {
+    size_t n;
+    tern_sequence *seq;
+    float **lp, **ent, **ref, **dl, **dent;
+    tern_loss_seq *ls;
+    double *reward, *adv;
+    uint32_t *len;
+    int *correct;
+} step_arrays;
+
+static void arrays_free(step_arrays *a)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->lp) free(a->lp[i]);
+        if (a->ent) free(a->ent[i]);
+        if (a->ref) free(a->ref[i]);
+        if (a->dl) free(a->dl[i]);
+        if (a->dent) free(a->dent[i]);
+    }
+    free(a->seq), free(a->lp), free(a->ent), free(a->ref), free(a->dl), free(a->dent);
+    free(a->ls), free(a->reward), free(a->adv), free(a->len), free(a->correct);
+    memset(a, 0, sizeof *a);
+}
+
+static int arrays_alloc(step_arrays *a, size_t n, const batch *b)
+{
+    a->n = n;
+    a->seq = calloc(n, sizeof *a->seq);
+    a->lp = calloc(n, sizeof *a->lp);
+    a->ent = calloc(n, sizeof *a->ent);
+    a->ref = calloc(n, sizeof *a->ref);
+    a->dl = calloc(n, sizeof *a->dl);
+    a->dent = calloc(n, sizeof *a->dent);
+    a->ls = calloc(n, sizeof *a->ls);
+    a->reward = calloc(n, sizeof *a->reward);
+    a->adv = calloc(n, sizeof *a->adv);
+    a->len = calloc(n, sizeof *a->len);
+    a->correct = calloc(n, sizeof *a->correct);
+    if (!a->seq || !a->lp || !a->ent || !a->ref || !a->dl || !a->dent || !a->ls || !a->reward ||
+        !a->adv || !a->len || !a->correct)
+        return TERN_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = (size_t)b->x[i].prompt_len + b->x[i].response_len;
+        a->lp[i] = calloc(len + 1, sizeof(float));
+        a->ent[i] = calloc(len + 1, sizeof(float));
+        a->ref[i] = calloc(len + 1, sizeof(float));
+        a->dl[i] = calloc(len + 1, sizeof(float));
+        a->dent[i] = calloc(len + 1, sizeof(float));
+        if (!a->lp[i] || !a->ent[i] || !a->ref[i] || !a->dl[i] || !a->dent[i])
+            return TERN_ENOMEM;
+    }
+    return TERN_OK;
+}
+
+/* Drop the groups that lost members (stale experiences): advantages compare
+ * the responses of one task, so a group is trained whole or not at all. */
+static void keep_whole_groups(batch *b, uint32_t G, uint64_t *dropped)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < b->n;) {
+        size_t j = i;
+        while (j < b->n && b->x[j].group == b->x[i].group)
+            j++;
+        if (j - i == G) {
+            for (size_t k = i; k < j; k++)
+                b->x[w++] = b->x[k];
+        } else {
+            for (size_t k = i; k < j; k++)
+                tern_experience_clear(&b->x[k]);
+            (*dropped)++;
+        }
+        i = j;
+    }
+    b->n = w;
+}
+
+static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
+{
+    const tern_run_settings *set = &run->set;
+    const tern_model_ops *ops = run->policy.ops;
+    uint32_t G = set->group_size;
+    step_arrays a = {0};
+    int rc = arrays_alloc(&a, b->n, b);
+    if (rc != TERN_OK) {
+        arrays_free(&a);
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    }
+    float temp = set->temperature > 0 ? (float)set->temperature : 1.0f;
+    for (size_t i = 0; i < b->n; i++) {
+        tern_experience *e = &b->x[i];
+        a.seq[i] = (tern_sequence){.size = sizeof a.seq[i], .tokens = e->tokens,
+                                   .len = (size_t)e->prompt_len + e->response_len,
+                                   .start = e->prompt_len, .temperature = temp};
+        a.reward[i] = e->reward;
+        a.len[i] = e->response_len;
+        a.correct[i] = e->accuracy >= 0.5;
+        rep->train_tokens += a.seq[i].len;
+    }
+    int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
+    uint64_t span = tern_trace_begin(run->session->trace, "score");
+    tern_error_clear();
+    rc = ops->score(run->policy.state, a.seq, a.n, a.lp, a.ent);
+    if (rc != TERN_OK)
+        rc = op_failed(rc, "score (policy)");
+    if (rc == TERN_OK && need_ref) {
+        tern_error_clear();
+        rc = run->reference.ops->score(run->reference.state, a.seq, a.n, a.ref, NULL);
+        if (rc != TERN_OK)
+            rc = op_failed(rc, "score (reference)");
+    }
+    tern_trace_end(run->session->trace, span, NULL);
+    if (rc != TERN_OK)
+        goto done;
+
+    /* KL as a reward penalty: r -= beta * sum_t k(logp_t, logp_ref_t) */
+    if (need_ref && set->kl_placement == TERN_KL_IN_REWARD && set->loss.kl_coef > 0)
+        for (size_t i = 0; i < a.n; i++) {
+            double kl = 0;
+            for (size_t k = a.seq[i].start; k < a.seq[i].len; k++)
+                kl += tern_kl_value(set->loss.kl, a.lp[i][k], a.ref[i][k]);
+            a.reward[i] -= set->loss.kl_coef * kl;
+        }
+    size_t n_groups = a.n / G;
+    tern_length_penalty(&set->adv, a.reward, a.len, a.correct, n_groups, G);
+    for (size_t i = 0; i < a.n; i++)
+        rep->reward_mean += a.reward[i] / (double)a.n;
+    if ((rc = tern_advantages(&set->adv, a.reward, n_groups, G, a.adv)) != TERN_OK) {
+        rc = op_failed(rc, "advantages");
+        goto done;
+    }
+    for (size_t i = 0; i < a.n; i++) {
+        size_t P = a.seq[i].start;
+        a.ls[i] = (tern_loss_seq){.n = a.seq[i].len - P,
+                                  .logp = a.lp[i] + P,
+                                  .logp_old = b->x[i].logp,
+                                  .logp_ref = need_ref ? a.ref[i] + P : NULL,
+                                  .entropy = a.ent[i] + P,
+                                  .advantage = a.adv[i],
+                                  .dlogp = a.dl[i] + P,
+                                  .dentropy = a.dent[i] + P};
+    }
+    tern_loss_params lp = set->loss;
+    if (!need_ref) {
+        lp.kl = TERN_KL_NONE;
+        lp.kl_coef = 0;
+    }
+    if ((rc = tern_policy_loss(&lp, a.ls, a.n, &rep->loss)) != TERN_OK) {
+        rc = op_failed(rc, "loss");
+        goto done;
+    }
+    span = tern_trace_begin(run->session->trace, "backward");
+    tern_error_clear();
+    rc = ops->backward(run->policy.state, a.seq, a.n, (const float *const *)a.dl,
+                       set->loss.entropy_coef != 0 ? (const float *const *)a.dent : NULL);
+    tern_trace_end(run->session->trace, span, NULL);
+    if (rc != TERN_OK) {
+        rc = op_failed(rc, "backward");
+        goto done;
+    }
+    tern_optim_step st = {.size = sizeof st, .lr = tern_run_lr(set, step), .beta1 = set->beta1,
+                          .beta2 = set->beta2, .eps = set->adam_eps,
+                          .weight_decay = set->weight_decay, .grad_clip = set->grad_clip};
+    tern_error_clear();
+    if ((rc = ops->step(run->policy.state, &st)) != TERN_OK) {
+        rc = op_failed(rc, "optimiser step");
+        goto done;
+    }
+    rep->grad_norm = st.grad_norm;
+    rep->lr = st.lr;
+done:
+    arrays_free(&a);
+    return rc;
+}
+
+static int eval_due(const tern_run *run, int64_t done)
+{
+    if (!run->eval.n)
+        return 0;
+    return done == run->set.steps || (run->set.eval_every > 0 && done % run->set.eval_every == 0);
+}
+
+static int save_due(const tern_run *run, int64_t done)
+{
+    return done == run->set.steps || (run->set.save_every > 0 && done % run->set.save_every == 0);
+}
+
+/* One RL step; 1 when it stopped on request instead. */
+static int rl_step(tern_run *run, int64_t step)
+{
+    size_t want = (size_t)run->set.batch_tasks * run->set.group_size;
+    tern_step_msg *rep = new_report(TERN_MSG_STEP_DONE, step + 1);
+    if (!rep)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    batch b = {0};
+    uint64_t span = tern_trace_begin(run->session->trace, "wait_batch");
+    int rc = read_batch(run, step, want, &b, rep);
+    char args[96];
+    snprintf(args, sizeof args, "{\"step\":%lld,\"batch\":%lld}", (long long)step,
+             (long long)step);
+    tern_trace_end(run->session->trace, span, args);
+    if (rc == 1) { /* stop requested while waiting: checkpoint what is done */
+        batch_free(&b);
+        tern_msg_free(rep);
+        rc = report_stopped(run, -1, step);
+        return rc == TERN_OK ? 1 : rc;
+    }
+    if (rc != TERN_OK)
+        goto fail;
+    rep->records = b.n + rep->stale;
+    keep_whole_groups(&b, run->set.group_size, &rep->groups_dropped);
+    double t0 = now_s();
+    span = tern_trace_begin(run->session->trace, "train");
+    if (b.n)
+        rc = train_on(run, step, &b, rep);
+    tern_trace_end(run->session->trace, span, args);
+    rep->train_seconds = now_s() - t0;
+    batch_free(&b);
+    if (rc != TERN_OK)
+        goto fail;
+
+    int64_t done = step + 1;
+    rep->version = done;
+    tern_error_clear();
+    int pub = run->sync_ops->trainer_publishes(run->sync, step);
+    if (pub < 0) {
+        rc = op_failed(pub, "the sync plugin's trainer_publishes failed");
+        goto fail;
+    }
+    if (pub && done < run->set.steps) {
+        span = tern_trace_begin(run->session->trace, "publish");
+        rc = tern_weights_publish(run->weights, run->policy.ops, run->policy.state, done);
+        snprintf(args, sizeof args, "{\"version\":%lld}", (long long)done);
+        tern_trace_end(run->session->trace, span, args);
+        if (rc != TERN_OK)
+            goto fail;
+        rep->published = 1;
+    }
+    if (eval_due(run, done) && !(rep->eval = tern_snapshot_take(run->policy.ops,
+                                                                run->policy.state, done))) {
+        rc = TERN_ENOMEM;
+        goto fail;
+    }
+    int stopping = atomic_load(&run->stop) && done < run->set.steps;
+    if ((save_due(run, done) || stopping) && (rc = save_policy(run, -1, done, &rep->saved)))
+        goto fail;
+    if (stopping) {
+        rep->kind = TERN_MSG_STOPPED;
+        rep->in_rl = 1;
+    }
+    rc = push_report(run, rep);
+    if (rc != TERN_OK)
+        return rc;
+    return stopping ? 1 : TERN_OK;
+fail:
+    batch_free(&b);
+    tern_msg_free(rep);
+    return rc;
+}
+
+/* RL begins: the reference becomes a frozen copy of the policy (same_as),
+ * the first weights are published, the master gets them to evaluate. */
+static int rl_start(tern_run *run)
+{
+    int64_t v = run->resume.step;
+    int rc = TERN_OK;
+    if (!run->resume.rl_started) {
+        if (run->reference_is_copy &&
+            (rc = tern_weights_copy(run->policy.ops, run->policy.state, run->reference.state)))
+            return op_failed(rc, "copying the policy into the reference");
+        tern_step_msg *m = new_report(TERN_MSG_RL_START, 0);
+        if (!m)
+            return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        if (run->eval.n && !(m->eval = tern_snapshot_take(run->policy.ops, run->policy.state, 0))) {
+            tern_msg_free(m);
+            return TERN_ENOMEM;
+        }
+        if (run->reference_is_copy) {
+            /* the master keeps it beside the checkpoints, for a resume */
+            char dir[PATH_MAX + 32];
+            snprintf(dir, sizeof dir, "%s/checkpoints/reference", run->dir);
+            tern_error_clear();
+            rc = run->reference.ops->save(run->reference.state, dir, 0);
+            if (rc != TERN_OK) {
+                tern_msg_free(m);
+                return op_failed(rc, "saving the reference");
+            }
+        }
+        if ((rc = push_report(run, m)) != TERN_OK)
+            return rc;
+    }
+    return tern_weights_publish(run->weights, run->policy.ops, run->policy.state, v);
+}
+
+void *tern_trainer_main(void *arg)
+{
+    tern_run *run = arg;
+    tern_trace_name_lane(run->session->trace, "trainer");
+    int rc = sft_stage(run);
+    if (rc == 1 || rc == TERN_ECLOSED)
+        return NULL;
+    if (rc == TERN_OK)
+        rc = rl_start(run);
+    for (int64_t t = run->resume.step; rc == TERN_OK && t < run->set.steps; t++) {
+        uint64_t span = tern_trace_begin(run->session->trace, "step");
+        rc = rl_step(run, t);
+        char args[48];
+        snprintf(args, sizeof args, "{\"step\":%lld}", (long long)t);
+        tern_trace_end(run->session->trace, span, args);
+    }
+    if (rc < 0 && rc != TERN_ECLOSED)
+        tern_report_failure(run, "trainer", rc);
+    return NULL;
+}

@@ -1,0 +1,53 @@
+/* weights.h: moving weights between model instances of one process (the
+ * "memory" transport of DESIGN.md §4) and the store the trainer publishes
+ * versions to.
+ *
+ * A snapshot is a copy of every named tensor of a model (tensors() op), taken
+ * from one instance and written into another of the same shape. The store
+ * holds published snapshots by version: an explorer waits for the version its
+ * sync plan names (or takes the newest), and versions nobody can ask for any
+ * more are freed. */
+#ifndef TERN_LOOP_WEIGHTS_H
+#define TERN_LOOP_WEIGHTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tern/model.h"
+
+typedef struct tern_snapshot tern_snapshot;
+
+/* Copy the tensors of `model` as weight version `version`. NULL with a
+ * message on failure. */
+tern_snapshot *tern_snapshot_take(const tern_model_ops *ops, void *model, int64_t version);
+/* Write the snapshot into `model`, whose tensors must match it in number,
+ * names and sizes (TERN_EINVAL with a message naming the first difference). */
+int tern_snapshot_apply(const tern_snapshot *s, const tern_model_ops *ops, void *model);
+int64_t tern_snapshot_version(const tern_snapshot *s);
+void tern_snapshot_free(tern_snapshot *s);
+
+/* Copy the weights of one instance into another (take + apply). */
+int tern_weights_copy(const tern_model_ops *ops, void *from, void *to);
+
+typedef struct tern_weight_store tern_weight_store;
+
+tern_weight_store *tern_weights_new(void);
+void tern_weights_free(tern_weight_store *w);
+/* Publish `model`'s weights as `version` (versions only grow). */
+int tern_weights_publish(tern_weight_store *w, const tern_model_ops *ops, void *model,
+                         int64_t version);
+/* Load a published version into `model`: `version` >= 0 waits until exactly
+ * that version is published; -1 takes the newest (waiting for a first one).
+ * *loaded gets the version loaded; *waited_ns the time spent waiting.
+ * TERN_ECLOSED once the store is closed; TERN_EINVAL if `version` was
+ * forgotten already. */
+int tern_weights_load(tern_weight_store *w, const tern_model_ops *ops, void *model,
+                      int64_t version, int64_t *loaded, uint64_t *waited_ns);
+/* Free the versions older than `version` (nobody will ask for them). */
+void tern_weights_forget_before(tern_weight_store *w, int64_t version);
+/* The newest published version, -1 if none. */
+int64_t tern_weights_newest(tern_weight_store *w);
+/* Wake every waiter with TERN_ECLOSED (shutdown). */
+void tern_weights_close(tern_weight_store *w);
+
+#endif
