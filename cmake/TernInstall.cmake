@@ -28,8 +28,9 @@ install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT r
 install(DIRECTORY core/include/tern DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
 install(FILES etc/quickstart.cfg DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc COMPONENT runtime)
-install(FILES README.md docs/config.md docs/plugins.md docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md
-  docs/sync.md docs/buffers.md docs/rewards.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+install(FILES README.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
+  docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md
+  docs/rewards.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 # sources only: build products of someone who built an example in the tree stay out
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/libtern-dev/examples
   COMPONENT dev PATTERN "*.so" EXCLUDE PATTERN "*.o" EXCLUDE PATTERN "build*" EXCLUDE)

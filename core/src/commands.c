@@ -7,7 +7,9 @@
 #include "core_schema.h"
 #include "errmsg.h"
 #include "log.h"
+#include "data/task_file.h"
 #include "loop/master.h"
+#include "loop/run_settings.h"
 #include "session.h"
 #include "tern/libtern.h"
 
@@ -47,12 +49,42 @@ static int open_session(const tern_invocation *inv, tern_session *s, int start)
     return exit_code(rc);
 }
 
+/* A config with a model is a run: check what the run reads beyond the
+ * plugins (the loop's sections and the task files), as `tern run` would. */
+static int check_run_sections(const tern_invocation *inv, tern_session *s)
+{
+    tern_diag d;
+    tern_diag_init(&d);
+    tern_run_settings set;
+    int rc = tern_run_settings_read(&s->config, &set, &d);
+    tern_diag_print(&d, err_of(inv));
+    tern_diag_free(&d);
+    tern_task_set train = {0}, eval = {0};
+    if (rc == TERN_OK)
+        rc = tern_task_set_load(&train, set.train_path, set.skip_bad);
+    if (rc == TERN_OK && set.eval_path)
+        rc = tern_task_set_load(&eval, set.eval_path, set.skip_bad);
+    if (rc != TERN_OK && rc != TERN_ECONFIG) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+        rc = rc == TERN_ENOMEM ? rc : TERN_ECONFIG;
+    }
+    if (rc == TERN_OK)
+        fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", train.n,
+                set.train_path, eval.n);
+    tern_task_set_free(&train);
+    tern_task_set_free(&eval);
+    tern_run_settings_free(&set);
+    return exit_code(rc);
+}
+
 int tern_cmd_check(const tern_invocation *inv)
 {
     if (bad_invocation(inv) || !inv->config_path)
         return TERN_EXIT_USAGE;
     tern_session s;
     int code = open_session(inv, &s, 1);
+    if (code == TERN_EXIT_OK && config_lookup(&s.config.cfg, "model"))
+        code = check_run_sections(inv, &s);
     if (code == TERN_EXIT_OK) {
         tern_session_describe(&s, out_of(inv));
         fprintf(out_of(inv), "ok: %s is valid\n", inv->config_path);

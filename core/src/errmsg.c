@@ -10,7 +10,11 @@ static _Thread_local char errbuf[ERRMSG_MAX];
 
 int tern_verrorf(int status, const char *fmt, va_list ap)
 {
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    /* format aside first: an argument may be tern_error_message() itself
+     * ("...: %s" wrapping the message a plugin left) */
+    char text[ERRMSG_MAX];
+    vsnprintf(text, sizeof text, fmt, ap);
+    memcpy(errbuf, text, sizeof errbuf);
     return status;
 }
 

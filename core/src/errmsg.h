@@ -9,7 +9,8 @@
 
 #include "tern/host.h"
 
-/* Set the calling thread's message (printf-style) and return `status`. */
+/* Set the calling thread's message (printf-style) and return `status`. The
+ * arguments may include tern_error_message() (to wrap the current message). */
 int tern_errorf(int status, const char *fmt, ...) TERN_PRINTF(2, 3);
 int tern_verrorf(int status, const char *fmt, va_list ap);
 /* Prefix the current message: "<prefix><message>" (e.g. a file name). */

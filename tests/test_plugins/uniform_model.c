@@ -10,6 +10,8 @@
  *   vocabulary  ids 0-255 are the bytes of the text, 256 is BOS (added by
  *               tokenize() when asked), 257 is EOS (never generated); BOS and
  *               EOS detokenize to nothing; tokenize() refuses byte 0x01
+ *   special     special_tokens(): BOS 256, EOS 257, PAD -1 (none)
+ *   tokens
  *   generate    each token uniform over the bytes the request keeps, from a
  *               tern_rng seeded by the request: log-prob -log(256) with no
  *               truncation; greedy (temperature 0) gives byte 0, log-prob 0
@@ -38,6 +40,7 @@
 #define N_BYTES 256   /* byte tokens: ids 0-255 */
 #define BOS_ID 256    /* beginning of sequence */
 #define EOS_ID 257    /* end of sequence */
+#define PAD_ID (-1)   /* no padding token */
 #define VOCAB 258     /* ids 0-257 */
 #define MODEL_TYPE "uniform_bytes"
 #define ME "test_uniform_model: " /* starts every message */
@@ -166,6 +169,21 @@ static int model_detokenize(void *state, const int32_t *ids, size_t n, char **te
     out[len] = '\0';
     *text = out;
     *text_len = len;
+    return TERN_OK;
+}
+
+/* The special token ids (ABI 1.1), which `tern run` needs: EOS ends
+ * responses and supervised targets. */
+static int model_special_tokens(void *state, tern_special_tokens *out)
+{
+    model_state *m = state;
+    /* out->size is the caller's struct: write only the members it covers */
+    if (!out || !TERN_HAS(out, pad))
+        return host->fail(m->ctx, TERN_EINVAL,
+                          ME "special_tokens got a tern_special_tokens that is too small");
+    out->bos = BOS_ID;
+    out->eos = EOS_ID;
+    out->pad = PAD_ID;
     return TERN_OK;
 }
 
@@ -457,6 +475,7 @@ static const tern_model_ops model_ops = {
     .tensors = model_tensors,
     .save = model_save,
     .load = model_load,
+    .special_tokens = model_special_tokens,
 };
 
 /* The settings of the transformer plugin (the contract of `tern model init`,

@@ -33,8 +33,10 @@ void tern_experience_encode(const tern_experience *e, void *buf)
     PUT(56, e->prompt_len);
     PUT(60, e->response_len);
     size_t nt = (size_t)e->prompt_len + e->response_len;
-    memcpy(p + HEADER, e->tokens, 4 * nt);
-    memcpy(p + HEADER + 4 * nt, e->logp, 4 * (size_t)e->response_len);
+    if (nt)
+        memcpy(p + HEADER, e->tokens, 4 * nt);
+    if (e->response_len)
+        memcpy(p + HEADER + 4 * nt, e->logp, 4 * (size_t)e->response_len);
 }
 
 int tern_experience_decode(const void *buf, size_t len, tern_experience *e)

@@ -894,8 +894,9 @@ static int open_run_dir(tern_run *run, master *ms, const tern_loop_options *o)
     if ((rc = tern_log_open_file(path)) != TERN_OK)
         return rc;
     if (o->resume) {
+        /* a damaged checkpoint is the user's to remove: the message says which */
         if ((rc = load_checkpoint(run, ms, ckpt)) != TERN_OK)
-            return rc;
+            return rc == TERN_EINVAL ? TERN_ECONFIG : rc;
         int64_t sft = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
         snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
         if ((rc = tern_jsonl_truncate(path, sft, run->resume.step)) != TERN_OK)

@@ -35,7 +35,7 @@ const tern_setting_spec tern_explorer_keys[] = {
                  .max = 4096, .aka = "n_samples|samples|repeat_times",
                  .doc = "responses generated per task (a GRPO group)"),
     TERN_SETTING(.name = "temperature", .type = TERN_SETTING_FLOAT, .def = "1.0", .min = 0,
-                 .max = 100, .doc = "sampling temperature of rollouts (0: greedy)"),
+                 .max = 100, .doc = "sampling temperature of rollouts (> 0; the trainer scores at the same temperature)"),
     TERN_SETTING(.name = "top_k", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
                  .doc = "sample from the k likeliest tokens; 0: off"),
     TERN_SETTING(.name = "top_p", .type = TERN_SETTING_FLOAT, .def = "1.0", .min = 1e-6,
@@ -237,6 +237,11 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->top_k = (int32_t)get_int(ex, "top_k");
     s->top_p = get_float(ex, "top_p");
     s->max_tokens = (uint32_t)get_int(ex, "max_tokens");
+    if (s->temperature == 0)
+        tern_diag_addf(d, "%s: explorer.temperature = 0 samples greedily: every response of a "
+                       "group would be the same and RL would learn nothing; use e.g. 1.0",
+                       tern_config_where(c, tern_config_lookup(ex, "temperature"), where,
+                                         sizeof where));
 
     s->steps = get_int(tr, "steps");
     s->lr = get_float(tr, "lr");

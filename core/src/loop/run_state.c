@@ -25,13 +25,13 @@ static int remove_tree(const char *path)
 
 int tern_checkpoint_complete(const char *tmp, json_t *state, char *final, size_t n)
 {
+    size_t len = strlen(tmp);
+    if (len < 5 || strcmp(tmp + len - 4, ".tmp") != 0 || len - 4 >= n)
+        return tern_errorf(TERN_EINVAL, "%s: not a temporary checkpoint name", tmp);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/state.json", tmp);
     if (json_dump_file(state, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
         return tern_errorf(TERN_EIO, "%s: cannot write the checkpoint state", path);
-    size_t len = strlen(tmp);
-    if (len < 5 || strcmp(tmp + len - 4, ".tmp") != 0 || len - 4 >= n)
-        return tern_errorf(TERN_EINVAL, "%s: not a temporary checkpoint name", tmp);
     memcpy(final, tmp, len - 4);
     final[len - 4] = '\0';
     struct stat st;
