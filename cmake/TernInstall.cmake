@@ -4,7 +4,7 @@
 #   bin/tern                                  command            (tern)
 #   <libdir>/libtern.so.<abi major>           library            (tern)
 #   <libdir>/tern/abi-<major>/*.so            plugins            (tern)
-#   share/tern/etc/*.cfg                      example configs    (tern)
+#   share/tern/etc/*.cfg, etc/data/*.jsonl    example configs    (tern)
 #   share/doc/tern/, share/man/man{1,7}/      docs, man pages    (tern)
 #   include/tern/*.h                          the SDK            (libtern-dev)
 #   <libdir>/libtern.so                       link for embedders (libtern-dev)
@@ -28,6 +28,9 @@ install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT r
 install(DIRECTORY core/include/tern DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
 install(FILES etc/quickstart.cfg DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc COMPONENT runtime)
+# the quickstart's tasks: its data.train and data.eval, relative to the config
+install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/data COMPONENT runtime)
 install(FILES README.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
   docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md
   docs/rewards.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)

@@ -49,8 +49,9 @@ static int open_session(const tern_invocation *inv, tern_session *s, int start)
     return exit_code(rc);
 }
 
-/* A config with a model is a run: check what the run reads beyond the
- * plugins (the loop's sections and the task files), as `tern run` would. */
+/* A config with training tasks is a run: check what the run reads beyond
+ * the plugins (the loop's sections and the task files), as `tern run` would.
+ * A config without (a plugin's test config) is checked for its plugins only. */
 static int check_run_sections(const tern_invocation *inv, tern_session *s)
 {
     tern_diag d;
@@ -83,7 +84,7 @@ int tern_cmd_check(const tern_invocation *inv)
         return TERN_EXIT_USAGE;
     tern_session s;
     int code = open_session(inv, &s, 1);
-    if (code == TERN_EXIT_OK && config_lookup(&s.config.cfg, "model"))
+    if (code == TERN_EXIT_OK && config_lookup(&s.config.cfg, "data.train"))
         code = check_run_sections(inv, &s);
     if (code == TERN_EXIT_OK) {
         tern_session_describe(&s, out_of(inv));

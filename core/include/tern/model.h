@@ -132,7 +132,9 @@ typedef struct tern_model_ops {
     int (*tensors)(void *state, const tern_tensor **out, size_t *n);
 
     /* Save to / load from a Hugging Face-shaped directory (config.json,
-     * model.safetensors, tokenizer); `with_optimizer` includes AdamW state. */
+     * model.safetensors, tokenizer); `with_optimizer` includes AdamW state.
+     * save() creates `dir` and any missing parents (a run saves into
+     * checkpoints/step-N.tmp/policy) and may replace files in it. */
     int (*save)(void *state, const char *dir, int with_optimizer);
     int (*load)(void *state, const char *dir, int with_optimizer);
 

@@ -90,7 +90,8 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
     }
     uint64_t failures = 0;
     if (rc == TERN_OK)
-        rc = tern_rewards_score(run, tasks, (const char *const *)texts, ntok, n, v, &failures);
+        rc = tern_rewards_score(run, tasks, (const char *const *)texts, ntok, n, v, &failures,
+                                NULL);
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
         const char *dom = tern_task_string(tasks[i], "domain");
         json_t *r = json_object_get(right, dom), *t = json_object_get(total, dom);

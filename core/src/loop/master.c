@@ -189,8 +189,9 @@ static int setup_plugins(tern_run *run, tern_diag *d)
     const tern_model_ops *mo = run->policy.ops;
     if (!TERN_HAS(mo, special_tokens) || !mo->special_tokens) {
         tern_diag_addf(d, "model: plugin '%s' does not tell its end-of-sequence token (the "
-                       "special_tokens op of ABI 1.1), so a run cannot end responses: rebuild "
-                       "the plugin against tern >= 0.1 with that op", model->entry->name);
+                       "special_tokens op of ABI 1.1), so a run cannot end responses: add the op "
+                       "and rebuild the plugin against the ABI 1.1 SDK (docs/plugins.md)",
+                       model->entry->name);
         return TERN_ECONFIG;
     }
     run->special = (tern_special_tokens){.size = sizeof run->special, .bos = -1, .eos = -1,
@@ -298,6 +299,11 @@ static int load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     ms->rollout_seconds = json_number_value(json_object_get(st, "rollout_seconds"));
     ms->train_tokens = json_number_value(json_object_get(st, "train_tokens"));
     ms->train_seconds = json_number_value(json_object_get(st, "train_seconds"));
+    json_t *aa = json_object_get(st, "accuracy_after_rl");
+    ms->accuracy_after = json_is_number(aa) ? json_number_value(aa) : -1;
+    if (json_is_object(json_object_get(st, "eval_after_rl")))
+        ms->eval_after = json_incref(json_object_get(st, "eval_after_rl"));
+    ms->reward_last = json_number_value(json_object_get(st, "reward_last"));
     json_t *rf = json_object_get(st, "reward_first");
     if (json_is_number(rf)) {
         ms->reward_first = json_number_value(rf);
@@ -441,7 +447,8 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     b->acc_total = json_object();
     b->groups = json_array();
     uint64_t span = tern_trace_begin(run->session->trace, "reward");
-    rc = tern_rewards_score(run, tasks, texts, ntok, total, v, &b->failures);
+    rc = tern_rewards_score(run, tasks, texts, ntok, total, v, &b->failures,
+                            run->session->metrics);
     char args[96];
     snprintf(args, sizeof args, "{\"batch\":%lld}", (long long)r->batch);
     tern_trace_end(run->session->trace, span, args);
@@ -580,6 +587,11 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
     json_object_set_new(st, "train_seconds", json_real(ms->train_seconds));
     if (ms->have_reward_first)
         json_object_set_new(st, "reward_first", json_real(ms->reward_first));
+    if (step > 0)
+        json_object_set_new(st, "reward_last", json_real(ms->reward_last));
+    json_object_set_new(st, "accuracy_after_rl",
+                        ms->accuracy_after >= 0 ? json_real(ms->accuracy_after) : json_null());
+    json_object_set(st, "eval_after_rl", ms->eval_after ? ms->eval_after : json_null());
     return st;
 }
 
@@ -727,14 +739,18 @@ static int on_sft_done(tern_run *run, master *ms, tern_step_msg *m)
 
 static int on_rl_start(tern_run *run, master *ms, tern_step_msg *m)
 {
-    if (run->set.steps == 0)
+    int rc = TERN_OK;
+    if (run->set.steps == 0) {
         ms->finished = 1; /* a warm-up-only run ends with its evaluation */
-    if (!m->eval)
-        return TERN_OK;
+        if (m->saved)
+            rc = complete_checkpoint(run, ms, m->saved, ms->sft_done, 0, 1);
+    }
+    if (!m->eval || rc != TERN_OK)
+        return rc;
     json_t *o = json_pack("{s:s,s:i,s:i}", "stage", "rl", "step", 0, "version", 0);
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory");
-    int rc = evaluate(run, ms, m->eval, o, 1);
+    rc = evaluate(run, ms, m->eval, o, 1);
     if (rc == TERN_OK)
         rc = write_line(ms->metrics, o, "metrics.jsonl");
     json_decref(o);
@@ -836,8 +852,7 @@ static int write_summary(tern_run *run, master *ms, int interrupted)
     json_object_set_new(o, "reward_first_step",
                         ms->have_reward_first ? json_real(ms->reward_first) : json_null());
     json_object_set_new(o, "reward_last_step",
-                        ms->steps_done > run->resume.step ? json_real(ms->reward_last)
-                                                          : json_null());
+                        ms->steps_done > 0 ? json_real(ms->reward_last) : json_null());
     json_object_set_new(o, "wall_seconds", json_real(wall));
     json_object_set_new(o, "rollout_tokens", json_real(ms->rollout_tokens));
     json_object_set_new(o, "rollout_tokens_per_s",

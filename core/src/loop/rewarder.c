@@ -2,6 +2,7 @@
 #include "loop/rewarder.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +66,8 @@ int tern_rewards_check_domains(const tern_run *run, const tern_task_set *set)
 }
 
 int tern_rewards_score(tern_run *run, const tern_task *const *tasks, const char *const *texts,
-                       const uint32_t *ntok, size_t n, tern_verdict *out, uint64_t *failures)
+                       const uint32_t *ntok, size_t n, tern_verdict *out, uint64_t *failures,
+                       tern_metrics *observe)
 {
     tern_reward_item *items = calloc(n ? n : 1, sizeof *items);
     tern_reward_result *res = calloc(n ? n : 1, sizeof *res);
@@ -108,6 +110,14 @@ int tern_rewards_score(tern_run *run, const tern_task *const *tasks, const char 
                 continue;
             }
             v->reward += rt->weight * res[k].reward;
+            for (uint32_t c = 0; observe && c < res[k].n_components &&
+                                 c < TERN_REWARD_MAX_COMPONENTS;
+                 c++)
+                if (res[k].components[c].name && isfinite(res[k].components[c].value)) {
+                    char name[96];
+                    snprintf(name, sizeof name, "reward/%s", res[k].components[c].name);
+                    tern_metrics_observe(observe, name, res[k].components[c].value);
+                }
             for (uint32_t c = 0; !have_acc[which[k]] && c < res[k].n_components &&
                                  c < TERN_REWARD_MAX_COMPONENTS;
                  c++)

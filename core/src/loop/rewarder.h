@@ -23,8 +23,11 @@ int tern_rewards_route(tern_run *run);
 int tern_rewards_check_domains(const tern_run *run, const tern_task_set *set);
 /* Score n responses. texts[i] answers tasks[i]; ntok[i] is its token count.
  * A failing plugin does not fail the call: its items are scored 0 and
- * marked failed (and counted in *failures). TERN_ENOMEM only. */
+ * marked failed (and counted in *failures). With `observe`, each named
+ * component a plugin gives is observed there as "reward/<name>" (the step's
+ * metrics line gets their means). TERN_ENOMEM only. */
 int tern_rewards_score(tern_run *run, const tern_task *const *tasks, const char *const *texts,
-                       const uint32_t *ntok, size_t n, tern_verdict *out, uint64_t *failures);
+                       const uint32_t *ntok, size_t n, tern_verdict *out, uint64_t *failures,
+                       tern_metrics *observe);
 
 #endif

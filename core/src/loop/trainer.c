@@ -144,14 +144,25 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
         rc = op_failed(rc, "score (warm-up)");
         goto done;
     }
-    /* L = -1/T sum log p(target): dL/dlogp = -1/T on every target token */
-    double loss = 0;
-    for (uint32_t i = 0; i < n; i++)
-        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
-            loss -= lp[i][k];
-            dl[i][k] = -1.0f / (float)T;
-        }
-    loss /= (double)T;
+    /* L = -1/T sum log p(target) (the sft loss, token mean) */
+    tern_loss_seq *ls = calloc(n, sizeof *ls);
+    if (!ls) {
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        size_t P = seqs[i].start;
+        ls[i] = (tern_loss_seq){.n = seqs[i].len - P, .logp = lp[i] + P, .dlogp = dl[i] + P};
+    }
+    tern_loss_params lparams = {.kind = TERN_LOSS_SFT, .agg = TERN_AGG_TOKEN_MEAN};
+    tern_loss_stats lstats;
+    rc = tern_policy_loss(&lparams, ls, n, &lstats);
+    free(ls);
+    if (rc != TERN_OK) {
+        rc = op_failed(rc, "warm-up loss");
+        goto done;
+    }
+    double loss = lstats.loss;
     tern_error_clear();
     if ((rc = ops->backward(m, seqs, n, (const float *const *)dl, NULL)) != TERN_OK) {
         rc = op_failed(rc, "backward (warm-up)");
@@ -596,6 +607,11 @@ static int rl_start(tern_run *run)
         if (run->eval.n && !(m->eval = tern_snapshot_take(run->policy.ops, run->policy.state, 0))) {
             tern_msg_free(m);
             return TERN_ENOMEM;
+        }
+        /* a warm-up-only run keeps what it learned */
+        if (run->set.steps == 0 && (rc = save_policy(run, -1, 0, &m->saved)) != TERN_OK) {
+            tern_msg_free(m);
+            return rc;
         }
         if (run->reference_is_copy) {
             /* the master keeps it beside the checkpoints, for a resume */
