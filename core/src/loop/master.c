@@ -1,5 +1,7 @@
-/* master.c: the master role and the run's set-up and end (see master.h). */
-#include "loop/master.h"
+/* master.c: the master role (see master.h): deals tasks to the explorer and
+ * the warm-up to the trainer, rewards rollouts into the buffer, writes a
+ * metrics line per step, evaluates, completes checkpoints, handles SIGINT. */
+#include "loop/master_state.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -24,7 +26,7 @@
 #include "tern/rng.h"
 #include "trace.h"
 
-static double now_s(void)
+double tern_master_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -45,18 +47,6 @@ static void on_sigint(int sig)
 }
 
 /* ---- the order tasks are visited in ------------------------------------------ */
-
-/* Position p of a stream is task perm_e[p mod n] of epoch e = p / n, where
- * perm_e is a seeded shuffle of epoch e (the identity without shuffle): the
- * task of any position follows from the seed alone, so a resumed run needs
- * only the position. */
-typedef struct dealer {
-    const char *stream;
-    uint32_t *perm;
-    size_t n;
-    int64_t epoch;
-    int shuffle;
-} dealer;
 
 static uint32_t deal(const tern_run *run, dealer *d, int64_t pos)
 {
@@ -87,249 +77,6 @@ static char *field_text(const tern_task *t, const char *key)
         return strdup(s);
     char *j = tern_task_json(t, key);
     return j ? j : strdup("");
-}
-
-/* ---- per-batch figures the master keeps until the step that trains it ------- */
-
-typedef struct batch_stats {
-    int have;
-    int64_t version;
-    double reward_sum, reward_sq, acc_sum, len_sum;
-    uint64_t n, by_length, failures, gen_tokens;
-    double gen_seconds, wait_seconds;
-    json_t *acc_right, *acc_total; /* per domain */
-    json_t *groups;                /* rollouts.jsonl lines (objects) */
-} batch_stats;
-
-typedef struct master {
-    tern_run *run;
-    dealer train_deal, sft_deal;
-    batch_stats *bs; /* [steps], by batch */
-    FILE *metrics, *rollouts;
-    double t_start, master_wait;
-    int64_t sft_pushed, batches_pushed;
-    int64_t steps_done, sft_done;
-    double accuracy_before, accuracy_after;
-    json_t *eval_before, *eval_after;
-    double reward_first, reward_last;
-    int have_reward_first;
-    double rollout_tokens, rollout_seconds, train_tokens, train_seconds;
-    uint64_t next_record_id;
-    char last_checkpoint[PATH_MAX + 64];
-    int finished, stopped;
-} master;
-
-/* ---- instances ------------------------------------------------------------- */
-
-static tern_instance *find_instance(tern_session *s, const char *label)
-{
-    for (size_t i = 0; i < s->n_inst; i++)
-        if (strcmp(s->inst[i].label, label) == 0)
-            return &s->inst[i];
-    return NULL;
-}
-
-/* Another instance of the model plugin from the config's model section. */
-static int make_model(tern_run *run, const tern_instance *model, const char *label,
-                      tern_model_handle *h)
-{
-    h->ops = model->entry->plugin->desc->ops;
-    h->ctx = tern_ctx_new(label, &run->session->config, model->group,
-                          model->entry->plugin->desc->settings, run->seed, run->session->metrics,
-                          run->session->trace);
-    if (!h->ctx)
-        return tern_errorf(TERN_ENOMEM, "out of memory");
-    tern_error_clear();
-    int rc = h->ops->create(h->ctx, &h->state);
-    if (rc != TERN_OK) {
-        const char *m = tern_error_message();
-        tern_ctx_free(h->ctx);
-        h->ctx = NULL;
-        h->ops = NULL;
-        return tern_errorf(rc, "%s: the model plugin failed to start a second instance: %s",
-                           label, *m ? m : "it gave no reason");
-    }
-    h->made = 1;
-    return TERN_OK;
-}
-
-static void drop_model(tern_model_handle *h)
-{
-    if (h->made && h->ops)
-        h->ops->destroy(h->state);
-    if (h->made)
-        tern_ctx_free(h->ctx);
-    memset(h, 0, sizeof *h);
-}
-
-static int setup_plugins(tern_run *run, tern_diag *d)
-{
-    tern_session *s = run->session;
-    tern_instance *model = find_instance(s, "model"), *ref = find_instance(s, "reference"),
-                  *buf = find_instance(s, "buffer"), *sync = find_instance(s, "sync");
-    const char *fix = " (etc/quickstart.cfg shows a complete run)";
-    if (!model || !model->created)
-        tern_diag_addf(d, "%s: a run needs a model section: model = { plugin = \"transformer\"; "
-                       "init = { preset = \"tiny\"; }; };%s", s->config.path, fix);
-    if (!buf || !buf->created)
-        tern_diag_addf(d, "%s: a run needs a buffer section: buffer = { plugin = \"fifo\"; };%s",
-                       s->config.path, fix);
-    if (!sync || !sync->created)
-        tern_diag_addf(d, "%s: a run needs a sync section: sync = { plugin = \"synchronous\"; "
-                       "};%s", s->config.path, fix);
-    if (d->n)
-        return TERN_ECONFIG;
-    run->policy = (tern_model_handle){.ops = model->entry->plugin->desc->ops,
-                                      .state = model->state};
-    run->buffer_ops = buf->entry->plugin->desc->ops;
-    run->buffer = buf->state;
-    run->sync_ops = sync->entry->plugin->desc->ops;
-    run->sync = sync->state;
-
-    const tern_model_ops *mo = run->policy.ops;
-    if (!TERN_HAS(mo, special_tokens) || !mo->special_tokens) {
-        tern_diag_addf(d, "model: plugin '%s' does not tell its end-of-sequence token (the "
-                       "special_tokens op of ABI 1.1), so a run cannot end responses: add the op "
-                       "and rebuild the plugin against the ABI 1.1 SDK (docs/plugins.md)",
-                       model->entry->name);
-        return TERN_ECONFIG;
-    }
-    run->special = (tern_special_tokens){.size = sizeof run->special, .bos = -1, .eos = -1,
-                                         .pad = -1};
-    tern_error_clear();
-    if (mo->special_tokens(run->policy.state, &run->special) != TERN_OK || run->special.eos < 0)
-        return tern_errorf(TERN_ERR, "model: plugin '%s' gives no end-of-sequence token: %s",
-                           model->entry->name, tern_error_message());
-
-    tern_sync_info info = {.size = sizeof info};
-    tern_error_clear();
-    if (run->sync_ops->describe(run->sync, &info) != TERN_OK)
-        return tern_errorf(TERN_ERR, "sync: describe failed: %s", tern_error_message());
-    char where[600];
-    if (info.explorers != 1)
-        tern_diag_addf(d, "%s: sync: %u explorers asked for; this tern runs one explorer "
-                       "thread (multi-explorer runs arrive with the sync plugins issue)",
-                       tern_config_where(&s->config, sync->group, where, sizeof where),
-                       info.explorers);
-    if (!info.transport || strcmp(info.transport, "memory") != 0)
-        tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not available in this tern: "
-                       "use method = \"memory\"",
-                       tern_config_where(&s->config, sync->group, where, sizeof where),
-                       info.transport ? info.transport : "(none)");
-
-    /* the reference: a frozen copy of the policy (same_as), its own plugin, or none */
-    int want_kl = run->set.loss.kl != TERN_KL_NONE;
-    if (ref && ref->created) {
-        run->reference = (tern_model_handle){.ops = ref->entry->plugin->desc->ops,
-                                             .state = ref->state};
-    } else if (ref && want_kl) {
-        run->reference_is_copy = 1;
-    } else if (!ref && run->set.loss.kl_coef > 0) {
-        config_setting_t *kl = tern_config_lookup(config_root_setting(&s->config.cfg),
-                                                  "algorithm.kl.coef");
-        tern_diag_addf(d, "%s: algorithm.kl.coef = %g needs a reference model: add reference "
-                       "= { same_as = \"model\"; }; (or set coef = 0)",
-                       tern_config_where(&s->config, kl, where, sizeof where),
-                       run->set.loss.kl_coef);
-    }
-    if (d->n)
-        return TERN_ECONFIG;
-    int rc = make_model(run, model, "explorer", &run->explorer);
-    if (rc == TERN_OK && run->eval.n)
-        rc = make_model(run, model, "evaluator", &run->evaluator);
-    if (rc == TERN_OK && run->reference_is_copy)
-        rc = make_model(run, model, "reference", &run->reference);
-    if (rc == TERN_OK)
-        rc = tern_rewards_route(run);
-    return rc;
-}
-
-/* ---- resume ---------------------------------------------------------------- */
-
-static int state_mismatch(json_t *st, const char *key, long long now, const char *setting,
-                          const char *ckpt)
-{
-    json_t *v = json_object_get(st, key);
-    if (!json_is_integer(v) || json_integer_value(v) == now)
-        return TERN_OK;
-    return tern_errorf(TERN_ECONFIG, "%s: the checkpoint was made with %s = %lld, the config "
-                       "now says %lld: resuming would skip or repeat tasks; resume with the "
-                       "original setting (-o %s=%lld) or start a new run",
-                       ckpt, setting, (long long)json_integer_value(v), now, setting,
-                       (long long)json_integer_value(v));
-}
-
-static int load_checkpoint(tern_run *run, master *ms, const char *ckpt)
-{
-    json_t *st = NULL;
-    int rc = tern_checkpoint_read_state(ckpt, &st);
-    if (rc != TERN_OK)
-        return rc;
-    if ((rc = state_mismatch(st, "seed", (long long)run->seed, "run.seed", ckpt)) ||
-        (rc = state_mismatch(st, "batch_tasks", run->set.batch_tasks, "explorer.batch_tasks",
-                             ckpt)) ||
-        (rc = state_mismatch(st, "group_size", run->set.group_size, "explorer.group_size",
-                             ckpt)) ||
-        (rc = state_mismatch(st, "sft_batch_tasks", run->set.sft_batch_tasks,
-                             "trainer.sft.batch_tasks", ckpt)) ||
-        (rc = state_mismatch(st, "train_tasks", (long long)run->train.n, "data.train (tasks)",
-                             ckpt)) ||
-        (rc = state_mismatch(st, "shuffle", run->set.shuffle, "data.shuffle", ckpt))) {
-        json_decref(st);
-        return rc;
-    }
-    tern_resume_point *r = &run->resume;
-    r->step = json_integer_value(json_object_get(st, "step"));
-    r->sft_step = json_integer_value(json_object_get(st, "sft_step"));
-    r->rl_started = json_is_true(json_object_get(st, "rl_started"));
-    if (r->rl_started && r->sft_step < run->set.sft_steps)
-        r->sft_step = run->set.sft_steps; /* the warm-up is over */
-    if (r->step > run->set.steps || (!r->rl_started && r->sft_step > run->set.sft_steps)) {
-        json_decref(st);
-        return tern_errorf(TERN_ECONFIG, "%s: the checkpoint is at step %lld (warm-up %lld) but "
-                           "the config runs %lld steps (warm-up %lld): raise trainer.steps to "
-                           "continue", ckpt, (long long)r->step, (long long)r->sft_step,
-                           (long long)run->set.steps, (long long)run->set.sft_steps);
-    }
-    json_t *ab = json_object_get(st, "accuracy_before_rl");
-    ms->accuracy_before = json_is_number(ab) ? json_number_value(ab) : -1;
-    ms->eval_before = json_incref(json_object_get(st, "eval_before_rl"));
-    r->wall_seconds = json_number_value(json_object_get(st, "wall_seconds"));
-    ms->rollout_tokens = json_number_value(json_object_get(st, "rollout_tokens"));
-    ms->rollout_seconds = json_number_value(json_object_get(st, "rollout_seconds"));
-    ms->train_tokens = json_number_value(json_object_get(st, "train_tokens"));
-    ms->train_seconds = json_number_value(json_object_get(st, "train_seconds"));
-    json_t *aa = json_object_get(st, "accuracy_after_rl");
-    ms->accuracy_after = json_is_number(aa) ? json_number_value(aa) : -1;
-    if (json_is_object(json_object_get(st, "eval_after_rl")))
-        ms->eval_after = json_incref(json_object_get(st, "eval_after_rl"));
-    ms->reward_last = json_number_value(json_object_get(st, "reward_last"));
-    json_t *rf = json_object_get(st, "reward_first");
-    if (json_is_number(rf)) {
-        ms->reward_first = json_number_value(rf);
-        ms->have_reward_first = 1;
-    }
-    json_decref(st);
-
-    char path[PATH_MAX + 160];
-    snprintf(path, sizeof path, "%s/policy", ckpt);
-    tern_error_clear();
-    rc = run->policy.ops->load(run->policy.state, path, 1);
-    if (rc != TERN_OK)
-        return tern_errorf(rc, "%s: cannot load the policy: %s", path, tern_error_message());
-    if (run->reference_is_copy && r->rl_started) {
-        snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
-        tern_error_clear();
-        rc = run->reference.ops->load(run->reference.state, path, 0);
-        if (rc != TERN_OK)
-            return tern_errorf(rc, "%s: cannot load the reference: %s", path,
-                               tern_error_message());
-    }
-    ms->steps_done = r->step;
-    ms->sft_done = r->sft_step;
-    tern_logf(TERN_LOG_INFO, "run", "resuming from %s: %lld RL steps and %lld warm-up steps done",
-              ckpt, (long long)r->step, (long long)r->sft_step);
-    return TERN_OK;
 }
 
 /* ---- jobs -------------------------------------------------------------------- */
@@ -401,7 +148,7 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e)
     tern_record_meta meta = {.size = sizeof meta, .id = ms->next_record_id++,
                              .version = e->version, .batch = e->batch};
     int rc;
-    double t0 = now_s();
+    double t0 = tern_master_now();
     for (;;) {
         tern_error_clear();
         rc = run->buffer_ops->put(run->buffer, buf, len, &meta, 200);
@@ -412,7 +159,7 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e)
             break;
         }
     }
-    ms->master_wait += now_s() - t0;
+    ms->master_wait += tern_master_now() - t0;
     free(buf);
     if (rc != TERN_OK && rc != TERN_ECLOSED) {
         const char *m = tern_error_message();
@@ -562,54 +309,6 @@ static int evaluate(tern_run *run, master *ms, tern_snapshot *w, json_t *line, i
     return TERN_OK;
 }
 
-static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_step, int64_t step,
-                          int rl_started)
-{
-    json_t *st = json_pack("{s:i,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:b,s:I}", "format", 1,
-                           "stage", rl_started ? "rl" : "sft", "step", (json_int_t)step,
-                           "sft_step", (json_int_t)sft_step, "rl_started", rl_started, "seed",
-                           (json_int_t)run->seed, "batch_tasks",
-                           (json_int_t)run->set.batch_tasks, "group_size",
-                           (json_int_t)run->set.group_size, "sft_batch_tasks",
-                           (json_int_t)run->set.sft_batch_tasks, "train_tasks",
-                           (json_int_t)run->train.n, "shuffle", run->set.shuffle,
-                           "data_position", (json_int_t)(step * run->set.batch_tasks));
-    if (!st)
-        return NULL;
-    json_object_set_new(st, "accuracy_before_rl",
-                        ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
-    json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
-    json_object_set_new(st, "wall_seconds",
-                        json_real(run->resume.wall_seconds + now_s() - ms->t_start));
-    json_object_set_new(st, "rollout_tokens", json_real(ms->rollout_tokens));
-    json_object_set_new(st, "rollout_seconds", json_real(ms->rollout_seconds));
-    json_object_set_new(st, "train_tokens", json_real(ms->train_tokens));
-    json_object_set_new(st, "train_seconds", json_real(ms->train_seconds));
-    if (ms->have_reward_first)
-        json_object_set_new(st, "reward_first", json_real(ms->reward_first));
-    if (step > 0)
-        json_object_set_new(st, "reward_last", json_real(ms->reward_last));
-    json_object_set_new(st, "accuracy_after_rl",
-                        ms->accuracy_after >= 0 ? json_real(ms->accuracy_after) : json_null());
-    json_object_set(st, "eval_after_rl", ms->eval_after ? ms->eval_after : json_null());
-    return st;
-}
-
-static int complete_checkpoint(tern_run *run, master *ms, const char *tmp, int64_t sft_step,
-                               int64_t step, int rl_started)
-{
-    json_t *st = state_json(run, ms, sft_step, step, rl_started);
-    if (!st)
-        return tern_errorf(TERN_ENOMEM, "out of memory");
-    uint64_t span = tern_trace_begin(run->session->trace, "checkpoint");
-    int rc = tern_checkpoint_complete(tmp, st, ms->last_checkpoint, sizeof ms->last_checkpoint);
-    tern_trace_end(run->session->trace, span, NULL);
-    json_decref(st);
-    if (rc == TERN_OK)
-        tern_logf(TERN_LOG_INFO, "run", "checkpoint %s", ms->last_checkpoint);
-    return rc;
-}
-
 static void format_eta(double s, char *buf, size_t n)
 {
     if (s < 0 || !isfinite(s))
@@ -702,11 +401,11 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     json_decref(b->acc_total);
     memset(b, 0, sizeof *b);
     if (rc == TERN_OK && m->saved)
-        rc = complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1);
+        rc = tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1);
     if (rc != TERN_OK)
         return rc;
 
-    double elapsed = now_s() - ms->t_start;
+    double elapsed = tern_master_now() - ms->t_start;
     int64_t this_part = m->step - run->resume.step;
     char eta[32], acc[48] = "";
     format_eta(elapsed / (double)this_part * (double)(run->set.steps - m->step), eta, sizeof eta);
@@ -743,7 +442,7 @@ static int on_rl_start(tern_run *run, master *ms, tern_step_msg *m)
     if (run->set.steps == 0) {
         ms->finished = 1; /* a warm-up-only run ends with its evaluation */
         if (m->saved)
-            rc = complete_checkpoint(run, ms, m->saved, ms->sft_done, 0, 1);
+            rc = tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, 0, 1);
     }
     if (!m->eval || rc != TERN_OK)
         return rc;
@@ -771,9 +470,9 @@ static int master_loop(tern_run *run, master *ms)
     if (run->resume.step >= run->set.steps && run->resume.rl_started)
         return TERN_OK; /* nothing left to do */
     for (;;) {
-        double t0 = now_s();
+        double t0 = tern_master_now();
         void *msg = tern_queue_pop(&run->inbox);
-        ms->master_wait += now_s() - t0;
+        ms->master_wait += tern_master_now() - t0;
         if (!msg)
             return tern_errorf(TERN_ERR, "the roles stopped without a word (a bug)");
         tern_msg_kind kind = *(tern_msg_kind *)msg;
@@ -797,8 +496,8 @@ static int master_loop(tern_run *run, master *ms)
             if (m->step > ms->steps_done && m->step > 0)
                 rc = on_step(run, ms, m); /* the step that finished before the stop */
             else if (m->saved)
-                rc = m->in_rl ? complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1)
-                              : complete_checkpoint(run, ms, m->saved, m->sft_step, 0, 0);
+                rc = m->in_rl ? tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1)
+                              : tern_run_complete_checkpoint(run, ms, m->saved, m->sft_step, 0, 0);
             ms->stopped = 1;
             break;
         }
@@ -820,125 +519,6 @@ static int master_loop(tern_run *run, master *ms)
     }
 }
 
-/* ---- summary ------------------------------------------------------------------ */
-
-static int write_summary(tern_run *run, master *ms, int interrupted)
-{
-    double wall = run->resume.wall_seconds + now_s() - ms->t_start;
-    json_t *o = json_object();
-    if (!o)
-        return tern_errorf(TERN_ENOMEM, "out of memory");
-    const char *name = "run";
-    config_lookup_string(&run->session->config.cfg, "run.name", &name);
-    json_object_set_new(o, "name", json_string(name));
-    json_object_set_new(o, "finished", json_boolean(!interrupted));
-    json_object_set_new(o, "steps", json_integer(ms->steps_done));
-    json_object_set_new(o, "steps_planned", json_integer(run->set.steps));
-    json_object_set_new(o, "sft_steps", json_integer(ms->sft_done));
-    json_object_set_new(o, "accuracy_before_rl",
-                        ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
-    json_object_set_new(o, "accuracy_after_rl",
-                        ms->accuracy_after >= 0 ? json_real(ms->accuracy_after) : json_null());
-    json_object_set_new(o, "accuracy_gain",
-                        ms->accuracy_before >= 0 && ms->accuracy_after >= 0
-                            ? json_real(ms->accuracy_after - ms->accuracy_before)
-                            : json_null());
-    json_object_set(o, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
-    json_object_set(o, "eval_after_rl", ms->eval_after ? ms->eval_after : json_null());
-    size_t ne = run->eval.n;
-    if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < ne)
-        ne = (size_t)run->set.eval_limit;
-    json_object_set_new(o, "eval_tasks", json_integer((json_int_t)ne));
-    json_object_set_new(o, "reward_first_step",
-                        ms->have_reward_first ? json_real(ms->reward_first) : json_null());
-    json_object_set_new(o, "reward_last_step",
-                        ms->steps_done > 0 ? json_real(ms->reward_last) : json_null());
-    json_object_set_new(o, "wall_seconds", json_real(wall));
-    json_object_set_new(o, "rollout_tokens", json_real(ms->rollout_tokens));
-    json_object_set_new(o, "rollout_tokens_per_s",
-                        json_real(ms->rollout_seconds > 0 ? ms->rollout_tokens / ms->rollout_seconds
-                                                          : 0));
-    json_object_set_new(o, "train_tokens", json_real(ms->train_tokens));
-    json_object_set_new(o, "train_tokens_per_s",
-                        json_real(ms->train_seconds > 0 ? ms->train_tokens / ms->train_seconds
-                                                        : 0));
-    json_object_set_new(o, "checkpoint",
-                        ms->last_checkpoint[0] ? json_string(ms->last_checkpoint) : json_null());
-    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
-    snprintf(path, sizeof path, "%s/summary.json", run->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int rc = TERN_OK;
-    if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
-        rename(tmp, path) != 0)
-        rc = tern_errorf(TERN_EIO, "%s: cannot write the summary", path);
-    json_decref(o);
-    if (rc == TERN_OK && ms->accuracy_before >= 0 && ms->accuracy_after >= 0)
-        tern_logf(TERN_LOG_INFO, "run", "greedy eval accuracy %.3f before RL, %.3f after (%+.1f "
-                  "points), %lld steps in %.0f s", ms->accuracy_before, ms->accuracy_after,
-                  100 * (ms->accuracy_after - ms->accuracy_before), (long long)ms->steps_done,
-                  wall);
-    return rc;
-}
-
-/* ---- set-up and tear-down ------------------------------------------------------ */
-
-static int open_run_dir(tern_run *run, master *ms, const tern_loop_options *o)
-{
-    tern_config *c = &run->session->config;
-    const char *name = "run", *out_dir = "runs";
-    config_lookup_string(&c->cfg, "run.name", &name);
-    config_lookup_string(&c->cfg, "run.out_dir", &out_dir);
-    int rc;
-    char ckpt[PATH_MAX + 64];
-    if (o->resume) {
-        snprintf(run->dir, sizeof run->dir, "%s/%s", out_dir, name);
-        struct stat st;
-        if (stat(run->dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            return tern_errorf(TERN_ECONFIG, "%s: no run directory to resume (run.out_dir = "
-                               "\"%s\", run.name = \"%s\"): start the run without --resume",
-                               run->dir, out_dir, name);
-        if ((rc = tern_checkpoint_newest(run->dir, ckpt, sizeof ckpt)) != TERN_OK)
-            return rc == TERN_ENOTFOUND ? TERN_ECONFIG : rc;
-    } else {
-        if ((rc = tern_rundir_create(out_dir, name, run->dir, sizeof run->dir)) != TERN_OK ||
-            (rc = tern_rundir_write_config(run->dir, c)) != TERN_OK)
-            return rc;
-    }
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/log.txt", run->dir);
-    if ((rc = tern_log_open_file(path)) != TERN_OK)
-        return rc;
-    if (o->resume) {
-        /* a damaged checkpoint is the user's to remove: the message says which */
-        if ((rc = load_checkpoint(run, ms, ckpt)) != TERN_OK)
-            return rc == TERN_EINVAL ? TERN_ECONFIG : rc;
-        int64_t sft = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
-        snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
-        if ((rc = tern_jsonl_truncate(path, sft, run->resume.step)) != TERN_OK)
-            return rc;
-        snprintf(path, sizeof path, "%s/rollouts.jsonl", run->dir);
-        if ((rc = tern_jsonl_truncate(path, sft, run->resume.step)) != TERN_OK)
-            return rc;
-    }
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
-    ms->metrics = fopen(path, "a");
-    snprintf(path, sizeof path, "%s/rollouts.jsonl", run->dir);
-    ms->rollouts = fopen(path, "a");
-    if (!ms->metrics || !ms->rollouts)
-        return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(errno));
-    return TERN_OK;
-}
-
-static int load_data(tern_run *run)
-{
-    int rc = tern_task_set_load(&run->train, run->set.train_path, run->set.skip_bad);
-    if (rc == TERN_OK && run->set.eval_path)
-        rc = tern_task_set_load(&run->eval, run->set.eval_path, run->set.skip_bad);
-    if (rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND)
-        return TERN_ECONFIG; /* bad input the user fixes: the message says where */
-    return rc;
-}
-
 int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
 {
     tern_run *run = calloc(1, sizeof *run);
@@ -953,7 +533,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     run->out = o->out;
     ms->run = run;
     ms->accuracy_before = ms->accuracy_after = -1;
-    ms->t_start = now_s();
+    ms->t_start = tern_master_now();
     tern_queue_init(&run->inbox);
     tern_queue_init(&run->explorer_jobs);
     tern_queue_init(&run->trainer_jobs);
@@ -964,9 +544,9 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
 
     int rc = tern_run_settings_read(&s->config, &run->set, d);
     if (rc == TERN_OK)
-        rc = load_data(run);
+        rc = tern_run_load_data(run);
     if (rc == TERN_OK)
-        rc = setup_plugins(run, d);
+        rc = tern_run_setup_plugins(run, d);
     if (rc == TERN_OK && (rc = tern_rewards_check_domains(run, &run->train)) == TERN_OK &&
         run->eval.n)
         rc = tern_rewards_check_domains(run, &run->eval);
@@ -986,7 +566,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
             rc = tern_errorf(TERN_ENOMEM, "out of memory");
     }
     if (rc == TERN_OK)
-        rc = open_run_dir(run, ms, o);
+        rc = tern_run_open_dir(run, ms, o);
     if (rc != TERN_OK)
         goto done;
     ms->sft_pushed = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
@@ -1038,7 +618,7 @@ done:
     /* the error text lives on this thread: keep it across the writes below */
     char *err = rc != TERN_OK && rc != TERN_EINTR ? strdup(tern_error_message()) : NULL;
     if (run->dir[0] && ms->metrics) {
-        int wrc = write_summary(run, ms, rc != TERN_OK);
+        int wrc = tern_run_write_summary(run, ms, rc != TERN_OK);
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/trace.json", run->dir);
         if (wrc == TERN_OK)
@@ -1074,10 +654,7 @@ done:
     free(ms->sft_deal.perm);
     json_decref(ms->eval_before);
     json_decref(ms->eval_after);
-    drop_model(&run->explorer);
-    drop_model(&run->evaluator);
-    if (run->reference_is_copy)
-        drop_model(&run->reference);
+    tern_run_drop_models(run);
     free(run->routes);
     tern_task_set_free(&run->train);
     tern_task_set_free(&run->eval);

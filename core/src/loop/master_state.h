@@ -1,0 +1,83 @@
+/* master_state.h: what the master role keeps while a run goes (private to
+ * the master's files: master.c runs the role, run_setup.c makes the run's
+ * instances and directory, run_figures.c writes checkpoints' state and the
+ * summary and reads them back on resume). */
+#ifndef TERN_LOOP_MASTER_STATE_H
+#define TERN_LOOP_MASTER_STATE_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "diag.h"
+#include "loop/master.h"
+#include "loop/run.h"
+
+/* Position p of a stream is task perm_e[p mod n] of epoch e = p / n, where
+ * perm_e is a seeded shuffle of epoch e (the identity without shuffle): the
+ * task of any position follows from the seed alone, so a resumed run needs
+ * only the position. */
+typedef struct dealer {
+    const char *stream;
+    uint32_t *perm;
+    size_t n;
+    int64_t epoch;
+    int shuffle;
+} dealer;
+
+/* Per-batch figures the master keeps until the step that trains the batch. */
+typedef struct batch_stats {
+    int have;
+    int64_t version;
+    double reward_sum, reward_sq, acc_sum, len_sum;
+    uint64_t n, by_length, failures, gen_tokens;
+    double gen_seconds, wait_seconds;
+    json_t *acc_right, *acc_total; /* per domain */
+    json_t *groups;                /* rollouts.jsonl lines (objects) */
+} batch_stats;
+
+typedef struct master {
+    tern_run *run;
+    dealer train_deal, sft_deal;
+    batch_stats *bs; /* [steps], by batch */
+    FILE *metrics, *rollouts;
+    double t_start, master_wait;
+    int64_t sft_pushed, batches_pushed;
+    int64_t steps_done, sft_done;
+    double accuracy_before, accuracy_after;
+    json_t *eval_before, *eval_after;
+    double reward_first, reward_last;
+    int have_reward_first;
+    double rollout_tokens, rollout_seconds, train_tokens, train_seconds;
+    uint64_t next_record_id;
+    char last_checkpoint[PATH_MAX + 64];
+    int finished, stopped;
+} master;
+
+
+/* Seconds on the monotonic clock. */
+double tern_master_now(void);
+
+/* run_setup.c */
+/* Find the run's plugins and make the model instances it needs beyond the
+ * session's (explorer, evaluator, a same_as reference). Config problems to d. */
+int tern_run_setup_plugins(tern_run *run, tern_diag *d);
+/* Destroy the instances tern_run_setup_plugins made. */
+void tern_run_drop_models(tern_run *run);
+/* Load the train and eval task files (bad input: TERN_ECONFIG, message set). */
+int tern_run_load_data(tern_run *run);
+/* Create the run directory (or, resuming, load its newest checkpoint) and
+ * open metrics.jsonl and rollouts.jsonl for appending. */
+int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o);
+
+/* run_figures.c */
+/* Write the master's figures as the temporary checkpoint's state.json and
+ * give it its final name. */
+int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int64_t sft_step,
+                                 int64_t step, int rl_started);
+/* Read a checkpoint back: its state into run->resume and *ms, its models
+ * into the policy (and a same_as reference). */
+int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt);
+/* summary.json */
+int tern_run_write_summary(tern_run *run, master *ms, int interrupted);
+
+#endif

@@ -1,0 +1,206 @@
+/* run_figures.c: the master's figures in each checkpoint's state.json and in
+ * summary.json, and reading a checkpoint back on resume (see
+ * master_state.h). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errmsg.h"
+#include "log.h"
+#include "loop/master_state.h"
+#include "loop/run_state.h"
+#include "trace.h"
+
+/* ---- resume ---------------------------------------------------------------- */
+
+static int state_mismatch(json_t *st, const char *key, long long now, const char *setting,
+                          const char *ckpt)
+{
+    json_t *v = json_object_get(st, key);
+    if (!json_is_integer(v) || json_integer_value(v) == now)
+        return TERN_OK;
+    return tern_errorf(TERN_ECONFIG, "%s: the checkpoint was made with %s = %lld, the config "
+                       "now says %lld: resuming would skip or repeat tasks; resume with the "
+                       "original setting (-o %s=%lld) or start a new run",
+                       ckpt, setting, (long long)json_integer_value(v), now, setting,
+                       (long long)json_integer_value(v));
+}
+
+int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
+{
+    json_t *st = NULL;
+    int rc = tern_checkpoint_read_state(ckpt, &st);
+    if (rc != TERN_OK)
+        return rc;
+    if ((rc = state_mismatch(st, "seed", (long long)run->seed, "run.seed", ckpt)) ||
+        (rc = state_mismatch(st, "batch_tasks", run->set.batch_tasks, "explorer.batch_tasks",
+                             ckpt)) ||
+        (rc = state_mismatch(st, "group_size", run->set.group_size, "explorer.group_size",
+                             ckpt)) ||
+        (rc = state_mismatch(st, "sft_batch_tasks", run->set.sft_batch_tasks,
+                             "trainer.sft.batch_tasks", ckpt)) ||
+        (rc = state_mismatch(st, "train_tasks", (long long)run->train.n, "data.train (tasks)",
+                             ckpt)) ||
+        (rc = state_mismatch(st, "shuffle", run->set.shuffle, "data.shuffle", ckpt))) {
+        json_decref(st);
+        return rc;
+    }
+    tern_resume_point *r = &run->resume;
+    r->step = json_integer_value(json_object_get(st, "step"));
+    r->sft_step = json_integer_value(json_object_get(st, "sft_step"));
+    r->rl_started = json_is_true(json_object_get(st, "rl_started"));
+    if (r->rl_started && r->sft_step < run->set.sft_steps)
+        r->sft_step = run->set.sft_steps; /* the warm-up is over */
+    if (r->step > run->set.steps || (!r->rl_started && r->sft_step > run->set.sft_steps)) {
+        json_decref(st);
+        return tern_errorf(TERN_ECONFIG, "%s: the checkpoint is at step %lld (warm-up %lld) but "
+                           "the config runs %lld steps (warm-up %lld): raise trainer.steps to "
+                           "continue", ckpt, (long long)r->step, (long long)r->sft_step,
+                           (long long)run->set.steps, (long long)run->set.sft_steps);
+    }
+    json_t *ab = json_object_get(st, "accuracy_before_rl");
+    ms->accuracy_before = json_is_number(ab) ? json_number_value(ab) : -1;
+    ms->eval_before = json_incref(json_object_get(st, "eval_before_rl"));
+    r->wall_seconds = json_number_value(json_object_get(st, "wall_seconds"));
+    ms->rollout_tokens = json_number_value(json_object_get(st, "rollout_tokens"));
+    ms->rollout_seconds = json_number_value(json_object_get(st, "rollout_seconds"));
+    ms->train_tokens = json_number_value(json_object_get(st, "train_tokens"));
+    ms->train_seconds = json_number_value(json_object_get(st, "train_seconds"));
+    json_t *aa = json_object_get(st, "accuracy_after_rl");
+    ms->accuracy_after = json_is_number(aa) ? json_number_value(aa) : -1;
+    if (json_is_object(json_object_get(st, "eval_after_rl")))
+        ms->eval_after = json_incref(json_object_get(st, "eval_after_rl"));
+    ms->reward_last = json_number_value(json_object_get(st, "reward_last"));
+    json_t *rf = json_object_get(st, "reward_first");
+    if (json_is_number(rf)) {
+        ms->reward_first = json_number_value(rf);
+        ms->have_reward_first = 1;
+    }
+    json_decref(st);
+
+    char path[PATH_MAX + 160];
+    snprintf(path, sizeof path, "%s/policy", ckpt);
+    tern_error_clear();
+    rc = run->policy.ops->load(run->policy.state, path, 1);
+    if (rc != TERN_OK)
+        return tern_errorf(rc, "%s: cannot load the policy: %s", path, tern_error_message());
+    if (run->reference_is_copy && r->rl_started) {
+        snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
+        tern_error_clear();
+        rc = run->reference.ops->load(run->reference.state, path, 0);
+        if (rc != TERN_OK)
+            return tern_errorf(rc, "%s: cannot load the reference: %s", path,
+                               tern_error_message());
+    }
+    ms->steps_done = r->step;
+    ms->sft_done = r->sft_step;
+    tern_logf(TERN_LOG_INFO, "run", "resuming from %s: %lld RL steps and %lld warm-up steps done",
+              ckpt, (long long)r->step, (long long)r->sft_step);
+    return TERN_OK;
+}
+
+static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_step, int64_t step,
+                          int rl_started)
+{
+    json_t *st = json_pack("{s:i,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:b,s:I}", "format", 1,
+                           "stage", rl_started ? "rl" : "sft", "step", (json_int_t)step,
+                           "sft_step", (json_int_t)sft_step, "rl_started", rl_started, "seed",
+                           (json_int_t)run->seed, "batch_tasks",
+                           (json_int_t)run->set.batch_tasks, "group_size",
+                           (json_int_t)run->set.group_size, "sft_batch_tasks",
+                           (json_int_t)run->set.sft_batch_tasks, "train_tasks",
+                           (json_int_t)run->train.n, "shuffle", run->set.shuffle,
+                           "data_position", (json_int_t)(step * run->set.batch_tasks));
+    if (!st)
+        return NULL;
+    json_object_set_new(st, "accuracy_before_rl",
+                        ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
+    json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
+    json_object_set_new(st, "wall_seconds",
+                        json_real(run->resume.wall_seconds + tern_master_now() - ms->t_start));
+    json_object_set_new(st, "rollout_tokens", json_real(ms->rollout_tokens));
+    json_object_set_new(st, "rollout_seconds", json_real(ms->rollout_seconds));
+    json_object_set_new(st, "train_tokens", json_real(ms->train_tokens));
+    json_object_set_new(st, "train_seconds", json_real(ms->train_seconds));
+    if (ms->have_reward_first)
+        json_object_set_new(st, "reward_first", json_real(ms->reward_first));
+    if (step > 0)
+        json_object_set_new(st, "reward_last", json_real(ms->reward_last));
+    json_object_set_new(st, "accuracy_after_rl",
+                        ms->accuracy_after >= 0 ? json_real(ms->accuracy_after) : json_null());
+    json_object_set(st, "eval_after_rl", ms->eval_after ? ms->eval_after : json_null());
+    return st;
+}
+
+int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int64_t sft_step,
+                               int64_t step, int rl_started)
+{
+    json_t *st = state_json(run, ms, sft_step, step, rl_started);
+    if (!st)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    uint64_t span = tern_trace_begin(run->session->trace, "checkpoint");
+    int rc = tern_checkpoint_complete(tmp, st, ms->last_checkpoint, sizeof ms->last_checkpoint);
+    tern_trace_end(run->session->trace, span, NULL);
+    json_decref(st);
+    if (rc == TERN_OK)
+        tern_logf(TERN_LOG_INFO, "run", "checkpoint %s", ms->last_checkpoint);
+    return rc;
+}
+
+int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
+{
+    double wall = run->resume.wall_seconds + tern_master_now() - ms->t_start;
+    json_t *o = json_object();
+    if (!o)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    const char *name = "run";
+    config_lookup_string(&run->session->config.cfg, "run.name", &name);
+    json_object_set_new(o, "name", json_string(name));
+    json_object_set_new(o, "finished", json_boolean(!interrupted));
+    json_object_set_new(o, "steps", json_integer(ms->steps_done));
+    json_object_set_new(o, "steps_planned", json_integer(run->set.steps));
+    json_object_set_new(o, "sft_steps", json_integer(ms->sft_done));
+    json_object_set_new(o, "accuracy_before_rl",
+                        ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
+    json_object_set_new(o, "accuracy_after_rl",
+                        ms->accuracy_after >= 0 ? json_real(ms->accuracy_after) : json_null());
+    json_object_set_new(o, "accuracy_gain",
+                        ms->accuracy_before >= 0 && ms->accuracy_after >= 0
+                            ? json_real(ms->accuracy_after - ms->accuracy_before)
+                            : json_null());
+    json_object_set(o, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
+    json_object_set(o, "eval_after_rl", ms->eval_after ? ms->eval_after : json_null());
+    size_t ne = run->eval.n;
+    if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < ne)
+        ne = (size_t)run->set.eval_limit;
+    json_object_set_new(o, "eval_tasks", json_integer((json_int_t)ne));
+    json_object_set_new(o, "reward_first_step",
+                        ms->have_reward_first ? json_real(ms->reward_first) : json_null());
+    json_object_set_new(o, "reward_last_step",
+                        ms->steps_done > 0 ? json_real(ms->reward_last) : json_null());
+    json_object_set_new(o, "wall_seconds", json_real(wall));
+    json_object_set_new(o, "rollout_tokens", json_real(ms->rollout_tokens));
+    json_object_set_new(o, "rollout_tokens_per_s",
+                        json_real(ms->rollout_seconds > 0 ? ms->rollout_tokens / ms->rollout_seconds
+                                                          : 0));
+    json_object_set_new(o, "train_tokens", json_real(ms->train_tokens));
+    json_object_set_new(o, "train_tokens_per_s",
+                        json_real(ms->train_seconds > 0 ? ms->train_tokens / ms->train_seconds
+                                                        : 0));
+    json_object_set_new(o, "checkpoint",
+                        ms->last_checkpoint[0] ? json_string(ms->last_checkpoint) : json_null());
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    snprintf(path, sizeof path, "%s/summary.json", run->dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = TERN_OK;
+    if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
+        rename(tmp, path) != 0)
+        rc = tern_errorf(TERN_EIO, "%s: cannot write the summary", path);
+    json_decref(o);
+    if (rc == TERN_OK && ms->accuracy_before >= 0 && ms->accuracy_after >= 0)
+        tern_logf(TERN_LOG_INFO, "run", "greedy eval accuracy %.3f before RL, %.3f after (%+.1f "
+                  "points), %lld steps in %.0f s", ms->accuracy_before, ms->accuracy_after,
+                  100 * (ms->accuracy_after - ms->accuracy_before), (long long)ms->steps_done,
+                  wall);
+    return rc;
+}

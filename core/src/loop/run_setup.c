@@ -1,0 +1,205 @@
+/* run_setup.c: the run's plugins, extra model instances, task files and run
+ * directory (see master_state.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "errmsg.h"
+#include "host_table.h"
+#include "log.h"
+#include "loop/master_state.h"
+#include "loop/rewarder.h"
+#include "loop/run_state.h"
+#include "rundir.h"
+
+/* ---- instances ------------------------------------------------------------- */
+
+static tern_instance *find_instance(tern_session *s, const char *label)
+{
+    for (size_t i = 0; i < s->n_inst; i++)
+        if (strcmp(s->inst[i].label, label) == 0)
+            return &s->inst[i];
+    return NULL;
+}
+
+/* Another instance of the model plugin from the config's model section. */
+static int make_model(tern_run *run, const tern_instance *model, const char *label,
+                      tern_model_handle *h)
+{
+    h->ops = model->entry->plugin->desc->ops;
+    h->ctx = tern_ctx_new(label, &run->session->config, model->group,
+                          model->entry->plugin->desc->settings, run->seed, run->session->metrics,
+                          run->session->trace);
+    if (!h->ctx)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    tern_error_clear();
+    int rc = h->ops->create(h->ctx, &h->state);
+    if (rc != TERN_OK) {
+        const char *m = tern_error_message();
+        tern_ctx_free(h->ctx);
+        h->ctx = NULL;
+        h->ops = NULL;
+        return tern_errorf(rc, "%s: the model plugin failed to start a second instance: %s",
+                           label, *m ? m : "it gave no reason");
+    }
+    h->made = 1;
+    return TERN_OK;
+}
+
+static void drop_model(tern_model_handle *h)
+{
+    if (h->made && h->ops)
+        h->ops->destroy(h->state);
+    if (h->made)
+        tern_ctx_free(h->ctx);
+    memset(h, 0, sizeof *h);
+}
+
+int tern_run_setup_plugins(tern_run *run, tern_diag *d)
+{
+    tern_session *s = run->session;
+    tern_instance *model = find_instance(s, "model"), *ref = find_instance(s, "reference"),
+                  *buf = find_instance(s, "buffer"), *sync = find_instance(s, "sync");
+    const char *fix = " (etc/quickstart.cfg shows a complete run)";
+    if (!model || !model->created)
+        tern_diag_addf(d, "%s: a run needs a model section: model = { plugin = \"transformer\"; "
+                       "init = { preset = \"tiny\"; }; };%s", s->config.path, fix);
+    if (!buf || !buf->created)
+        tern_diag_addf(d, "%s: a run needs a buffer section: buffer = { plugin = \"fifo\"; };%s",
+                       s->config.path, fix);
+    if (!sync || !sync->created)
+        tern_diag_addf(d, "%s: a run needs a sync section: sync = { plugin = \"synchronous\"; "
+                       "};%s", s->config.path, fix);
+    if (d->n)
+        return TERN_ECONFIG;
+    run->policy = (tern_model_handle){.ops = model->entry->plugin->desc->ops,
+                                      .state = model->state};
+    run->buffer_ops = buf->entry->plugin->desc->ops;
+    run->buffer = buf->state;
+    run->sync_ops = sync->entry->plugin->desc->ops;
+    run->sync = sync->state;
+
+    const tern_model_ops *mo = run->policy.ops;
+    if (!TERN_HAS(mo, special_tokens) || !mo->special_tokens) {
+        tern_diag_addf(d, "model: plugin '%s' does not tell its end-of-sequence token (the "
+                       "special_tokens op of ABI 1.1), so a run cannot end responses: add the op "
+                       "and rebuild the plugin against the ABI 1.1 SDK (docs/plugins.md)",
+                       model->entry->name);
+        return TERN_ECONFIG;
+    }
+    run->special = (tern_special_tokens){.size = sizeof run->special, .bos = -1, .eos = -1,
+                                         .pad = -1};
+    tern_error_clear();
+    if (mo->special_tokens(run->policy.state, &run->special) != TERN_OK || run->special.eos < 0)
+        return tern_errorf(TERN_ERR, "model: plugin '%s' gives no end-of-sequence token: %s",
+                           model->entry->name, tern_error_message());
+
+    tern_sync_info info = {.size = sizeof info};
+    tern_error_clear();
+    if (run->sync_ops->describe(run->sync, &info) != TERN_OK)
+        return tern_errorf(TERN_ERR, "sync: describe failed: %s", tern_error_message());
+    char where[600];
+    if (info.explorers != 1)
+        tern_diag_addf(d, "%s: sync: %u explorers asked for; this tern runs one explorer "
+                       "thread (multi-explorer runs arrive with the sync plugins issue)",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.explorers);
+    if (!info.transport || strcmp(info.transport, "memory") != 0)
+        tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not available in this tern: "
+                       "use method = \"memory\"",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.transport ? info.transport : "(none)");
+
+    /* the reference: a frozen copy of the policy (same_as), its own plugin, or none */
+    int want_kl = run->set.loss.kl != TERN_KL_NONE;
+    if (ref && ref->created) {
+        run->reference = (tern_model_handle){.ops = ref->entry->plugin->desc->ops,
+                                             .state = ref->state};
+    } else if (ref && want_kl) {
+        run->reference_is_copy = 1;
+    } else if (!ref && run->set.loss.kl_coef > 0) {
+        config_setting_t *kl = tern_config_lookup(config_root_setting(&s->config.cfg),
+                                                  "algorithm.kl.coef");
+        tern_diag_addf(d, "%s: algorithm.kl.coef = %g needs a reference model: add reference "
+                       "= { same_as = \"model\"; }; (or set coef = 0)",
+                       tern_config_where(&s->config, kl, where, sizeof where),
+                       run->set.loss.kl_coef);
+    }
+    if (d->n)
+        return TERN_ECONFIG;
+    int rc = make_model(run, model, "explorer", &run->explorer);
+    if (rc == TERN_OK && run->eval.n)
+        rc = make_model(run, model, "evaluator", &run->evaluator);
+    if (rc == TERN_OK && run->reference_is_copy)
+        rc = make_model(run, model, "reference", &run->reference);
+    if (rc == TERN_OK)
+        rc = tern_rewards_route(run);
+    return rc;
+}
+
+int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
+{
+    tern_config *c = &run->session->config;
+    const char *name = "run", *out_dir = "runs";
+    config_lookup_string(&c->cfg, "run.name", &name);
+    config_lookup_string(&c->cfg, "run.out_dir", &out_dir);
+    int rc;
+    char ckpt[PATH_MAX + 64];
+    if (o->resume) {
+        snprintf(run->dir, sizeof run->dir, "%s/%s", out_dir, name);
+        struct stat st;
+        if (stat(run->dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            return tern_errorf(TERN_ECONFIG, "%s: no run directory to resume (run.out_dir = "
+                               "\"%s\", run.name = \"%s\"): start the run without --resume",
+                               run->dir, out_dir, name);
+        if ((rc = tern_checkpoint_newest(run->dir, ckpt, sizeof ckpt)) != TERN_OK)
+            return rc == TERN_ENOTFOUND ? TERN_ECONFIG : rc;
+    } else {
+        if ((rc = tern_rundir_create(out_dir, name, run->dir, sizeof run->dir)) != TERN_OK ||
+            (rc = tern_rundir_write_config(run->dir, c)) != TERN_OK)
+            return rc;
+    }
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/log.txt", run->dir);
+    if ((rc = tern_log_open_file(path)) != TERN_OK)
+        return rc;
+    if (o->resume) {
+        /* a damaged checkpoint is the user's to remove: the message says which */
+        if ((rc = tern_run_load_checkpoint(run, ms, ckpt)) != TERN_OK)
+            return rc == TERN_EINVAL ? TERN_ECONFIG : rc;
+        int64_t sft = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
+        snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
+        if ((rc = tern_jsonl_truncate(path, sft, run->resume.step)) != TERN_OK)
+            return rc;
+        snprintf(path, sizeof path, "%s/rollouts.jsonl", run->dir);
+        if ((rc = tern_jsonl_truncate(path, sft, run->resume.step)) != TERN_OK)
+            return rc;
+    }
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
+    ms->metrics = fopen(path, "a");
+    snprintf(path, sizeof path, "%s/rollouts.jsonl", run->dir);
+    ms->rollouts = fopen(path, "a");
+    if (!ms->metrics || !ms->rollouts)
+        return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return TERN_OK;
+}
+
+int tern_run_load_data(tern_run *run)
+{
+    int rc = tern_task_set_load(&run->train, run->set.train_path, run->set.skip_bad);
+    if (rc == TERN_OK && run->set.eval_path)
+        rc = tern_task_set_load(&run->eval, run->set.eval_path, run->set.skip_bad);
+    if (rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND)
+        return TERN_ECONFIG; /* bad input the user fixes: the message says where */
+    return rc;
+}
+
+void tern_run_drop_models(tern_run *run)
+{
+    drop_model(&run->explorer);
+    drop_model(&run->evaluator);
+    if (run->reference_is_copy)
+        drop_model(&run->reference);
+}
