@@ -20,6 +20,7 @@
 
 #include "errmsg.h"
 #include "log.h"
+#include "made_dirs.h"
 #include "session.h"
 #include "tern/libtern.h"
 #include "tern/model.h"
@@ -292,52 +293,6 @@ static int tokenize(const tern_invocation *inv, const char *label, model *m, con
 
 /* ---- tern model init ------------------------------------------------------- */
 
-/* Directories this call created (for undo), outermost first. */
-typedef struct made_dirs {
-    char *paths[64];
-    size_t n;
-} made_dirs;
-
-/* mkdir -p `dir`, remembering what it created. 0, or -1 with errno set. */
-static int make_dirs(const char *dir, made_dirs *made)
-{
-    char *buf = strdup(dir);
-    if (!buf)
-        return -1;
-    size_t len = strlen(buf);
-    while (len > 1 && buf[len - 1] == '/')
-        buf[--len] = '\0';
-    int rc = 0;
-    for (char *p = buf + 1;; p++) {
-        int last = *p == '\0';
-        if (*p != '/' && !last)
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) == 0) {
-            char *copy = made->n < sizeof made->paths / sizeof made->paths[0] ? strdup(buf)
-                                                                               : NULL;
-            if (!copy) {
-                rmdir(buf);
-                errno = ENOMEM;
-                rc = -1;
-                break;
-            }
-            made->paths[made->n++] = copy;
-        } else if (errno != EEXIST) { /* an existing OUT_DIR was checked to be empty */
-            rc = -1;
-            break;
-        }
-        *p = saved;
-        if (last)
-            break;
-    }
-    int e = errno;
-    free(buf);
-    errno = e;
-    return rc;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
@@ -350,18 +305,10 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* Undo a failed init: OUT_DIR was absent or empty, so whatever is in it now
  * the plugin wrote; then the directories this call created, innermost first. */
-static void undo_init(const char *out_dir, made_dirs *made)
+static void undo_init(const char *out_dir, const tern_made_dirs *made)
 {
     nftw(out_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    for (size_t i = made->n; i-- > 0;)
-        rmdir(made->paths[i]);
-}
-
-static void free_made(made_dirs *made)
-{
-    for (size_t i = 0; i < made->n; i++)
-        free(made->paths[i]);
-    made->n = 0;
+    tern_made_dirs_remove(made);
 }
 
 /* 1 if `dir` holds no entry but . and .., 0 if it holds some, -1 on error. */
@@ -448,12 +395,12 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
     model m;
     code = model_open(inv, label, text, &m);
     free(text);
-    made_dirs made = {.n = 0};
+    tern_made_dirs made = {.n = 0};
     if (code == TERN_EXIT_OK) {
         /* Checked again: the plugin may take a while to start. */
         code = check_out_dir(inv, label, out_dir);
     }
-    if (code == TERN_EXIT_OK && make_dirs(out_dir, &made) != 0) {
+    if (code == TERN_EXIT_OK && tern_make_dirs(out_dir, &made) != 0) {
         report(inv, label, "%s: cannot create directory: %s", out_dir, strerror(errno));
         undo_init(out_dir, &made);
         code = TERN_EXIT_FAILURE;
@@ -478,7 +425,7 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
             fprintf(out, "%s: new model, preset %s, plugin %s\n", out_dir, preset, plugin);
         list_dir(out, out_dir);
     }
-    free_made(&made);
+    tern_made_dirs_free(&made);
     model_close(&m);
     return code;
 }

@@ -11,6 +11,7 @@
 
 #include "data/arith.h"
 #include "errmsg.h"
+#include "made_dirs.h"
 #include "tern/libtern.h"
 
 #define LABEL "tern data arith"
@@ -42,63 +43,6 @@ static char *join(const char *dir, const char *name)
     if (p)
         snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", name);
     return p;
-}
-
-/* Directories this call created, for undo; outermost first. */
-typedef struct made_dirs {
-    char *paths[64];
-    size_t n;
-} made_dirs;
-
-/* mkdir -p `dir`, remembering what it created. 0, or -1 with errno set. */
-static int make_dirs(const char *dir, made_dirs *made)
-{
-    char *buf = strdup(dir);
-    if (!buf)
-        return -1;
-    size_t len = strlen(buf);
-    while (len > 1 && buf[len - 1] == '/')
-        buf[--len] = '\0';
-    int rc = 0;
-    for (char *p = buf + 1;; p++) {
-        int last = *p == '\0';
-        if (*p != '/' && !last)
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) == 0) {
-            char *copy = made->n < sizeof made->paths / sizeof made->paths[0] ? strdup(buf)
-                                                                               : NULL;
-            if (!copy) {
-                rmdir(buf);
-                errno = ENOMEM;
-                rc = -1;
-                break;
-            }
-            made->paths[made->n++] = copy;
-        } else if (errno != EEXIST) {
-            rc = -1;
-            break;
-        }
-        *p = saved;
-        if (last)
-            break;
-    }
-    int e = errno;
-    free(buf);
-    errno = e;
-    return rc;
-}
-
-/* Remove the directories this call made (innermost first), and forget them. */
-static void undo_dirs(made_dirs *made, int remove)
-{
-    for (size_t i = made->n; i-- > 0;) {
-        if (remove)
-            rmdir(made->paths[i]);
-        free(made->paths[i]);
-    }
-    made->n = 0;
 }
 
 /* The exit code of a failing status (tern/libtern.h). */
@@ -174,8 +118,8 @@ int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a)
         return TERN_EXIT_FAILURE;
     }
     int code = check_targets(inv, a->out_dir, train, eval);
-    made_dirs made = {0};
-    if (code == TERN_EXIT_OK && make_dirs(a->out_dir, &made) != 0) {
+    tern_made_dirs made = {0};
+    if (code == TERN_EXIT_OK && tern_make_dirs(a->out_dir, &made) != 0) {
         int e = errno;
         report(inv, "%s: cannot create the directory: %s", a->out_dir, strerror(e));
         code = e == ENOTDIR || e == EEXIST ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
@@ -187,7 +131,9 @@ int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a)
             code = exit_code(rc);
         }
     }
-    undo_dirs(&made, code != TERN_EXIT_OK);
+    if (code != TERN_EXIT_OK)
+        tern_made_dirs_remove(&made);
+    tern_made_dirs_free(&made);
     if (code == TERN_EXIT_OK) {
         FILE *out = out_of(inv);
         fprintf(out, "%s: %zu tasks\n", train, spec.n_train);

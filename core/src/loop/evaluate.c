@@ -3,7 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "errmsg.h"
 #include "loop/rewarder.h"
@@ -11,20 +10,6 @@
 #include "trace.h"
 
 #define CHUNK 64 /* tasks per generate() call: bounds the KV cache */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int op_failed(int rc, const char *what)
-{
-    const char *m = tern_error_message();
-    return tern_errorf(rc < 0 ? rc : TERN_ERR, "evaluation: %s: %s", what,
-                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
-}
 
 /* Evaluate tasks [from, to) into the per-domain counts. */
 static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json_t *total,
@@ -47,13 +32,8 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
         tasks[i] = run->eval.tasks[from + i];
         const char *p = tern_task_string(tasks[i], "prompt");
         size_t np = 0;
-        tern_error_clear();
-        rc = ops->tokenize(m, p, strlen(p), 1, &prompts[i], &np);
-        if (rc != TERN_OK) {
-            prompts[i] = NULL;
-            rc = op_failed(rc, "tokenize");
+        if ((rc = tern_model_tokenize(&run->evaluator, "evaluation", p, 1, &prompts[i], &np)))
             break;
-        }
         req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
                                     .prompt_len = np, .n_samples = 1,
                                     .max_new_tokens = run->set.eval_max_tokens,
@@ -64,27 +44,14 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
     if (rc == TERN_OK) {
         tern_error_clear();
         if ((rc = ops->generate(m, req, n, outs)) != TERN_OK)
-            rc = op_failed(rc, "generate");
+            rc = tern_role_failed(rc, "evaluation", "generate");
     }
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
         size_t len = outs[i].len;
         if (len && outs[i].finish == 1 && outs[i].tokens[len - 1] == stop)
             len--;
-        size_t tl = 0;
-        char *t = NULL;
-        tern_error_clear();
-        if ((rc = ops->detokenize(m, outs[i].tokens, len, &t, &tl)) != TERN_OK) {
-            rc = op_failed(rc, "detokenize");
+        if ((rc = tern_model_text(&run->evaluator, "evaluation", outs[i].tokens, len, &texts[i])))
             break;
-        }
-        /* our own NUL-terminated copy: the ABI does not promise the NUL */
-        if ((texts[i] = malloc(tl + 1))) {
-            memcpy(texts[i], t, tl);
-            texts[i][tl] = '\0';
-        }
-        ops->free_buffer(m, t);
-        if (!texts[i])
-            rc = tern_errorf(TERN_ENOMEM, "out of memory");
         ntok[i] = (uint32_t)outs[i].len;
         *len_sum += (double)outs[i].len;
     }
@@ -99,7 +66,7 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
         json_object_set_new(total, dom, json_integer(json_integer_value(t) + 1));
     }
     for (size_t i = 0; i < n; i++) {
-        ops->free_buffer(m, prompts[i]);
+        free(prompts[i]);
         ops->free_buffer(m, outs[i].tokens);
         ops->free_buffer(m, outs[i].logprobs);
         free(texts[i]);
@@ -110,7 +77,7 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
 int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
 {
     memset(out, 0, sizeof *out);
-    double t0 = now_s();
+    double t0 = tern_run_now();
     uint64_t span = tern_trace_begin(run->session->trace, "evaluate");
     int rc = tern_snapshot_apply(w, run->evaluator.ops, run->evaluator.state);
     size_t n = run->eval.n;
@@ -139,7 +106,7 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     }
     json_decref(right);
     json_decref(total);
-    out->seconds = now_s() - t0;
+    out->seconds = tern_run_now() - t0;
     char args[96];
     snprintf(args, sizeof args, "{\"version\":%lld,\"tasks\":%zu}",
              (long long)tern_snapshot_version(w), n);

@@ -4,26 +4,10 @@
  * behaviour log-probs and the weight version, back to the master. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "errmsg.h"
 #include "loop/run.h"
 #include "trace.h"
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
-}
-
-/* The message a plugin op left, prefixed with what the explorer was doing. */
-static int op_failed(int rc, const char *what)
-{
-    const char *m = tern_error_message();
-    return tern_errorf(rc < 0 ? rc : TERN_ERR, "explorer: %s: %s", what,
-                       *m ? m : "the model plugin gave no reason (a bug in the plugin)");
-}
 
 /* Which weights batch `batch` uses, loaded into the explorer's model. */
 static int load_weights(tern_run *run, int64_t batch, int64_t *version, double *waited)
@@ -32,7 +16,7 @@ static int load_weights(tern_run *run, int64_t batch, int64_t *version, double *
     tern_error_clear();
     int rc = run->sync_ops->explorer_plan(run->sync, 0, batch, &plan);
     if (rc != TERN_OK)
-        return op_failed(rc, "the sync plugin's explorer_plan failed");
+        return tern_role_failed(rc, "explorer", "the sync plugin's explorer_plan failed");
     int64_t want = -1;
     if (plan.mode == TERN_SYNC_WAIT_FOR_VERSION) {
         want = plan.version;
@@ -78,23 +62,11 @@ static int generate(tern_run *run, const tern_explore_job *job, tern_rollout_msg
     int32_t stop = run->special.eos;
     for (uint32_t i = 0; i < job->n; i++) {
         out->task_index[i] = job->task_index[i];
-        int32_t *ids = NULL;
         size_t n = 0;
-        tern_error_clear();
-        rc = ops->tokenize(m, job->prompt[i], strlen(job->prompt[i]), 1, &ids, &n);
-        if (rc != TERN_OK) {
-            rc = op_failed(rc, "tokenize a prompt");
+        rc = tern_model_tokenize(&run->explorer, "explorer", job->prompt[i], 1,
+                                 &out->prompt_tokens[i], &n);
+        if (rc != TERN_OK)
             goto done;
-        }
-        /* keep a copy of our own: the model's buffer goes back to the model */
-        out->prompt_tokens[i] = malloc((n ? n : 1) * sizeof *ids);
-        if (out->prompt_tokens[i])
-            memcpy(out->prompt_tokens[i], ids, n * sizeof *ids);
-        ops->free_buffer(m, ids);
-        if (!out->prompt_tokens[i]) {
-            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-            goto done;
-        }
         out->prompt_len[i] = (uint32_t)n;
         req[i] = (tern_gen_request){.size = sizeof req[i],
                                     .prompt = out->prompt_tokens[i],
@@ -110,15 +82,14 @@ static int generate(tern_run *run, const tern_explore_job *job, tern_rollout_msg
     }
     for (size_t i = 0; i < total; i++)
         outs[i].size = sizeof outs[i];
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = tern_run_now();
     tern_error_clear();
     rc = ops->generate(m, req, job->n, outs);
     if (rc != TERN_OK) {
-        rc = op_failed(rc, "generate");
+        rc = tern_role_failed(rc, "explorer", "generate");
         goto done;
     }
-    out->gen_seconds = seconds_since(&t0);
+    out->gen_seconds = tern_run_now() - t0;
     for (size_t i = 0; i < total; i++) {
         tern_response *r = &out->resp[i];
         r->len = (uint32_t)outs[i].len;
@@ -134,22 +105,9 @@ static int generate(tern_run *run, const tern_explore_job *job, tern_rollout_msg
         size_t textlen = r->len;
         if (textlen && r->finish == 1 && outs[i].tokens[textlen - 1] == stop)
             textlen--;
-        char *text = NULL;
-        size_t tl = 0;
-        tern_error_clear();
-        int drc = ops->detokenize(m, outs[i].tokens, textlen, &text, &tl);
-        if (drc == TERN_OK) {
-            r->text = malloc(tl + 1);
-            if (r->text) {
-                memcpy(r->text, text, tl);
-                r->text[tl] = '\0';
-            }
-            ops->free_buffer(m, text);
-        }
-        if (drc != TERN_OK) {
-            rc = op_failed(drc, "detokenize a response");
+        rc = tern_model_text(&run->explorer, "explorer", outs[i].tokens, textlen, &r->text);
+        if (rc != TERN_OK)
             goto done;
-        }
         if (!r->tokens || !r->logp || !r->text) {
             rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
             goto done;

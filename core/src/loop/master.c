@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "errmsg.h"
 #include "host_table.h"
@@ -25,13 +24,6 @@
 #include "task.h"
 #include "tern/rng.h"
 #include "trace.h"
-
-double tern_master_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- SIGINT ------------------------------------------------------------------ */
 
@@ -148,7 +140,7 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e)
     tern_record_meta meta = {.size = sizeof meta, .id = ms->next_record_id++,
                              .version = e->version, .batch = e->batch};
     int rc;
-    double t0 = tern_master_now();
+    double t0 = tern_run_now();
     for (;;) {
         tern_error_clear();
         rc = run->buffer_ops->put(run->buffer, buf, len, &meta, 200);
@@ -159,7 +151,7 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e)
             break;
         }
     }
-    ms->master_wait += tern_master_now() - t0;
+    ms->master_wait += tern_run_now() - t0;
     free(buf);
     if (rc != TERN_OK && rc != TERN_ECLOSED) {
         const char *m = tern_error_message();
@@ -405,7 +397,7 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     if (rc != TERN_OK)
         return rc;
 
-    double elapsed = tern_master_now() - ms->t_start;
+    double elapsed = tern_run_now() - ms->t_start;
     int64_t this_part = m->step - run->resume.step;
     char eta[32], acc[48] = "";
     format_eta(elapsed / (double)this_part * (double)(run->set.steps - m->step), eta, sizeof eta);
@@ -470,9 +462,9 @@ static int master_loop(tern_run *run, master *ms)
     if (run->resume.step >= run->set.steps && run->resume.rl_started)
         return TERN_OK; /* nothing left to do */
     for (;;) {
-        double t0 = tern_master_now();
+        double t0 = tern_run_now();
         void *msg = tern_queue_pop(&run->inbox);
-        ms->master_wait += tern_master_now() - t0;
+        ms->master_wait += tern_run_now() - t0;
         if (!msg)
             return tern_errorf(TERN_ERR, "the roles stopped without a word (a bug)");
         tern_msg_kind kind = *(tern_msg_kind *)msg;
@@ -533,7 +525,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     run->out = o->out;
     ms->run = run;
     ms->accuracy_before = ms->accuracy_after = -1;
-    ms->t_start = tern_master_now();
+    ms->t_start = tern_run_now();
     tern_queue_init(&run->inbox);
     tern_queue_init(&run->explorer_jobs);
     tern_queue_init(&run->trainer_jobs);

@@ -54,9 +54,6 @@ typedef struct master {
 } master;
 
 
-/* Seconds on the monotonic clock. */
-double tern_master_now(void);
-
 /* run_setup.c */
 /* Find the run's plugins and make the model instances it needs beyond the
  * session's (explorer, evaluator, a same_as reference). Config problems to d. */

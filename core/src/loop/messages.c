@@ -1,8 +1,10 @@
-/* messages.c: freeing the messages of run.h, failure reports, seeds and
- * checkpoint names shared by the roles. */
+/* messages.c: what the roles share beside the queues: freeing the messages
+ * of run.h, failure reports, the clock, seeds, checkpoint names, and the
+ * model calls every role makes the same way (tokenize, detokenize). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "errmsg.h"
 #include "loop/run.h"
@@ -98,4 +100,53 @@ void tern_checkpoint_dir(const tern_run *run, int64_t sft_step, int64_t step, in
     else
         snprintf(buf, n, "%s/checkpoints/sft-%lld%s", run->dir, (long long)sft_step,
                  temporary ? ".tmp" : "");
+}
+
+double tern_run_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int tern_role_failed(int rc, const char *role, const char *what)
+{
+    const char *m = tern_error_message();
+    return tern_errorf(rc < 0 ? rc : TERN_ERR, "%s: %s: %s", role, what,
+                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
+}
+
+int tern_model_tokenize(const tern_model_handle *m, const char *role, const char *text, int bos,
+                        int32_t **ids, size_t *n)
+{
+    int32_t *t = NULL;
+    *ids = NULL;
+    tern_error_clear();
+    int rc = m->ops->tokenize(m->state, text, strlen(text), bos, &t, n);
+    if (rc != TERN_OK)
+        return tern_role_failed(rc, role, "tokenize");
+    /* our own copy: the model's buffer goes back to the model */
+    *ids = malloc((*n + 1) * sizeof **ids);
+    if (*ids)
+        memcpy(*ids, t, *n * sizeof *t);
+    m->ops->free_buffer(m->state, t);
+    return *ids ? TERN_OK : tern_errorf(TERN_ENOMEM, "%s: out of memory", role);
+}
+
+int tern_model_text(const tern_model_handle *m, const char *role, const int32_t *tokens,
+                    size_t n, char **text)
+{
+    char *t = NULL;
+    size_t len = 0;
+    *text = NULL;
+    tern_error_clear();
+    int rc = m->ops->detokenize(m->state, tokens, n, &t, &len);
+    if (rc != TERN_OK)
+        return tern_role_failed(rc, role, "detokenize");
+    if ((*text = malloc(len + 1))) {
+        memcpy(*text, t, len);
+        (*text)[len] = '\0';
+    }
+    m->ops->free_buffer(m->state, t);
+    return *text ? TERN_OK : tern_errorf(TERN_ENOMEM, "%s: out of memory", role);
 }

@@ -168,6 +168,22 @@ void tern_report_failure(tern_run *run, const char *role, int status);
 void *tern_explorer_main(void *arg);
 void *tern_trainer_main(void *arg);
 
+/* Seconds on the monotonic clock (durations in metrics and waits). */
+double tern_run_now(void);
+
+/* Wrap the message a plugin op left (or say it left none) as
+ * "ROLE: WHAT: message" and return rc (TERN_ERR if rc is not a failure). */
+int tern_role_failed(int rc, const char *role, const char *what);
+
+/* The model's tokens for `text` (BOS first with `bos`) in an array of our
+ * own (n + 1 entries, for an appended EOS); TERN_OK or a wrapped failure. */
+int tern_model_tokenize(const tern_model_handle *m, const char *role, const char *text, int bos,
+                        int32_t **ids, size_t *n);
+/* The text of tokens[0..n) as our own NUL-terminated string (the ABI does
+ * not promise the NUL); TERN_OK or a wrapped failure. */
+int tern_model_text(const tern_model_handle *m, const char *role, const int32_t *tokens,
+                    size_t n, char **text);
+
 /* Seed of a named stream with numbers mixed in (batch, slot, epoch ...). */
 uint64_t tern_run_seed(const tern_run *run, const char *stream, uint64_t a, uint64_t b);
 

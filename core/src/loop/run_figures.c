@@ -117,7 +117,7 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
                         ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
     json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
     json_object_set_new(st, "wall_seconds",
-                        json_real(run->resume.wall_seconds + tern_master_now() - ms->t_start));
+                        json_real(run->resume.wall_seconds + tern_run_now() - ms->t_start));
     json_object_set_new(st, "rollout_tokens", json_real(ms->rollout_tokens));
     json_object_set_new(st, "rollout_seconds", json_real(ms->rollout_seconds));
     json_object_set_new(st, "train_tokens", json_real(ms->train_tokens));
@@ -149,7 +149,7 @@ int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int
 
 int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
 {
-    double wall = run->resume.wall_seconds + tern_master_now() - ms->t_start;
+    double wall = run->resume.wall_seconds + tern_run_now() - ms->t_start;
     json_t *o = json_object();
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory");

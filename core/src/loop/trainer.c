@@ -7,27 +7,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "errmsg.h"
 #include "log.h"
 #include "loop/experience.h"
 #include "loop/run.h"
 #include "trace.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int op_failed(int rc, const char *what)
-{
-    const char *m = tern_error_message();
-    return tern_errorf(rc < 0 ? rc : TERN_ERR, "trainer: %s: %s", what,
-                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
-}
 
 static int push_report(tern_run *run, tern_step_msg *m)
 {
@@ -50,7 +35,7 @@ static int save_policy(tern_run *run, int64_t sft_step, int64_t step, char **dir
     int rc = run->policy.ops->save(run->policy.state, model_dir, 1);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK)
-        return op_failed(rc, "saving a checkpoint");
+        return tern_role_failed(rc, "trainer", "saving a checkpoint");
     *dir = strdup(path);
     return *dir ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
 }
@@ -84,20 +69,6 @@ static int report_stopped(tern_run *run, int64_t sft_step, int64_t step)
 
 /* ---- supervised warm-up ---------------------------------------------------- */
 
-static int tokenize_copy(tern_run *run, const char *text, int bos, int32_t **ids, size_t *n)
-{
-    int32_t *t = NULL;
-    tern_error_clear();
-    int rc = run->policy.ops->tokenize(run->policy.state, text, strlen(text), bos, &t, n);
-    if (rc != TERN_OK)
-        return op_failed(rc, "tokenize");
-    *ids = malloc((*n + 1) * sizeof **ids);
-    if (*ids)
-        memcpy(*ids, t, *n * sizeof *t);
-    run->policy.ops->free_buffer(run->policy.state, t);
-    return *ids ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
-}
-
 static int sft_step(tern_run *run, const tern_sft_job *job)
 {
     const tern_model_ops *ops = run->policy.ops;
@@ -111,14 +82,14 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
         goto done;
     }
-    double t0 = now_s();
+    double t0 = tern_run_now();
     size_t T = 0;
     for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
         int32_t *p = NULL, *a = NULL;
         size_t np = 0, na = 0;
-        rc = tokenize_copy(run, job->prompt[i], 1, &p, &np);
+        rc = tern_model_tokenize(&run->policy, "trainer", job->prompt[i], 1, &p, &np);
         if (rc == TERN_OK)
-            rc = tokenize_copy(run, job->answer[i], 0, &a, &na);
+            rc = tern_model_tokenize(&run->policy, "trainer", job->answer[i], 0, &a, &na);
         /* target: the answer, then EOS */
         if (rc == TERN_OK && !(toks[i] = malloc((np + na + 1) * sizeof *toks[i])))
             rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
@@ -141,7 +112,7 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
         goto done;
     tern_error_clear();
     if ((rc = ops->score(m, seqs, n, lp, NULL)) != TERN_OK) {
-        rc = op_failed(rc, "score (warm-up)");
+        rc = tern_role_failed(rc, "trainer", "score (warm-up)");
         goto done;
     }
     /* L = -1/T sum log p(target) (the sft loss, token mean) */
@@ -159,13 +130,13 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     rc = tern_policy_loss(&lparams, ls, n, &lstats);
     free(ls);
     if (rc != TERN_OK) {
-        rc = op_failed(rc, "warm-up loss");
+        rc = tern_role_failed(rc, "trainer", "warm-up loss");
         goto done;
     }
     double loss = lstats.loss;
     tern_error_clear();
     if ((rc = ops->backward(m, seqs, n, (const float *const *)dl, NULL)) != TERN_OK) {
-        rc = op_failed(rc, "backward (warm-up)");
+        rc = tern_role_failed(rc, "trainer", "backward (warm-up)");
         goto done;
     }
     tern_optim_step st = {.size = sizeof st, .lr = run->set.sft_lr, .beta1 = run->set.beta1,
@@ -173,7 +144,7 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
                           .weight_decay = run->set.weight_decay, .grad_clip = run->set.grad_clip};
     tern_error_clear();
     if ((rc = ops->step(m, &st)) != TERN_OK) {
-        rc = op_failed(rc, "optimiser step (warm-up)");
+        rc = tern_role_failed(rc, "trainer", "optimiser step (warm-up)");
         goto done;
     }
     tern_step_msg *r = new_report(TERN_MSG_SFT_DONE, job->step + 1);
@@ -188,7 +159,7 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     r->train_tokens = 0;
     for (uint32_t i = 0; i < n; i++)
         r->train_tokens += seqs[i].len;
-    r->train_seconds = now_s() - t0;
+    r->train_seconds = tern_run_now() - t0;
     rc = push_report(run, r);
 done:
     for (uint32_t i = 0; i < n; i++) {
@@ -265,7 +236,7 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
     }
     b->cap = want;
     size_t seen = 0;
-    double t0 = now_s();
+    double t0 = tern_run_now();
     int rc = TERN_OK;
     while (seen < want) {
         if (atomic_load(&run->failed)) {
@@ -287,14 +258,14 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
         }
         if (rc != TERN_OK) {
             if (rc != TERN_ECLOSED)
-                rc = op_failed(rc, "reading the buffer");
+                rc = tern_role_failed(rc, "trainer", "reading the buffer");
             break;
         }
         for (size_t i = 0; i < got && rc == TERN_OK; i++) {
             tern_experience e;
             rc = tern_experience_decode(recs[i].data, recs[i].len, &e);
             if (rc != TERN_OK) {
-                rc = op_failed(rc, "a buffer record");
+                rc = tern_role_failed(rc, "trainer", "a buffer record");
                 break;
             }
             if (e.batch != step) {
@@ -311,7 +282,7 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
             int ok = run->sync_ops->accept(run->sync, e.version, step);
             if (ok < 0) {
                 tern_experience_clear(&e);
-                rc = op_failed(ok, "the sync plugin's accept failed");
+                rc = tern_role_failed(ok, "trainer", "the sync plugin's accept failed");
                 break;
             }
             rep->staleness += (double)(step - e.version);
@@ -325,7 +296,7 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
         run->buffer_ops->release(run->buffer, recs, got);
     }
     free(recs);
-    rep->wait_seconds = now_s() - t0;
+    rep->wait_seconds = tern_run_now() - t0;
     if (seen)
         rep->staleness /= (double)seen;
     qsort(b->x, b->n, sizeof *b->x, by_group);
@@ -435,12 +406,12 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     tern_error_clear();
     rc = ops->score(run->policy.state, a.seq, a.n, a.lp, a.ent);
     if (rc != TERN_OK)
-        rc = op_failed(rc, "score (policy)");
+        rc = tern_role_failed(rc, "trainer", "score (policy)");
     if (rc == TERN_OK && need_ref) {
         tern_error_clear();
         rc = run->reference.ops->score(run->reference.state, a.seq, a.n, a.ref, NULL);
         if (rc != TERN_OK)
-            rc = op_failed(rc, "score (reference)");
+            rc = tern_role_failed(rc, "trainer", "score (reference)");
     }
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK)
@@ -459,7 +430,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     for (size_t i = 0; i < a.n; i++)
         rep->reward_mean += a.reward[i] / (double)a.n;
     if ((rc = tern_advantages(&set->adv, a.reward, n_groups, G, a.adv)) != TERN_OK) {
-        rc = op_failed(rc, "advantages");
+        rc = tern_role_failed(rc, "trainer", "advantages");
         goto done;
     }
     for (size_t i = 0; i < a.n; i++) {
@@ -479,7 +450,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         lp.kl_coef = 0;
     }
     if ((rc = tern_policy_loss(&lp, a.ls, a.n, &rep->loss)) != TERN_OK) {
-        rc = op_failed(rc, "loss");
+        rc = tern_role_failed(rc, "trainer", "loss");
         goto done;
     }
     span = tern_trace_begin(run->session->trace, "backward");
@@ -488,7 +459,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
                        set->loss.entropy_coef != 0 ? (const float *const *)a.dent : NULL);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK) {
-        rc = op_failed(rc, "backward");
+        rc = tern_role_failed(rc, "trainer", "backward");
         goto done;
     }
     tern_optim_step st = {.size = sizeof st, .lr = tern_run_lr(set, step), .beta1 = set->beta1,
@@ -496,7 +467,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
                           .weight_decay = set->weight_decay, .grad_clip = set->grad_clip};
     tern_error_clear();
     if ((rc = ops->step(run->policy.state, &st)) != TERN_OK) {
-        rc = op_failed(rc, "optimiser step");
+        rc = tern_role_failed(rc, "trainer", "optimiser step");
         goto done;
     }
     rep->grad_norm = st.grad_norm;
@@ -542,12 +513,12 @@ static int rl_step(tern_run *run, int64_t step)
         goto fail;
     rep->records = b.n + rep->stale;
     keep_whole_groups(&b, run->set.group_size, &rep->groups_dropped);
-    double t0 = now_s();
+    double t0 = tern_run_now();
     span = tern_trace_begin(run->session->trace, "train");
     if (b.n)
         rc = train_on(run, step, &b, rep);
     tern_trace_end(run->session->trace, span, args);
-    rep->train_seconds = now_s() - t0;
+    rep->train_seconds = tern_run_now() - t0;
     batch_free(&b);
     if (rc != TERN_OK)
         goto fail;
@@ -557,7 +528,7 @@ static int rl_step(tern_run *run, int64_t step)
     tern_error_clear();
     int pub = run->sync_ops->trainer_publishes(run->sync, step);
     if (pub < 0) {
-        rc = op_failed(pub, "the sync plugin's trainer_publishes failed");
+        rc = tern_role_failed(pub, "trainer", "the sync plugin's trainer_publishes failed");
         goto fail;
     }
     if (pub && done < run->set.steps) {
@@ -600,7 +571,7 @@ static int rl_start(tern_run *run)
     if (!run->resume.rl_started) {
         if (run->reference_is_copy &&
             (rc = tern_weights_copy(run->policy.ops, run->policy.state, run->reference.state)))
-            return op_failed(rc, "copying the policy into the reference");
+            return tern_role_failed(rc, "trainer", "copying the policy into the reference");
         tern_step_msg *m = new_report(TERN_MSG_RL_START, 0);
         if (!m)
             return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
@@ -621,7 +592,7 @@ static int rl_start(tern_run *run)
             rc = run->reference.ops->save(run->reference.state, dir, 0);
             if (rc != TERN_OK) {
                 tern_msg_free(m);
-                return op_failed(rc, "saving the reference");
+                return tern_role_failed(rc, "trainer", "saving the reference");
             }
         }
         if ((rc = push_report(run, m)) != TERN_OK)
