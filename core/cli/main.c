@@ -106,6 +106,21 @@ static const command commands[] = {
      "OUT_DIR is created if missing (parents too); an existing file is never\n"
      "overwritten. The task format: docs/data.md.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage or a file exists."},
+    {"timeline", "tern timeline RUN_DIR [-o FILE] [--steps N] [--from S --to S] [--width PX]",
+     "Draw the run's trace.json as a timeline (SVG): a lane per explorer, the\n"
+     "buffer and the trainer; rollouts (yellow) and train steps (green) with\n"
+     "their batch numbers, weight syncs (purple: memory or NCCL, red:\n"
+     "checkpoint), waits (grey), each batch's time in the buffer, publishes and\n"
+     "stale skips; a time axis in seconds and a legend. RUN_DIR may also be\n"
+     "the trace.json itself. The output's path is printed.\n"
+     "  -o FILE       where to write (default RUN_DIR/timeline.svg; - for stdout)\n"
+     "  --steps N     end at the end of the trainer's N-th train step (0..N-1);\n"
+     "                long runs are easier to read a few steps at a time\n"
+     "  --from S      start at S seconds (the axis' clock)\n"
+     "  --to S        end at S seconds (not with --steps)\n"
+     "  --width PX    picture width in pixels, 400 to 20000 (default 1200)\n"
+     "The file is written whole or not at all. The picture: docs/timeline.md.\n"
+     "Exit: 0 written, 1 the file could not be written, 2 bad usage or trace."},
     {"version", "tern version", "Print the tern release and the plugin ABI version."},
     {"help", "tern help [COMMAND]", "Show the commands, or one command's help."},
 };
@@ -526,6 +541,69 @@ static int data_cmd(int argc, char **argv)
     return tern_cmd_data_arith(&inv, &da);
 }
 
+/* A number of seconds >= 0 for --from / --to; else the usage message, -1. */
+static int parse_seconds(const char *cmd, const char *flag, const char *s, double *out)
+{
+    if (parse_number(s, out) != 0 || *out < 0) {
+        usage_errorf(cmd, "%s needs a number of seconds >= 0 (got '%s')", flag, s);
+        return -1;
+    }
+    return 0;
+}
+
+/* `tern timeline RUN_DIR [-o FILE] [--steps N] [--from S] [--to S] [--width PX]` */
+static int timeline_cmd(int argc, char **argv)
+{
+    const char *cmd = "timeline";
+    tern_timeline_args ta = {.size = sizeof ta};
+    const char *v = NULL;
+    long long n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return print_help(cmd);
+        if ((m = flag_value(argc, argv, &i, "-o", &v, cmd)) != 0 ||
+            (m = flag_value(argc, argv, &i, "--output", &v, cmd)) != 0) {
+            if (m < 0)
+                return TERN_EXIT_USAGE;
+            if (!*v)
+                return usage_errorf(cmd, "-o needs a file name (or - for stdout)");
+            ta.out_path = v;
+        } else if ((m = flag_value(argc, argv, &i, "--steps", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--steps", v, 1, LLONG_MAX, &n) != 0)
+                return TERN_EXIT_USAGE;
+            ta.steps = n;
+        } else if ((m = flag_value(argc, argv, &i, "--from", &v, cmd)) != 0) {
+            if (m < 0 || parse_seconds(cmd, "--from", v, &ta.from_s) != 0)
+                return TERN_EXIT_USAGE;
+            ta.has_from = 1;
+        } else if ((m = flag_value(argc, argv, &i, "--to", &v, cmd)) != 0) {
+            if (m < 0 || parse_seconds(cmd, "--to", v, &ta.to_s) != 0)
+                return TERN_EXIT_USAGE;
+            ta.has_to = 1;
+        } else if ((m = flag_value(argc, argv, &i, "--width", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--width", v, 400, 20000, &n) != 0)
+                return TERN_EXIT_USAGE;
+            ta.width = (int)n;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_errorf(cmd, "unknown option '%s'", a);
+        } else if (ta.run_dir) {
+            return usage_errorf(cmd, "unexpected argument '%s'", a);
+        } else {
+            ta.run_dir = a;
+        }
+    }
+    if (!ta.run_dir || !*ta.run_dir)
+        return usage_errorf(cmd, "timeline needs RUN_DIR, a run directory (or its trace.json)");
+    if (ta.has_from && ta.has_to && ta.from_s >= ta.to_s)
+        return usage_errorf(cmd, "--from (%g) must be less than --to (%g)", ta.from_s, ta.to_s);
+    if (ta.steps > 0 && ta.has_to)
+        return usage_errorf(cmd, "--steps and --to both say where the picture ends: give one");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_timeline(&inv, &ta);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -570,6 +648,8 @@ int main(int argc, char **argv)
         return score_cmd(argc - 2, argv + 2);
     else if (strcmp(cmd, "data") == 0)
         return data_cmd(argc - 2, argv + 2);
+    if (strcmp(cmd, "timeline") == 0)
+        return timeline_cmd(argc - 2, argv + 2);
 
     const char **overrides = calloc((size_t)argc, sizeof *overrides);
     if (!overrides) {

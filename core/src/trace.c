@@ -95,13 +95,36 @@ void tern_trace_name_lane(tern_trace *t, const char *lane)
     pthread_mutex_unlock(&t->lock);
 }
 
-static uint64_t record(tern_trace *t, const char *name, char ph)
+/* The id of the lane called `lane`, made (not tied to any thread) if none
+ * has that name yet; 0 when out of memory. Called with t->lock held. */
+static int named_lane(tern_trace *t, const char *lane)
+{
+    for (size_t i = 0; i < t->n_lanes; i++)
+        if (strcmp(t->lanes[i].name, lane) == 0)
+            return t->lanes[i].lane;
+    lane_name *nl = realloc(t->lanes, (t->n_lanes + 1) * sizeof *nl);
+    if (!nl)
+        return 0;
+    t->lanes = nl;
+    int id = __atomic_fetch_add(&next_lane, 1, __ATOMIC_RELAXED);
+    t->lanes[t->n_lanes].lane = id;
+    snprintf(t->lanes[t->n_lanes].name, sizeof t->lanes[t->n_lanes].name, "%s", lane);
+    t->n_lanes++;
+    return id;
+}
+
+/* Append an event; lane 0 = the calling thread's, lane_of = a named one. */
+static uint64_t record_at(tern_trace *t, const char *name, char ph, const char *lane_of,
+                          uint64_t start_ns, uint64_t end_ns)
 {
     if (!t)
         return 0;
-    int lane = current_lane();
-    uint64_t now = now_ns();
+    int lane = lane_of ? 0 : current_lane();
     pthread_mutex_lock(&t->lock);
+    if (lane_of && !(lane = named_lane(t, lane_of))) {
+        pthread_mutex_unlock(&t->lock);
+        return 0;
+    }
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 256;
         event *ne = realloc(t->ev, cap * sizeof *ne);
@@ -117,11 +140,21 @@ static uint64_t record(tern_trace *t, const char *name, char ph)
     snprintf(e->name, sizeof e->name, "%s", name ? name : "?");
     e->ph = ph;
     e->lane = lane;
-    e->start_ns = e->end_ns = now;
+    /* before the trace began (a clock read just ahead of it) counts as its start */
+    e->start_ns = start_ns < t->t0 ? t->t0 : start_ns;
+    e->end_ns = end_ns < e->start_ns ? e->start_ns : end_ns;
     uint64_t token = t->n;
     pthread_mutex_unlock(&t->lock);
     return token;
 }
+
+static uint64_t record(tern_trace *t, const char *name, char ph)
+{
+    uint64_t now = now_ns();
+    return record_at(t, name, ph, NULL, now, now);
+}
+
+uint64_t tern_trace_clock(void) { return now_ns(); }
 
 static json_t *parse_args(const char *args_json)
 {
@@ -162,6 +195,34 @@ void tern_trace_instant(tern_trace *t, const char *name, const char *args_json)
     uint64_t token = record(t, name, 'i');
     if (token)
         tern_trace_end(t, token, args_json);
+}
+
+/* Attach args to an event recorded with explicit times (no end time set). */
+static void set_args(tern_trace *t, uint64_t token, const char *args_json)
+{
+    if (!t || token == 0)
+        return;
+    json_t *args = parse_args(args_json);
+    pthread_mutex_lock(&t->lock);
+    if (token <= t->n) {
+        json_decref(t->ev[token - 1].args);
+        t->ev[token - 1].args = args;
+        args = NULL;
+    }
+    pthread_mutex_unlock(&t->lock);
+    json_decref(args);
+}
+
+void tern_trace_span(tern_trace *t, const char *name, uint64_t start_ns, uint64_t end_ns,
+                     const char *args_json)
+{
+    set_args(t, record_at(t, name, 'X', NULL, start_ns, end_ns), args_json);
+}
+
+void tern_trace_instant_on(tern_trace *t, const char *lane, const char *name, uint64_t at_ns,
+                           const char *args_json)
+{
+    set_args(t, record_at(t, name, 'i', lane, at_ns, at_ns), args_json);
 }
 
 uint64_t tern_trace_count(tern_trace *t)

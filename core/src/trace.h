@@ -19,6 +19,16 @@ uint64_t tern_trace_begin(tern_trace *t, const char *name);
 void tern_trace_end(tern_trace *t, uint64_t token, const char *args_json);
 /* An instant event ("ph": "i") now, on the calling thread's lane. */
 void tern_trace_instant(tern_trace *t, const char *name, const char *args_json);
+/* The trace's clock: monotonic nanoseconds, for the two calls below. */
+uint64_t tern_trace_clock(void);
+/* A complete event that already happened, on the calling thread's lane
+ * (e.g. a wait measured by the callee). */
+void tern_trace_span(tern_trace *t, const char *name, uint64_t start_ns, uint64_t end_ns,
+                     const char *args_json);
+/* An instant event at `at_ns` on the lane named `lane` (made if new, tied to
+ * no thread: e.g. "buffer", which no thread owns). */
+void tern_trace_instant_on(tern_trace *t, const char *lane, const char *name, uint64_t at_ns,
+                           const char *args_json);
 /* Number of events recorded. */
 uint64_t tern_trace_count(tern_trace *t);
 /* Write {"traceEvents": [...]} to `path` (via a temporary file and rename, so

@@ -111,3 +111,60 @@ Test(synchronous, bad_arguments_fail_cleanly)
     cr_expect_lt(ops->accept(h.state, 5, 2), 0, "an experience from the future is an error");
     harness_close(&h);
 }
+
+Test(synchronous, method_checkpoint_is_the_transport)
+{
+    harness h;
+    const tern_sync_ops *ops = start(&h, "method = \"checkpoint\"; interval = 3;");
+    tern_sync_info info = {.size = sizeof info};
+    cr_assert_eq(ops->describe(h.state, &info), TERN_OK);
+    cr_expect_str_eq(info.transport, "checkpoint");
+    cr_expect_eq(info.explorers, 1);
+    cr_expect_eq(info.max_staleness, 2);
+    /* the schedule does not depend on the transport */
+    const int64_t want[] = {0, 0, 0, 3, 3, 3, 6};
+    for (int64_t k = 0; k < 7; k++)
+        cr_expect_eq(version_of(ops, h.state, k), want[k], "batch %lld", (long long)k);
+    harness_close(&h);
+}
+
+Test(synchronous, max_staleness_default_and_above_the_bound_change_nothing)
+{
+    const char *cases[] = {"interval = 4;", "interval = 4; max_staleness = -1;",
+                           "interval = 4; max_staleness = 3;", "interval = 4; max_staleness = 50;"};
+    for (int c = 0; c < 4; c++) {
+        harness h;
+        const tern_sync_ops *ops = start(&h, cases[c]);
+        tern_sync_info info = {.size = sizeof info};
+        cr_assert_eq(ops->describe(h.state, &info), TERN_OK);
+        cr_expect_eq(info.max_staleness, 3, "%s: describe gives the bound I-1", cases[c]);
+        for (int64_t w = 0; w < 12; w++)
+            for (int64_t v = 0; v <= w; v++)
+                cr_expect_eq(ops->accept(h.state, v, w), w - v <= 3, "%s: v=%lld w=%lld",
+                             cases[c], (long long)v, (long long)w);
+        harness_close(&h);
+    }
+}
+
+Test(synchronous, max_staleness_below_the_bound_is_refused)
+{
+    for (int ms = 0; ms < 3; ms++) {
+        harness h;
+        char settings[80];
+        snprintf(settings, sizeof settings, "interval = 4; max_staleness = %d;", ms);
+        cr_expect_eq(harness_open(&h, "synchronous", TERN_KIND_SYNC, settings), TERN_ECONFIG,
+                     "%s", settings);
+        cr_expect(strstr(h.error, "max_staleness") && strstr(h.error, "skipped") &&
+                      strstr(h.error, "= 3"),
+                  "%s -> %s", settings, h.error);
+        harness_close(&h);
+    }
+    harness h; /* with I = 1 the bound is 0, so 0 is fine */
+    cr_expect_eq(harness_open(&h, "synchronous", TERN_KIND_SYNC, "max_staleness = 0;"), TERN_OK,
+                 "%s", h.error);
+    harness_close(&h);
+    cr_expect_neq(harness_open(&h, "synchronous", TERN_KIND_SYNC, "max_staleness = -2;"),
+                  TERN_OK);
+    cr_expect(strstr(h.error, "out of range"), "%s", h.error);
+    harness_close(&h);
+}

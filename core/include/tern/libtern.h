@@ -189,6 +189,44 @@ typedef struct tern_arith_args {
  * what this call created. */
 TERN_API int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a);
 
+/* What `tern timeline` does; build it as
+ *   tern_timeline_args a = {.size = sizeof a, .run_dir = "runs/quick"};
+ * (the command's defaults: the whole run, 1200 pixels wide, written to
+ * RUN_DIR/timeline.svg). Members are appended only; `size` tells which this
+ * caller knows. */
+typedef struct tern_timeline_args {
+    size_t size;            /* sizeof(tern_timeline_args) as built by the caller */
+    const char *run_dir;    /* a run directory, or a trace.json file */
+    const char *out_path;   /* NULL: timeline.svg beside the trace; "-": inv->out */
+    long long steps;        /* > 0: end the picture where the steps-th train event
+                               ends (the trainer's steps 0..steps-1); 0: no limit */
+    int has_from;           /* from_s is given */
+    double from_s;          /* start of the picture, seconds on the trace's clock (>= 0) */
+    int has_to;             /* to_s is given (not with steps) */
+    double to_s;            /* end of the picture, seconds (> from_s) */
+    int width;              /* pixels, 400..20000; 0: 1200 */
+} tern_timeline_args;
+
+/* `tern timeline RUN_DIR [-o FILE] [--steps N] [--from S] [--to S] [--width PX]`:
+ * draw RUN_DIR/trace.json (Chrome trace events; docs/timeline.md) as the
+ * timeline diagrams of the Trinity-RFT paper, in SVG 1.1: a lane per
+ * explorer ("Explorer", or "Explorer 1", "Explorer 2", ...), then "Buffer"
+ * and "Trainer"; rollouts as yellow boxes and train steps as green boxes
+ * with their batch numbers, weight syncs as thin purple (memory, NCCL) or
+ * red (checkpoint) bars on the lane that loaded or published them, waits as
+ * hatched grey bars, each batch's stay in the buffer from its put to the
+ * train that takes it, publishes and stale skips on the trainer lane; a time
+ * axis in seconds and a legend. The title is the run directory's name and
+ * the sync plugin when summary.json or config.cfg names it. The file is
+ * written to a temporary name and renamed into place; its path is printed
+ * to `out` (nothing is printed but the SVG with out_path "-"). config_path
+ * and the overrides of `inv` are not used. 0 when written; 2 for bad
+ * arguments, a missing RUN_DIR or trace.json, a file that is not valid JSON
+ * or not a trace, a trace with nothing to draw in the window (each message
+ * names the file and says how to fix it); 1 when the output cannot be
+ * written ("PATH: cannot write: <reason>"), leaving no file behind. */
+TERN_API int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a);
+
 #ifdef __cplusplus
 }
 #endif

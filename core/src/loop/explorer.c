@@ -1,7 +1,12 @@
 /* explorer.c: the explorer role (DESIGN.md §2): a policy copy that, for each
  * batch the master hands it, loads the weights its sync plan names,
  * generates group_size responses per task and sends them, with their
- * behaviour log-probs and the weight version, back to the master. */
+ * behaviour log-probs and the weight version, back to the master. Several
+ * explorers (multi_explorer) take batches from one queue, each with its own
+ * model instance.
+ *
+ * Trace (docs/sync.md): `wait` while the planned weights are not published
+ * yet, `sync` while they are copied in, `rollout` while generating. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,12 +14,15 @@
 #include "loop/run.h"
 #include "trace.h"
 
-/* Which weights batch `batch` uses, loaded into the explorer's model. */
-static int load_weights(tern_run *run, int64_t batch, int64_t *version, double *waited)
+/* Which weights batch `batch` uses, loaded into this explorer's model. */
+static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *version,
+                        double *waited_s)
 {
+    tern_trace *tr = run->session->trace;
+    tern_model_handle *m = &run->explorers[id];
     tern_sync_plan plan = {.size = sizeof plan};
     tern_error_clear();
-    int rc = run->sync_ops->explorer_plan(run->sync, 0, batch, &plan);
+    int rc = run->sync_ops->explorer_plan(run->sync, id, batch, &plan);
     if (rc != TERN_OK)
         return tern_role_failed(rc, "explorer", "the sync plugin's explorer_plan failed");
     int64_t want = -1;
@@ -30,19 +38,38 @@ static int load_weights(tern_run *run, int64_t batch, int64_t *version, double *
                            "%lld, which is no tern_sync_mode (a bug in the plugin)",
                            plan.mode, (long long)batch);
     }
-    uint64_t waited_ns = 0;
-    rc = tern_weights_load(run->weights, run->explorer.ops, run->explorer.state, want, version,
-                           &waited_ns);
-    *waited = 1e-9 * (double)waited_ns;
-    if (rc == TERN_OK)
-        tern_weights_forget_before(run->weights, *version);
-    return rc;
+    /* nothing to do when the model holds the wanted version already */
+    if (want >= 0 && want == *version)
+        return TERN_OK;
+    if (want < 0 && *version >= 0 && tern_weights_newest(run->weights) == *version)
+        return TERN_OK;
+    uint64_t t0 = tern_trace_clock(), waited = 0;
+    int64_t loaded = -1;
+    rc = tern_weights_load(run->weights, m->ops, m->state, want, &loaded, &waited);
+    uint64_t t1 = tern_trace_clock();
+    *waited_s = 1e-9 * (double)waited;
+    char args[160];
+    if (waited >= TERN_TRACE_MIN_WAIT_NS) {
+        snprintf(args, sizeof args, "{\"for\":\"weights version %lld\",\"explorer\":%u,"
+                 "\"batch\":%lld}", (long long)want, id, (long long)batch);
+        tern_trace_span(tr, "wait", t0, t0 + waited, args);
+    }
+    if (rc != TERN_OK)
+        return rc;
+    snprintf(args, sizeof args, "{\"method\":\"%s\",\"version\":%lld,\"explorer\":%u}",
+             run->transport, (long long)loaded, id);
+    tern_trace_span(tr, "sync", t0 + waited, t1, args);
+    *version = loaded;
+    tern_weights_forget_before(run->weights, loaded);
+    return TERN_OK;
 }
 
-static int generate(tern_run *run, const tern_explore_job *job, tern_rollout_msg *out)
+static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
+                    tern_rollout_msg *out)
 {
-    const tern_model_ops *ops = run->explorer.ops;
-    void *m = run->explorer.state;
+    const tern_model_handle *h = &run->explorers[id];
+    const tern_model_ops *ops = h->ops;
+    void *m = h->state;
     uint32_t G = run->set.group_size;
     size_t total = (size_t)job->n * G;
     tern_gen_request *req = calloc(job->n, sizeof *req);
@@ -63,7 +90,7 @@ static int generate(tern_run *run, const tern_explore_job *job, tern_rollout_msg
     for (uint32_t i = 0; i < job->n; i++) {
         out->task_index[i] = job->task_index[i];
         size_t n = 0;
-        rc = tern_model_tokenize(&run->explorer, "explorer", job->prompt[i], 1,
+        rc = tern_model_tokenize(h, "explorer", job->prompt[i], 1,
                                  &out->prompt_tokens[i], &n);
         if (rc != TERN_OK)
             goto done;
@@ -105,7 +132,7 @@ static int generate(tern_run *run, const tern_explore_job *job, tern_rollout_msg
         size_t textlen = r->len;
         if (textlen && r->finish == 1 && outs[i].tokens[textlen - 1] == stop)
             textlen--;
-        rc = tern_model_text(&run->explorer, "explorer", outs[i].tokens, textlen, &r->text);
+        rc = tern_model_text(h, "explorer", outs[i].tokens, textlen, &r->text);
         if (rc != TERN_OK)
             goto done;
         if (!r->tokens || !r->logp || !r->text) {
@@ -125,12 +152,29 @@ done:
 
 void *tern_explorer_main(void *arg)
 {
-    tern_run *run = arg;
-    tern_trace_name_lane(run->session->trace, "explorer 0");
+    const tern_explorer_arg *ea = arg;
+    tern_run *run = ea->run;
+    uint32_t id = ea->id;
+    tern_trace *tr = run->session->trace;
+    char lane[32];
+    snprintf(lane, sizeof lane, "explorer %u", id);
+    tern_trace_name_lane(tr, lane);
+    int64_t version = -1; /* the weights this explorer's model holds */
     for (;;) {
+        uint64_t t0 = tern_trace_clock();
+        int idle = atomic_load(&run->all_dealt); /* nothing left to deal: not a wait */
         tern_explore_job *job = tern_queue_pop(&run->explorer_jobs);
         if (!job)
             break;
+        uint64_t t1 = tern_trace_clock();
+        if (t1 - t0 >= TERN_TRACE_MIN_WAIT_NS && version >= 0 && !idle) {
+            /* the master had no batch for us though the run needs more: it is
+             * held up putting earlier ones into a full buffer (backpressure) */
+            char args[96];
+            snprintf(args, sizeof args, "{\"for\":\"a batch to generate\",\"explorer\":%u}",
+                     id);
+            tern_trace_span(tr, "wait", t0, t1, args);
+        }
         tern_rollout_msg *out = calloc(1, sizeof *out);
         if (!out) {
             tern_msg_free(job);
@@ -140,21 +184,21 @@ void *tern_explorer_main(void *arg)
         }
         out->kind = TERN_MSG_ROLLOUT;
         out->batch = job->batch;
-        uint64_t wspan = tern_trace_begin(run->session->trace, "wait_weights");
-        int rc = load_weights(run, job->batch, &out->version, &out->wait_seconds);
-        char args[160];
-        snprintf(args, sizeof args, "{\"batch\":%lld,\"version\":%lld}", (long long)job->batch,
-                 (long long)out->version);
-        tern_trace_end(run->session->trace, wspan, args);
+        out->explorer = id;
+        int rc = load_weights(run, id, job->batch, &version, &out->wait_seconds);
+        out->version = version;
         if (rc == TERN_ECLOSED) { /* shutting down */
             tern_msg_free(job);
             tern_msg_free(out);
             break;
         }
-        uint64_t span = tern_trace_begin(run->session->trace, "rollout");
+        uint64_t span = tern_trace_begin(tr, "rollout");
         if (rc == TERN_OK)
-            rc = generate(run, job, out);
-        tern_trace_end(run->session->trace, span, args);
+            rc = generate(run, id, job, out);
+        char args[160];
+        snprintf(args, sizeof args, "{\"explorer\":%u,\"batch\":%lld,\"version\":%lld}", id,
+                 (long long)job->batch, (long long)out->version);
+        tern_trace_end(tr, span, args);
         tern_msg_free(job);
         if (rc != TERN_OK) {
             tern_msg_free(out);

@@ -1,8 +1,9 @@
-/* master.c: the master role (see master.h): deals tasks to the explorer and
+/* master.c: the master role (see master.h): deals tasks to the explorers and
  * the warm-up to the trainer, rewards rollouts into the buffer, writes a
  * metrics line per step, evaluates, completes checkpoints, handles SIGINT. */
 #include "loop/master_state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -101,10 +102,29 @@ static int push_sft_job(tern_run *run, master *ms)
     return TERN_OK;
 }
 
+/* The batch index dealing stops at: one batch per step, plus one for each
+ * batch the trainer dropped as too stale (asynchronous modes); a resumed
+ * asynchronous run starts dealing past the batches lost in flight. */
+static int64_t deal_limit(const tern_run *run, const master *ms)
+{
+    return run->set.steps + ms->batches_skipped + run->resume.next_batch - run->resume.step;
+}
+
 static int push_explore_job(tern_run *run, master *ms)
 {
-    if (ms->batches_pushed >= run->set.steps)
+    if (ms->batches_pushed >= deal_limit(run, ms))
         return TERN_OK;
+    if ((size_t)ms->batches_pushed >= ms->bs_cap) {
+        size_t cap = ms->bs_cap ? 2 * ms->bs_cap : 64;
+        while (cap <= (size_t)ms->batches_pushed)
+            cap *= 2;
+        batch_stats *nb = realloc(ms->bs, cap * sizeof *nb);
+        if (!nb)
+            return tern_errorf(TERN_ENOMEM, "out of memory");
+        memset(nb + ms->bs_cap, 0, (cap - ms->bs_cap) * sizeof *nb);
+        ms->bs = nb;
+        ms->bs_cap = cap;
+    }
     uint32_t n = run->set.batch_tasks;
     tern_explore_job *j = calloc(1, sizeof *j);
     if (!j)
@@ -128,9 +148,27 @@ static int push_explore_job(tern_run *run, master *ms)
     return TERN_OK;
 }
 
+/* Keep every explorer fed: two batches in hand per explorer (the one it
+ * generates, the next), dealt as rollouts come back. The master deals only
+ * after a rollout is in the buffer, so a full buffer holds the explorers
+ * back (backpressure) instead of piling rollouts up in memory. */
+static int deal_more(tern_run *run, master *ms)
+{
+    int rc = TERN_OK;
+    int64_t in_hand = 2 * (int64_t)run->n_explorers;
+    while (rc == TERN_OK && ms->batches_pushed < deal_limit(run, ms) &&
+           ms->batches_pushed - ms->batches_received < in_hand)
+        rc = push_explore_job(run, ms);
+    atomic_store(&run->all_dealt, ms->batches_pushed >= deal_limit(run, ms));
+    return rc;
+}
+
 /* ---- rollouts: reward, record, buffer ---------------------------------------- */
 
-static int put_record(tern_run *run, master *ms, const tern_experience *e)
+/* Put one record; *attempt_ns gets the clock just before the attempt that
+ * succeeded (the record entered the buffer after it: the `put` event's time,
+ * so a train step never appears to start before its batch is in). */
+static int put_record(tern_run *run, master *ms, const tern_experience *e, uint64_t *attempt_ns)
 {
     size_t len = tern_experience_bytes(e);
     void *buf = malloc(len);
@@ -141,9 +179,11 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e)
                              .version = e->version, .batch = e->batch};
     int rc;
     double t0 = tern_run_now();
+    uint64_t w0 = tern_trace_clock();
     for (;;) {
         tern_error_clear();
-        rc = run->buffer_ops->put(run->buffer, buf, len, &meta, 200);
+        *attempt_ns = tern_trace_clock();
+        rc = run->buffer_ops->put(run->buffer, buf, len, &meta, 20);
         if (rc != TERN_ETIMEDOUT)
             break;
         if (atomic_load(&run->stop) || atomic_load(&run->failed)) {
@@ -152,6 +192,13 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e)
         }
     }
     ms->master_wait += tern_run_now() - t0;
+    uint64_t w1 = tern_trace_clock();
+    if (w1 - w0 >= TERN_TRACE_MIN_WAIT_NS) {
+        char args[96];
+        snprintf(args, sizeof args, "{\"for\":\"buffer space\",\"batch\":%lld}",
+                 (long long)e->batch);
+        tern_trace_span(run->session->trace, "wait", w0, w1, args);
+    }
     free(buf);
     if (rc != TERN_OK && rc != TERN_ECLOSED) {
         const char *m = tern_error_message();
@@ -178,6 +225,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
         texts[i] = r->resp[i].text;
         ntok[i] = r->resp[i].len;
     }
+    uint64_t put_ns = 0;
     batch_stats *b = &ms->bs[r->batch];
     memset(b, 0, sizeof *b);
     b->have = 1;
@@ -227,7 +275,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
                                  .finish = resp->finish, .reward = v[i].reward,
                                  .accuracy = v[i].accuracy, .prompt_len = P,
                                  .response_len = resp->len, .tokens = toks, .logp = resp->logp};
-            rc = put_record(run, ms, &e);
+            rc = put_record(run, ms, &e, &put_ns);
             free(toks);
             if (rc != TERN_OK) {
                 json_decref(rw);
@@ -235,8 +283,9 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
             }
         }
         char id[128];
+        /* "step" is the step that trains the batch: set when it does */
         json_t *line = json_pack("{s:s,s:I,s:I,s:I,s:s,s:o,s:s}", "stage", "rl", "step",
-                                 (json_int_t)(r->batch + 1), "batch", (json_int_t)r->batch,
+                                 (json_int_t)0, "batch", (json_int_t)r->batch,
                                  "version", (json_int_t)r->version, "task",
                                  tern_task_id_text(tasks[(size_t)g * G], id, sizeof id),
                                  "rewards", rw, "response", r->resp[(size_t)g * G].text);
@@ -246,6 +295,11 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     b->gen_tokens = r->gen_tokens;
     b->gen_seconds = r->gen_seconds;
     b->wait_seconds = r->wait_seconds;
+    char put_args[64];
+    snprintf(put_args, sizeof put_args, "{\"batch\":%lld}", (long long)r->batch);
+    tern_trace_instant_on(run->session->trace, "buffer", "put", put_ns, put_args);
+    ms->batches_received++;
+    rc = deal_more(run, ms);
 done:
     free(tasks);
     free(texts);
@@ -311,10 +365,20 @@ static void format_eta(double s, char *buf, size_t n)
         snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
 }
 
+static void drop_batch_stats(batch_stats *b)
+{
+    json_decref(b->groups);
+    json_decref(b->acc_right);
+    json_decref(b->acc_total);
+    memset(b, 0, sizeof *b);
+}
+
 static int on_step(tern_run *run, master *ms, tern_step_msg *m)
 {
-    int64_t t = m->step - 1;
-    batch_stats *b = &ms->bs[t];
+    if (m->batch < 0 || (size_t)m->batch >= ms->bs_cap || !ms->bs[m->batch].have)
+        return tern_errorf(TERN_ERR, "master: step %lld trained batch %lld, which was never "
+                           "rewarded (a bug)", (long long)m->step, (long long)m->batch);
+    batch_stats *b = &ms->bs[m->batch];
     json_t *o = json_object();
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory");
@@ -323,6 +387,7 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     json_object_set_new(o, "stage", json_string("rl"));
     json_object_set_new(o, "step", json_integer(m->step));
     json_object_set_new(o, "version", json_integer(m->version));
+    json_object_set_new(o, "batch", json_integer(m->batch));
     json_object_set_new(o, "rollout_version", json_integer(b->version));
     json_object_set_new(o, "reward_mean", json_real(mean));
     json_object_set_new(o, "reward_std", json_real(sqrt(var > 0 ? var : 0)));
@@ -355,6 +420,7 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
                                                        : 0));
     json_object_set_new(o, "staleness", json_real(m->staleness));
     json_object_set_new(o, "stale_records", json_integer((json_int_t)m->stale));
+    json_object_set_new(o, "batches_skipped", json_integer((json_int_t)m->n_skipped));
     json_object_set_new(o, "groups_dropped", json_integer((json_int_t)m->groups_dropped));
     json_object_set_new(o, "wait_s/explorer", json_real(b->wait_seconds));
     json_object_set_new(o, "wait_s/trainer", json_real(m->wait_seconds));
@@ -384,14 +450,12 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     size_t i;
     json_t *g;
     json_array_foreach(b->groups, i, g) {
+        json_object_set_new(g, "step", json_integer(m->step));
         if (rc == TERN_OK)
             rc = write_line(ms->rollouts, g, "rollouts.jsonl");
     }
     json_decref(o);
-    json_decref(b->groups);
-    json_decref(b->acc_right);
-    json_decref(b->acc_total);
-    memset(b, 0, sizeof *b);
+    drop_batch_stats(b);
     if (rc == TERN_OK && m->saved)
         rc = tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1);
     if (rc != TERN_OK)
@@ -428,9 +492,29 @@ static int on_sft_done(tern_run *run, master *ms, tern_step_msg *m)
     return rc == TERN_OK ? push_sft_job(run, ms) : rc;
 }
 
+/* The explorers start once RL has weights to generate with. */
+static int start_explorers(tern_run *run, master *ms)
+{
+    uint32_t n = run->n_explorers;
+    ms->explorer_threads = calloc(n, sizeof *ms->explorer_threads);
+    ms->explorer_args = calloc(n, sizeof *ms->explorer_args);
+    if (!ms->explorer_threads || !ms->explorer_args)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        ms->explorer_args[i] = (tern_explorer_arg){.run = run, .id = i};
+        if (pthread_create(&ms->explorer_threads[i], NULL, tern_explorer_main,
+                           &ms->explorer_args[i]) != 0)
+            return tern_errorf(TERN_ERR, "cannot start explorer thread %u", i);
+        ms->explorers_started++;
+    }
+    return TERN_OK;
+}
+
 static int on_rl_start(tern_run *run, master *ms, tern_step_msg *m)
 {
     int rc = TERN_OK;
+    if (run->set.steps > ms->steps_done && (rc = start_explorers(run, ms)) != TERN_OK)
+        return rc;
     if (run->set.steps == 0) {
         ms->finished = 1; /* a warm-up-only run ends with its evaluation */
         if (m->saved)
@@ -448,6 +532,31 @@ static int on_rl_start(tern_run *run, master *ms, tern_step_msg *m)
     return rc;
 }
 
+/* The weight store over the sync plugin's transport. Checkpoint files live
+ * in RUN_DIR/weights/: versions in flight, not checkpoints, so a resumed run
+ * starts that folder afresh (its versions restart at the resumed step). */
+static int open_weights(tern_run *run)
+{
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/weights", run->dir);
+    if (strcmp(run->transport, "checkpoint") == 0) {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[PATH_MAX + 300];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (remove(path) != 0)
+                tern_logf(TERN_LOG_WARN, "run", "cannot remove %s: %s", path, strerror(errno));
+        }
+        if (d)
+            closedir(d);
+    }
+    run->weights = tern_weights_open(run->transport, dir);
+    return run->weights ? TERN_OK : TERN_ERR;
+}
+
 /* The roles' messages until the run ends. TERN_OK when every step is done,
  * TERN_EINTR after a stop with its checkpoint, else the failure. */
 static int master_loop(tern_run *run, master *ms)
@@ -455,8 +564,8 @@ static int master_loop(tern_run *run, master *ms)
     int rc = TERN_OK;
     for (int i = 0; i < 2 && rc == TERN_OK; i++)
         rc = push_sft_job(run, ms);
-    while (rc == TERN_OK && ms->batches_pushed < run->set.steps)
-        rc = push_explore_job(run, ms);
+    if (rc == TERN_OK)
+        rc = deal_more(run, ms);
     if (rc != TERN_OK)
         return rc;
     if (run->resume.step >= run->set.steps && run->resume.rl_started)
@@ -491,6 +600,15 @@ static int master_loop(tern_run *run, master *ms)
                 rc = m->in_rl ? tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1)
                               : tern_run_complete_checkpoint(run, ms, m->saved, m->sft_step, 0, 0);
             ms->stopped = 1;
+            break;
+        }
+        case TERN_MSG_SKIPPED: {
+            /* the trainer dropped a batch as too stale: it needs a stand-in */
+            tern_step_msg *m = msg;
+            if (m->batch >= 0 && (size_t)m->batch < ms->bs_cap)
+                drop_batch_stats(&ms->bs[m->batch]);
+            ms->batches_skipped++;
+            rc = deal_more(run, ms);
             break;
         }
         case TERN_MSG_FAILED: {
@@ -529,8 +647,8 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     tern_queue_init(&run->inbox);
     tern_queue_init(&run->explorer_jobs);
     tern_queue_init(&run->trainer_jobs);
-    pthread_t explorer, trainer;
-    int have_explorer = 0, have_trainer = 0;
+    pthread_t trainer;
+    int have_trainer = 0;
     struct sigaction old_int;
     int have_handler = 0;
 
@@ -542,11 +660,6 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     if (rc == TERN_OK && (rc = tern_rewards_check_domains(run, &run->train)) == TERN_OK &&
         run->eval.n)
         rc = tern_rewards_check_domains(run, &run->eval);
-    if (rc == TERN_OK && !(run->weights = tern_weights_new()))
-        rc = tern_errorf(TERN_ENOMEM, "out of memory");
-    if (rc == TERN_OK && run->set.steps > 0 &&
-        !(ms->bs = calloc((size_t)run->set.steps, sizeof *ms->bs)))
-        rc = tern_errorf(TERN_ENOMEM, "out of memory");
     if (rc == TERN_OK) {
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
@@ -559,10 +672,15 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     }
     if (rc == TERN_OK)
         rc = tern_run_open_dir(run, ms, o);
+    if (rc == TERN_OK)
+        rc = open_weights(run);
     if (rc != TERN_OK)
         goto done;
     ms->sft_pushed = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
-    ms->batches_pushed = run->resume.step;
+    ms->batches_pushed = run->async ? run->resume.next_batch : run->resume.step;
+    ms->batches_received = ms->batches_pushed;
+    if (!run->async)
+        run->resume.next_batch = run->resume.step;
     tern_logf(TERN_LOG_INFO, "run", "run directory %s: %zu training tasks, %zu eval tasks, "
               "%lld warm-up + %lld RL steps of %u tasks x %u responses", run->dir, run->train.n,
               run->eval.n, (long long)run->set.sft_steps, (long long)run->set.steps,
@@ -582,11 +700,6 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
         goto done;
     }
     have_trainer = 1;
-    if (pthread_create(&explorer, NULL, tern_explorer_main, run) != 0) {
-        rc = tern_errorf(TERN_ERR, "cannot start the explorer thread");
-        goto done;
-    }
-    have_explorer = 1;
     rc = master_loop(run, ms);
 
 done:
@@ -599,8 +712,8 @@ done:
         tern_weights_close(run->weights);
     if (run->buffer_ops)
         run->buffer_ops->close(run->buffer);
-    if (have_explorer)
-        pthread_join(explorer, NULL);
+    for (uint32_t i = 0; i < ms->explorers_started; i++)
+        pthread_join(ms->explorer_threads[i], NULL);
     if (have_trainer)
         pthread_join(trainer, NULL);
     tern_log_progress_end();
@@ -636,12 +749,11 @@ done:
     tern_queue_destroy(&run->explorer_jobs, tern_msg_free);
     tern_queue_destroy(&run->trainer_jobs, tern_msg_free);
     tern_weights_free(run->weights);
-    for (int64_t i = 0; ms->bs && i < run->set.steps; i++) {
-        json_decref(ms->bs[i].groups);
-        json_decref(ms->bs[i].acc_right);
-        json_decref(ms->bs[i].acc_total);
-    }
+    for (size_t i = 0; ms->bs && i < ms->bs_cap; i++)
+        drop_batch_stats(&ms->bs[i]);
     free(ms->bs);
+    free(ms->explorer_threads);
+    free(ms->explorer_args);
     free(ms->train_deal.perm);
     free(ms->sft_deal.perm);
     json_decref(ms->eval_before);

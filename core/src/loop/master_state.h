@@ -6,6 +6,7 @@
 #define TERN_LOOP_MASTER_STATE_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "diag.h"
@@ -38,10 +39,16 @@ typedef struct batch_stats {
 typedef struct master {
     tern_run *run;
     dealer train_deal, sft_deal;
-    batch_stats *bs; /* [steps], by batch */
+    batch_stats *bs; /* [bs_cap], by batch */
+    size_t bs_cap;
     FILE *metrics, *rollouts;
     double t_start, master_wait;
     int64_t sft_pushed, batches_pushed;
+    int64_t batches_received;  /* rollouts back from the explorers */
+    int64_t batches_skipped;   /* dropped whole by the trainer as too stale */
+    pthread_t *explorer_threads; /* [n_explorers] once RL started */
+    tern_explorer_arg *explorer_args;
+    uint32_t explorers_started;
     int64_t steps_done, sft_done;
     double accuracy_before, accuracy_after;
     json_t *eval_before, *eval_after;

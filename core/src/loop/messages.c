@@ -52,6 +52,7 @@ void tern_msg_free(void *msg)
     default: {
         tern_step_msg *s = msg;
         tern_snapshot_free(s->eval);
+        free(s->skipped);
         free(s->saved);
         free(s->error);
         break;

@@ -1,5 +1,5 @@
 /* run.h: one run of the learning loop (DESIGN.md §2): the master (the
- * calling thread), one explorer thread and one trainer thread.
+ * calling thread), one thread per explorer and a trainer thread.
  *
  * The roles share nothing but the buffer plugin, the weight store and the
  * queues below, so that they can later become processes. Everything else in
@@ -45,6 +45,7 @@ typedef struct tern_reward_route {
 typedef struct tern_resume_point {
     int64_t sft_step;       /* warm-up steps done */
     int64_t step;           /* RL steps done */
+    int64_t next_batch;     /* the explorer batch to deal first (>= step; > in async modes) */
     int rl_started;         /* the RL stage had begun (reference saved, eval before done) */
     double accuracy_before; /* -1 if unknown */
     double wall_seconds;    /* spent by the earlier part(s) of the run */
@@ -61,7 +62,8 @@ typedef struct tern_run {
     tern_model_handle policy;    /* trainer's */
     tern_model_handle reference; /* trainer's; ops NULL when no reference is used */
     int reference_is_copy;       /* same_as = "model": a frozen copy of the RL-start policy */
-    tern_model_handle explorer;  /* explorer's */
+    tern_model_handle *explorers; /* [n_explorers], one per explorer thread */
+    uint32_t n_explorers;        /* the sync plugin's describe().explorers */
     tern_model_handle evaluator; /* master's; NULL ops without an eval split */
     tern_special_tokens special;
 
@@ -69,19 +71,24 @@ typedef struct tern_run {
     void *buffer;
     const tern_sync_ops *sync_ops;
     void *sync;
+    char transport[32];      /* the sync plugin's weight transport ("memory", ...) */
+    int64_t max_staleness;   /* the sync plugin's bound, -1 unbounded */
+    int async;               /* the explorers never wait for weights (USE_NEWEST plans) */
     tern_reward_route *routes;
     size_t n_routes;
 
     tern_task_set train, eval; /* read-only once the roles start */
 
     tern_queue inbox;          /* everything the master hears */
-    tern_queue explorer_jobs;  /* batches to generate */
+    tern_queue explorer_jobs;  /* batches to generate; any explorer takes the next */
     tern_queue trainer_jobs;   /* warm-up batches */
     tern_weight_store *weights;
 
     tern_resume_point resume;
     atomic_int stop;           /* set on SIGINT: finish the step, checkpoint, stop */
     atomic_int failed;         /* set by a role that failed: everyone winds down */
+    atomic_int all_dealt;      /* every batch the run needs is dealt: an explorer without
+                                  a job is done (idle), not waiting */
 } tern_run;
 
 /* ---- messages on the queues (every message starts with its kind) ---------- */
@@ -94,6 +101,7 @@ typedef enum tern_msg_kind {
     TERN_MSG_RL_START,     /* trainer -> master: RL begins (weights of version 0 attached) */
     TERN_MSG_STEP_DONE,    /* trainer -> master: an RL step finished */
     TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
+    TERN_MSG_SKIPPED,      /* trainer -> master: batch `batch` dropped as too stale (deal another) */
     TERN_MSG_FAILED        /* any role -> master: it failed and stopped */
 } tern_msg_kind;
 
@@ -127,6 +135,7 @@ typedef struct tern_response {
 typedef struct tern_rollout_msg {
     tern_msg_kind kind;
     int64_t batch, version;
+    uint32_t explorer;       /* which explorer made it (0-based) */
     uint32_t n, group_size;
     uint32_t *task_index;    /* [n] */
     int32_t **prompt_tokens; /* [n] */
@@ -141,8 +150,12 @@ typedef struct tern_step_msg {
     tern_msg_kind kind;
     int64_t step;            /* steps done after this one (1-based); SFT: warm-up steps done */
     int64_t version;         /* weights version after the step */
+    int64_t batch;           /* the batch trained on */
+    int64_t *skipped;        /* [n_skipped] batches taken and dropped as too stale */
+    uint32_t n_skipped;
     int published;
     int in_rl;               /* TERN_MSG_STOPPED: 1 in the RL stage, 0 in the warm-up */
+    int rl_fresh;            /* TERN_MSG_RL_START: RL begins now (not a resume within RL) */
     int64_t sft_step;        /* TERN_MSG_STOPPED in the warm-up: its steps done */
     tern_loss_stats loss;
     double grad_norm, lr;
@@ -164,9 +177,18 @@ void tern_msg_free(void *msg);
  * set run->failed. */
 void tern_report_failure(tern_run *run, const char *role, int status);
 
-/* The thread bodies (arg: tern_run *). */
+/* The thread bodies. An explorer gets its own tern_explorer_arg; the
+ * trainer the tern_run. */
+typedef struct tern_explorer_arg {
+    tern_run *run;
+    uint32_t id;
+} tern_explorer_arg;
 void *tern_explorer_main(void *arg);
 void *tern_trainer_main(void *arg);
+
+/* Waits shorter than this are not traced (a lock or a queue hand-off, not a
+ * role idling); nanoseconds. */
+#define TERN_TRACE_MIN_WAIT_NS 200000ull
 
 /* Seconds on the monotonic clock (durations in metrics and waits). */
 double tern_run_now(void);

@@ -49,6 +49,9 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     r->step = json_integer_value(json_object_get(st, "step"));
     r->sft_step = json_integer_value(json_object_get(st, "sft_step"));
     r->rl_started = json_is_true(json_object_get(st, "rl_started"));
+    json_t *nb = json_object_get(st, "next_batch");
+    r->next_batch = json_is_integer(nb) && json_integer_value(nb) >= r->step
+                        ? json_integer_value(nb) : r->step;
     if (r->rl_started && r->sft_step < run->set.sft_steps)
         r->sft_step = run->set.sft_steps; /* the warm-up is over */
     if (r->step > run->set.steps || (!r->rl_started && r->sft_step > run->set.sft_steps)) {
@@ -99,6 +102,11 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     return TERN_OK;
 }
 
+static int64_t next_batch(const tern_run *run, const master *ms, int64_t step)
+{
+    return run->async && ms->batches_pushed > step ? ms->batches_pushed : step;
+}
+
 static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_step, int64_t step,
                           int rl_started)
 {
@@ -110,9 +118,13 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
                            (json_int_t)run->set.group_size, "sft_batch_tasks",
                            (json_int_t)run->set.sft_batch_tasks, "train_tasks",
                            (json_int_t)run->train.n, "shuffle", run->set.shuffle,
-                           "data_position", (json_int_t)(step * run->set.batch_tasks));
+                           "data_position", (json_int_t)(next_batch(run, ms, step) *
+                                                         run->set.batch_tasks));
     if (!st)
         return NULL;
+    /* the batch a resume deals next: in a fixed schedule batch t is step t's; the
+     * asynchronous modes dealt further, and a resume drops what was in flight */
+    json_object_set_new(st, "next_batch", json_integer(next_batch(run, ms, step)));
     json_object_set_new(st, "accuracy_before_rl",
                         ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
     json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());

@@ -101,16 +101,25 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     if (run->sync_ops->describe(run->sync, &info) != TERN_OK)
         return tern_errorf(TERN_ERR, "sync: describe failed: %s", tern_error_message());
     char where[600];
-    if (info.explorers != 1)
-        tern_diag_addf(d, "%s: sync: %u explorers asked for; this tern runs one explorer "
-                       "thread (multi-explorer runs arrive with the sync plugins issue)",
+    if (info.explorers < 1 || info.explorers > 64)
+        tern_diag_addf(d, "%s: sync: plugin '%s' asks for %u explorers; tern runs 1 to 64",
                        tern_config_where(&s->config, sync->group, where, sizeof where),
-                       info.explorers);
-    if (!info.transport || strcmp(info.transport, "memory") != 0)
+                       sync->entry->name, info.explorers);
+    if (!info.transport ||
+        (strcmp(info.transport, "memory") != 0 && strcmp(info.transport, "checkpoint") != 0))
         tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not available in this tern: "
-                       "use method = \"memory\"",
+                       "use method = \"memory\" or \"checkpoint\" (NCCL needs the CUDA build)",
                        tern_config_where(&s->config, sync->group, where, sizeof where),
                        info.transport ? info.transport : "(none)");
+    else
+        snprintf(run->transport, sizeof run->transport, "%s", info.transport);
+    run->max_staleness = info.max_staleness;
+    /* the first plan tells the kind of schedule: fixed (wait) or asynchronous */
+    tern_sync_plan plan = {.size = sizeof plan};
+    tern_error_clear();
+    if (run->sync_ops->explorer_plan(run->sync, 0, 0, &plan) != TERN_OK)
+        return tern_errorf(TERN_ERR, "sync: explorer_plan failed: %s", tern_error_message());
+    run->async = plan.mode == TERN_SYNC_USE_NEWEST;
 
     /* the reference: a frozen copy of the policy (same_as), its own plugin, or none */
     int want_kl = run->set.loss.kl != TERN_KL_NONE;
@@ -129,7 +138,16 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     }
     if (d->n)
         return TERN_ECONFIG;
-    int rc = make_model(run, model, "explorer", &run->explorer);
+    int rc = TERN_OK;
+    run->explorers = calloc(info.explorers, sizeof *run->explorers);
+    if (!run->explorers)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    run->n_explorers = info.explorers;
+    for (uint32_t i = 0; rc == TERN_OK && i < info.explorers; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "explorer %u", i);
+        rc = make_model(run, model, label, &run->explorers[i]);
+    }
     if (rc == TERN_OK && run->eval.n)
         rc = make_model(run, model, "evaluator", &run->evaluator);
     if (rc == TERN_OK && run->reference_is_copy)
@@ -198,7 +216,10 @@ int tern_run_load_data(tern_run *run)
 
 void tern_run_drop_models(tern_run *run)
 {
-    drop_model(&run->explorer);
+    for (uint32_t i = 0; run->explorers && i < run->n_explorers; i++)
+        drop_model(&run->explorers[i]);
+    free(run->explorers);
+    run->explorers = NULL;
     drop_model(&run->evaluator);
     if (run->reference_is_copy)
         drop_model(&run->reference);

@@ -206,6 +206,7 @@ static int sft_stage(tern_run *run)
 typedef struct batch {
     tern_experience *x;
     size_t n, cap;
+    int64_t id, version; /* the batch and the weights it was generated with; id -1: none yet */
 } batch;
 
 static void batch_free(batch *b)
@@ -214,6 +215,7 @@ static void batch_free(batch *b)
         tern_experience_clear(&b->x[i]);
     free(b->x);
     memset(b, 0, sizeof *b);
+    b->id = -1;
 }
 
 static int by_group(const void *a, const void *b)
@@ -224,18 +226,46 @@ static int by_group(const void *a, const void *b)
     return x->sample < y->sample ? -1 : x->sample > y->sample;
 }
 
-/* Read the `want` records of batch `step` from the buffer. 1 when a stop was
- * requested while waiting, TERN_ECLOSED at shutdown, else a status. */
+/* A batch taken and dropped whole: too stale for the sync plugin. */
+static int note_skipped(tern_run *run, int64_t step, const batch *b, tern_step_msg *rep)
+{
+    int64_t *s = realloc(rep->skipped, (rep->n_skipped + 1) * sizeof *s);
+    if (!s)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    rep->skipped = s;
+    s[rep->n_skipped++] = b->id;
+    char args[128];
+    snprintf(args, sizeof args, "{\"batch\":%lld,\"version\":%lld,\"step\":%lld}",
+             (long long)b->id, (long long)b->version, (long long)step);
+    tern_trace_instant(run->session->trace, "skip", args);
+    tern_logf(TERN_LOG_DEBUG, "trainer", "step %lld: batch %lld (version %lld) is older than "
+              "max_staleness allows: skipped", (long long)step, (long long)b->id,
+              (long long)b->version);
+    /* the master deals a stand-in now: this step waits for it */
+    tern_step_msg *m = new_report(TERN_MSG_SKIPPED, step);
+    if (!m)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    m->batch = b->id;
+    return push_report(run, m);
+}
+
+/* Read the `want` records of the next batch in the buffer into *b: the
+ * batch of the first record (in a fixed schedule that must be batch `step`;
+ * the asynchronous modes train batches in the order they arrive). A batch
+ * the sync plugin's accept() refuses is skipped whole and the next one read.
+ * 1 when a stop was requested while waiting, TERN_ECLOSED at shutdown, else
+ * a status. */
 static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_step_msg *rep)
 {
     b->x = calloc(want, sizeof *b->x);
+    b->id = -1;
     tern_record *recs = calloc(want, sizeof *recs);
     if (!b->x || !recs) {
         free(recs);
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     }
     b->cap = want;
-    size_t seen = 0;
+    size_t seen = 0, seen_all = 0;
     double t0 = tern_run_now();
     int rc = TERN_OK;
     while (seen < want) {
@@ -268,16 +298,23 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
                 rc = tern_role_failed(rc, "trainer", "a buffer record");
                 break;
             }
-            if (e.batch != step) {
+            if (b->id < 0) {
+                b->id = e.batch;
+                b->version = e.version;
+            }
+            int64_t expect = run->async ? b->id : step;
+            if (e.batch != b->id || e.batch != expect) {
                 int64_t eb = e.batch;
                 tern_experience_clear(&e);
                 rc = tern_errorf(TERN_ERR, "trainer: step %lld expected the experiences of "
                                  "batch %lld but the buffer handed out one of batch %lld: a "
-                                 "buffer that reorders batches needs a sync mode that allows it",
-                                 (long long)step, (long long)step, (long long)eb);
+                                 "buffer that reorders or interleaves batches needs a sync mode "
+                                 "that allows it", (long long)step, (long long)expect,
+                                 (long long)eb);
                 break;
             }
             seen++;
+            seen_all++;
             tern_error_clear();
             int ok = run->sync_ops->accept(run->sync, e.version, step);
             if (ok < 0) {
@@ -294,11 +331,17 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
             b->x[b->n++] = e;
         }
         run->buffer_ops->release(run->buffer, recs, got);
+        if (rc == TERN_OK && seen == want && b->n == 0) {
+            /* every record was too stale: drop the batch and take the next */
+            rc = note_skipped(run, step, b, rep);
+            seen = 0;
+            b->id = -1;
+        }
     }
     free(recs);
     rep->wait_seconds = tern_run_now() - t0;
-    if (seen)
-        rep->staleness /= (double)seen;
+    if (seen_all)
+        rep->staleness /= (double)seen_all;
     qsort(b->x, b->n, sizeof *b->x, by_group);
     return rc;
 }
@@ -489,6 +532,24 @@ static int save_due(const tern_run *run, int64_t done)
     return done == run->set.steps || (run->set.save_every > 0 && done % run->set.save_every == 0);
 }
 
+/* Publish the policy as `version`: a `sync` span while the transport takes
+ * it, then a `publish` instant once explorers can load it. */
+static int publish(tern_run *run, int64_t version)
+{
+    tern_trace *tr = run->session->trace;
+    char args[96];
+    snprintf(args, sizeof args, "{\"method\":\"%s\",\"version\":%lld}", run->transport,
+             (long long)version);
+    uint64_t span = tern_trace_begin(tr, "sync");
+    int rc = tern_weights_publish(run->weights, run->policy.ops, run->policy.state, version);
+    tern_trace_end(tr, span, args);
+    if (rc != TERN_OK)
+        return tern_role_failed(rc, "trainer", "publishing the weights");
+    snprintf(args, sizeof args, "{\"version\":%lld}", (long long)version);
+    tern_trace_instant(tr, "publish", args);
+    return TERN_OK;
+}
+
 /* One RL step; 1 when it stopped on request instead. */
 static int rl_step(tern_run *run, int64_t step)
 {
@@ -497,12 +558,16 @@ static int rl_step(tern_run *run, int64_t step)
     if (!rep)
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     batch b = {0};
-    uint64_t span = tern_trace_begin(run->session->trace, "wait_batch");
+    tern_trace *tr = run->session->trace;
+    uint64_t t0 = tern_trace_clock();
     int rc = read_batch(run, step, want, &b, rep);
-    char args[96];
-    snprintf(args, sizeof args, "{\"step\":%lld,\"batch\":%lld}", (long long)step,
-             (long long)step);
-    tern_trace_end(run->session->trace, span, args);
+    uint64_t t1 = tern_trace_clock();
+    char args[192];
+    if (t1 - t0 >= TERN_TRACE_MIN_WAIT_NS) {
+        snprintf(args, sizeof args, "{\"for\":\"experiences\",\"step\":%lld}",
+                 (long long)step);
+        tern_trace_span(tr, "wait", t0, t1, args);
+    }
     if (rc == 1) { /* stop requested while waiting: checkpoint what is done */
         batch_free(&b);
         tern_msg_free(rep);
@@ -511,14 +576,17 @@ static int rl_step(tern_run *run, int64_t step)
     }
     if (rc != TERN_OK)
         goto fail;
+    rep->batch = b.id;
     rep->records = b.n + rep->stale;
     keep_whole_groups(&b, run->set.group_size, &rep->groups_dropped);
-    double t0 = tern_run_now();
-    span = tern_trace_begin(run->session->trace, "train");
+    double ts = tern_run_now();
+    uint64_t span = tern_trace_begin(tr, "train");
     if (b.n)
         rc = train_on(run, step, &b, rep);
-    tern_trace_end(run->session->trace, span, args);
-    rep->train_seconds = tern_run_now() - t0;
+    snprintf(args, sizeof args, "{\"step\":%lld,\"batches\":[%lld],\"versions\":[%lld]}",
+             (long long)step, (long long)b.id, (long long)b.version);
+    tern_trace_end(tr, span, args);
+    rep->train_seconds = tern_run_now() - ts;
     batch_free(&b);
     if (rc != TERN_OK)
         goto fail;
@@ -532,11 +600,7 @@ static int rl_step(tern_run *run, int64_t step)
         goto fail;
     }
     if (pub && done < run->set.steps) {
-        span = tern_trace_begin(run->session->trace, "publish");
-        rc = tern_weights_publish(run->weights, run->policy.ops, run->policy.state, done);
-        snprintf(args, sizeof args, "{\"version\":%lld}", (long long)done);
-        tern_trace_end(run->session->trace, span, args);
-        if (rc != TERN_OK)
+        if ((rc = publish(run, done)) != TERN_OK)
             goto fail;
         rep->published = 1;
     }
@@ -563,18 +627,23 @@ fail:
 }
 
 /* RL begins: the reference becomes a frozen copy of the policy (same_as),
- * the first weights are published, the master gets them to evaluate. */
+ * the first weights are published, then the master hears RL_START (with the
+ * weights to evaluate on a fresh run) and starts the explorers: they never
+ * wait for a first version. */
 static int rl_start(tern_run *run)
 {
     int64_t v = run->resume.step;
     int rc = TERN_OK;
+    tern_step_msg *m = new_report(TERN_MSG_RL_START, 0);
+    if (!m)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     if (!run->resume.rl_started) {
         if (run->reference_is_copy &&
-            (rc = tern_weights_copy(run->policy.ops, run->policy.state, run->reference.state)))
+            (rc = tern_weights_copy(run->policy.ops, run->policy.state, run->reference.state))) {
+            tern_msg_free(m);
             return tern_role_failed(rc, "trainer", "copying the policy into the reference");
-        tern_step_msg *m = new_report(TERN_MSG_RL_START, 0);
-        if (!m)
-            return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        }
+        m->rl_fresh = 1;
         if (run->eval.n && !(m->eval = tern_snapshot_take(run->policy.ops, run->policy.state, 0))) {
             tern_msg_free(m);
             return TERN_ENOMEM;
@@ -595,10 +664,12 @@ static int rl_start(tern_run *run)
                 return tern_role_failed(rc, "trainer", "saving the reference");
             }
         }
-        if ((rc = push_report(run, m)) != TERN_OK)
-            return rc;
     }
-    return tern_weights_publish(run->weights, run->policy.ops, run->policy.state, v);
+    if (run->set.steps > 0 && (rc = publish(run, v)) != TERN_OK) {
+        tern_msg_free(m);
+        return rc;
+    }
+    return push_report(run, m);
 }
 
 void *tern_trainer_main(void *arg)
@@ -610,13 +681,8 @@ void *tern_trainer_main(void *arg)
         return NULL;
     if (rc == TERN_OK)
         rc = rl_start(run);
-    for (int64_t t = run->resume.step; rc == TERN_OK && t < run->set.steps; t++) {
-        uint64_t span = tern_trace_begin(run->session->trace, "step");
+    for (int64_t t = run->resume.step; rc == TERN_OK && t < run->set.steps; t++)
         rc = rl_step(run, t);
-        char args[48];
-        snprintf(args, sizeof args, "{\"step\":%lld}", (long long)t);
-        tern_trace_end(run->session->trace, span, args);
-    }
     if (rc < 0 && rc != TERN_ECLOSED)
         tern_report_failure(run, "trainer", rc);
     return NULL;

@@ -1,12 +1,11 @@
 /* weights.c: snapshots and the weight store (see weights.h). */
 #include "weights.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "errmsg.h"
+#include "loop/transport.h"
 
 typedef struct snap_tensor {
     char *name;
@@ -20,15 +19,7 @@ struct tern_snapshot {
     size_t n;
     unsigned char *data;
     size_t bytes;
-    tern_snapshot *next; /* in the store, oldest first */
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int model_tensors(const tern_model_ops *ops, void *model, const tern_tensor **t, size_t *n)
 {
@@ -120,119 +111,86 @@ int tern_weights_copy(const tern_model_ops *ops, void *from, void *to)
     return rc;
 }
 
+
+int tern_snapshot_refill(tern_snapshot *s, const tern_model_ops *ops, void *model,
+                         int64_t version)
+{
+    const tern_tensor *t;
+    size_t n;
+    int rc = model_tensors(ops, model, &t, &n);
+    if (rc != TERN_OK)
+        return rc;
+    if (n != s->n)
+        return TERN_ENOTFOUND;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].bytes != s->t[i].bytes || strcmp(t[i].name ? t[i].name : "", s->t[i].name))
+            return TERN_ENOTFOUND;
+    for (size_t i = 0; i < n; i++)
+        memcpy(s->data + s->t[i].offset, t[i].data, t[i].bytes);
+    s->version = version;
+    return TERN_OK;
+}
+
+/* ---- the store: a front over one transport ----------------------------------- */
+
 struct tern_weight_store {
-    pthread_mutex_t lock;
-    pthread_cond_t published;
-    tern_snapshot *head; /* oldest first */
-    int64_t newest;
-    int closed;
+    const tern_transport_ops *ops;
+    void *impl;
 };
 
-tern_weight_store *tern_weights_new(void)
+tern_weight_store *tern_weights_open(const char *method, const char *dir)
 {
     tern_weight_store *w = calloc(1, sizeof *w);
-    if (!w)
+    if (!w) {
+        tern_errorf(TERN_ENOMEM, "out of memory");
         return NULL;
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->published, NULL);
-    w->newest = -1;
+    }
+    if (!method || strcmp(method, "memory") == 0) {
+        w->ops = &tern_transport_memory;
+        w->impl = tern_transport_memory_new();
+    } else if (strcmp(method, "checkpoint") == 0) {
+        w->ops = &tern_transport_checkpoint;
+        w->impl = tern_transport_checkpoint_new(dir);
+    } else {
+        tern_errorf(TERN_EUNSUPPORTED, "weight transport \"%s\" is not built into this tern "
+                    "(memory, checkpoint)", method);
+    }
+    if (!w->impl) {
+        free(w);
+        return NULL;
+    }
     return w;
 }
+
+tern_weight_store *tern_weights_new(void) { return tern_weights_open("memory", NULL); }
 
 void tern_weights_free(tern_weight_store *w)
 {
     if (!w)
         return;
-    for (tern_snapshot *s = w->head, *next; s; s = next) {
-        next = s->next;
-        tern_snapshot_free(s);
-    }
-    pthread_cond_destroy(&w->published);
-    pthread_mutex_destroy(&w->lock);
+    w->ops->destroy(w->impl);
     free(w);
 }
+
+const char *tern_weights_method(const tern_weight_store *w) { return w->ops->method; }
 
 int tern_weights_publish(tern_weight_store *w, const tern_model_ops *ops, void *model,
                          int64_t version)
 {
-    tern_snapshot *s = tern_snapshot_take(ops, model, version);
-    if (!s)
-        return TERN_ENOMEM;
-    pthread_mutex_lock(&w->lock);
-    if (version <= w->newest) {
-        pthread_mutex_unlock(&w->lock);
-        tern_snapshot_free(s);
-        return tern_errorf(TERN_EINVAL, "weight version %lld published after %lld",
-                           (long long)version, (long long)w->newest);
-    }
-    tern_snapshot **tail = &w->head;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = s;
-    w->newest = version;
-    pthread_cond_broadcast(&w->published);
-    pthread_mutex_unlock(&w->lock);
-    return TERN_OK;
+    return w->ops->publish(w->impl, ops, model, version);
 }
 
 int tern_weights_load(tern_weight_store *w, const tern_model_ops *ops, void *model,
                       int64_t version, int64_t *loaded, uint64_t *waited_ns)
 {
-    uint64_t t0 = now_ns();
-    pthread_mutex_lock(&w->lock);
-    while (!w->closed && (version < 0 ? w->newest < 0 : w->newest < version))
-        pthread_cond_wait(&w->published, &w->lock);
-    if (waited_ns)
-        *waited_ns = now_ns() - t0;
-    if (w->closed) {
-        pthread_mutex_unlock(&w->lock);
-        return TERN_ECLOSED;
-    }
-    const tern_snapshot *s = w->head;
-    if (version < 0)
-        while (s && s->next)
-            s = s->next;
-    else
-        while (s && s->version != version)
-            s = s->next;
-    if (!s) {
-        pthread_mutex_unlock(&w->lock);
-        return tern_errorf(TERN_EINVAL, "weight version %lld was asked for after it was freed",
-                           (long long)version);
-    }
-    /* Copy under the lock: a snapshot is freed only by forget_before, which
-     * the loading role itself calls, so this is short and uncontended. */
-    int rc = tern_snapshot_apply(s, ops, model);
-    if (rc == TERN_OK && loaded)
-        *loaded = s->version;
-    pthread_mutex_unlock(&w->lock);
-    return rc;
+    return w->ops->load(w->impl, ops, model, version, loaded, waited_ns);
 }
 
 void tern_weights_forget_before(tern_weight_store *w, int64_t version)
 {
-    pthread_mutex_lock(&w->lock);
-    /* the newest stays, whatever is asked: an explorer may still need it */
-    while (w->head && w->head->next && w->head->version < version) {
-        tern_snapshot *s = w->head;
-        w->head = s->next;
-        tern_snapshot_free(s);
-    }
-    pthread_mutex_unlock(&w->lock);
+    w->ops->forget_before(w->impl, version);
 }
 
-int64_t tern_weights_newest(tern_weight_store *w)
-{
-    pthread_mutex_lock(&w->lock);
-    int64_t v = w->newest;
-    pthread_mutex_unlock(&w->lock);
-    return v;
-}
+int64_t tern_weights_newest(tern_weight_store *w) { return w->ops->newest(w->impl); }
 
-void tern_weights_close(tern_weight_store *w)
-{
-    pthread_mutex_lock(&w->lock);
-    w->closed = 1;
-    pthread_cond_broadcast(&w->published);
-    pthread_mutex_unlock(&w->lock);
-}
+void tern_weights_close(tern_weight_store *w) { w->ops->close(w->impl); }

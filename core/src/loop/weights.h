@@ -1,6 +1,5 @@
-/* weights.h: moving weights between model instances of one process (the
- * "memory" transport of DESIGN.md §4) and the store the trainer publishes
- * versions to.
+/* weights.h: moving weights between model instances, and the store the
+ * trainer publishes versions to (a front over one transport, transport.h).
  *
  * A snapshot is a copy of every named tensor of a model (tensors() op), taken
  * from one instance and written into another of the same shape. The store
@@ -26,12 +25,24 @@ int tern_snapshot_apply(const tern_snapshot *s, const tern_model_ops *ops, void 
 int64_t tern_snapshot_version(const tern_snapshot *s);
 void tern_snapshot_free(tern_snapshot *s);
 
+/* Copy `model`'s weights into an existing snapshot of the same layout and
+ * call it `version` (no allocation: how the memory transport reuses its
+ * buffers). TERN_ENOTFOUND if the layout differs (take a new one). */
+int tern_snapshot_refill(tern_snapshot *s, const tern_model_ops *ops, void *model,
+                         int64_t version);
+
 /* Copy the weights of one instance into another (take + apply). */
 int tern_weights_copy(const tern_model_ops *ops, void *from, void *to);
 
 typedef struct tern_weight_store tern_weight_store;
 
+/* A store over the transport `method` ("memory", or "checkpoint" with its
+ * files in `dir`; transport.h). NULL with a message on failure. */
+tern_weight_store *tern_weights_open(const char *method, const char *dir);
+/* tern_weights_open("memory", NULL). */
 tern_weight_store *tern_weights_new(void);
+/* The store's method name. */
+const char *tern_weights_method(const tern_weight_store *w);
 void tern_weights_free(tern_weight_store *w);
 /* Publish `model`'s weights as `version` (versions only grow). */
 int tern_weights_publish(tern_weight_store *w, const tern_model_ops *ops, void *model,

@@ -1,7 +1,7 @@
 /*
  * synchronous.c: the `synchronous` sync plugin (diagram (a) of the design;
  * seed 000 left with interval 4). The fixed schedule of DESIGN.md §4 with
- * offset O = 0:
+ * offset O = 0 (arithmetic in ../common/fixed_schedule.h):
  *
  *   explorer batch k is generated with version v(k) = I * floor(k / I) and
  *   waits until that version is loaded; the trainer publishes after step t
@@ -13,6 +13,7 @@
  */
 #include <stdlib.h>
 
+#include "../common/fixed_schedule.h"
 #include "tern/plugin.h"
 #include "tern/sync.h"
 
@@ -20,17 +21,20 @@ static const tern_host *host;
 
 typedef struct synchronous {
     int64_t interval; /* I >= 1 */
+    int64_t bound;    /* I - 1: the schedule's staleness bound (O = 0) */
     const char *method;
     tern_ctx *ctx;
 } synchronous;
 
 static int sync_create(tern_ctx *ctx, void **state)
 {
-    int64_t interval = 1, offset = 0;
+    int64_t interval = 1, offset = 0, max_staleness = -1;
     const char *method = NULL;
     int rc = host->get_int(ctx, "interval", &interval);
     if (rc == TERN_OK)
         rc = host->get_int(ctx, "offset", &offset);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "max_staleness", &max_staleness);
     if (rc == TERN_OK)
         rc = host->get_string(ctx, "method", &method);
     if (rc != TERN_OK)
@@ -41,10 +45,14 @@ static int sync_create(tern_ctx *ctx, void **state)
                                    "the trainer by %lld batches is the one-step-off-policy mode "
                                    "(plugin = \"one_step_off\")",
                                    (long long)offset);
+    rc = fixed_schedule_check_max_staleness(host, ctx, interval, 0, max_staleness);
+    if (rc != TERN_OK)
+        return rc;
     synchronous *s = calloc(1, sizeof *s);
     if (!s)
         return host->fail(ctx, TERN_ENOMEM, "out of memory");
     s->interval = interval;
+    s->bound = fixed_schedule_bound(interval, 0);
     s->method = method;
     s->ctx = ctx;
     *state = s;
@@ -60,7 +68,7 @@ static int sync_describe(void *state, tern_sync_info *info)
         return host->fail(s->ctx, TERN_EINVAL, "describe: info is NULL or too small");
     info->transport = s->method;
     info->explorers = 1;
-    info->max_staleness = s->interval - 1; /* O + I - 1 with O = 0 */
+    info->max_staleness = s->bound; /* a larger max_staleness changes nothing */
     return TERN_OK;
 }
 
@@ -74,7 +82,7 @@ static int sync_explorer_plan(void *state, uint32_t explorer, int64_t batch, ter
                           "explorer_plan: explorer %u, batch %lld: synchronous runs one explorer "
                           "(0) on batches numbered from 0", explorer, (long long)batch);
     plan->mode = TERN_SYNC_WAIT_FOR_VERSION;
-    plan->version = s->interval * (batch / s->interval); /* I * floor(k / I), k >= 0 */
+    plan->version = fixed_schedule_version(s->interval, 0, batch); /* I * floor(k / I) */
     return TERN_OK;
 }
 
@@ -84,18 +92,18 @@ static int sync_trainer_publishes(void *state, int64_t step)
     if (step < 0)
         return host->fail(s->ctx, TERN_EINVAL, "trainer_publishes: step %lld < 0",
                           (long long)step);
-    return (step + 1) % s->interval == 0;
+    return fixed_schedule_publishes(s->interval, step);
 }
 
 static int sync_accept(void *state, int64_t experience_version, int64_t trainer_version)
 {
     const synchronous *s = state;
-    int64_t staleness = trainer_version - experience_version;
-    if (experience_version < 0 || staleness < 0)
+    if (experience_version < 0 || trainer_version < experience_version)
         return host->fail(s->ctx, TERN_EINVAL,
-                          "accept: experience version %lld is newer than the trainer's %lld",
+                          "accept: experience version %lld is negative or newer than the "
+                          "trainer's %lld",
                           (long long)experience_version, (long long)trainer_version);
-    return staleness <= s->interval - 1;
+    return trainer_version - experience_version <= s->bound;
 }
 
 static const tern_sync_ops ops = {
@@ -111,14 +119,20 @@ static const tern_sync_ops ops = {
 static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "interval", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 1e6,
                  .aka = "sync_interval",
-                 .doc = "I: the trainer publishes every I steps; explorer batches k use version "
-                        "I*floor(k/I)"),
+                 .doc = "I: the trainer publishes after every I-th step; explorer batch k is "
+                        "generated with version I*floor(k/I) and waits for it"),
     TERN_SETTING(.name = "offset", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e6,
                  .aka = "sync_offset",
                  .doc = "O: must be 0 here (a positive offset is the one_step_off mode)"),
     TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",
-                 .choices = "memory", .aka = "transport|weight_sync",
-                 .doc = "how weights reach the explorer: memory (threads of one process)"),
+                 .choices = "memory|checkpoint", .aka = "transport|weight_sync",
+                 .doc = "how weights reach the explorer: memory (a copy between threads of one "
+                        "process) or checkpoint (atomically written weight files)"),
+    TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,
+                 .max = 1e9, .aka = "staleness|max_stale",
+                 .doc = "versions an experience may lag the trainer: -1 = the schedule's bound "
+                        "interval-1; a value >= 0 below it is refused (batches would be "
+                        "generated only to be skipped), a value above it changes nothing"),
     TERN_SETTINGS_END,
 };
 
