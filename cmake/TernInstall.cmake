@@ -4,7 +4,8 @@
 #   bin/tern                                  command            (tern)
 #   <libdir>/libtern.so.<abi major>           library            (tern)
 #   <libdir>/tern/abi-<major>/*.so            plugins            (tern)
-#   share/tern/etc/*.cfg, etc/data/*.jsonl    example configs    (tern)
+#   share/tern/etc/*.cfg, etc/modes/*.cfg,
+#   etc/data/*.jsonl                          example configs    (tern)
 #   share/doc/tern/, share/man/man{1,7}/      docs, man pages    (tern)
 #   include/tern/*.h                          the SDK            (libtern-dev)
 #   <libdir>/libtern.so                       link for embedders (libtern-dev)
@@ -28,12 +29,18 @@ install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT r
 install(DIRECTORY core/include/tern DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
 install(FILES etc/quickstart.cfg DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc COMPONENT runtime)
+# one demonstration per sync mode (docs/sync.md); their data is ../data
+file(GLOB _mode_configs ${PROJECT_SOURCE_DIR}/etc/modes/*.cfg)
+install(FILES ${_mode_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/modes
+  COMPONENT runtime)
 # the quickstart's tasks: its data.train and data.eval, relative to the config
 install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
   DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/data COMPONENT runtime)
 install(FILES README.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
   docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md
-  docs/rewards.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+  docs/rewards.md docs/timeline.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+file(GLOB _doc_images ${PROJECT_SOURCE_DIR}/docs/img/*.png)
+install(FILES ${_doc_images} DESTINATION ${CMAKE_INSTALL_DOCDIR}/img COMPONENT runtime)
 # sources only: build products of someone who built an example in the tree stay out
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/libtern-dev/examples
   COMPONENT dev PATTERN "*.so" EXCLUDE PATTERN "*.o" EXCLUDE PATTERN "build*" EXCLUDE)

@@ -26,6 +26,8 @@ dpkg-deb -c "$RUNTIME" >"$WORK/runtime.txt" 2>&1
 dpkg-deb -c "$DEV" >"$WORK/dev.txt" 2>&1
 for f in ./usr/bin/tern "./usr/lib/$ARCH/libtern.so.1" "./usr/lib/$ARCH/tern/abi-1/fifo.so" \
          "./usr/lib/$ARCH/tern/abi-1/synchronous.so" "./usr/lib/$ARCH/tern/abi-1/math.so" \
+         "./usr/lib/$ARCH/tern/abi-1/one_step_off.so" "./usr/lib/$ARCH/tern/abi-1/fully_async.so" \
+         "./usr/lib/$ARCH/tern/abi-1/multi_explorer.so" ./usr/share/tern/etc/modes/fully_async.cfg \
          ./usr/share/tern/etc/quickstart.cfg ./usr/share/man/man1/tern.1.gz \
          ./usr/share/man/man7/tern-plugin.7.gz ./usr/share/doc/tern/config.md \
          ./usr/share/doc/tern/copyright; do

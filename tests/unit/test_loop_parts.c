@@ -1267,3 +1267,43 @@ Test(messages, msg_free_releases_every_kind)
     tern_msg_free(s);
     tern_msg_free(NULL);
 }
+
+/* A checkpoint store writes on its own thread: publish returns after the
+ * copy, the trainer changes its weights at once, yet every version written
+ * is the one published, in order, and a failed write comes back from the
+ * next publish. */
+Test(weights, checkpoint_store_writes_behind_the_trainer)
+{
+    char dir[] = "/tmp/tern-weights-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    tern_weight_store *w = tern_weights_open("checkpoint", dir, NULL);
+    cr_assert_not_null(w, "%s", tern_error_message());
+    cr_expect_str_eq(tern_weights_method(w), "checkpoint");
+    fake_model src, dst;
+    fake_two(&dst, 999);
+    for (int v = 0; v < 6; v++) {
+        fake_two(&src, (float)(100 * v));
+        cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, v), TERN_OK, "%s",
+                     tern_error_message());
+        fake_two(&src, -1); /* the trainer goes on: the copy must not see this */
+    }
+    cr_assert_eq(tern_weights_flush(w), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(tern_weights_newest(w), 5);
+    int64_t loaded = -1;
+    for (int v = 0; v < 6; v++) {
+        cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, v, &loaded, NULL), TERN_OK, "%s",
+                     tern_error_message());
+        cr_assert_eq(loaded, v);
+        expect_values(&dst, (float)(100 * v));
+    }
+    /* an old version published again fails in the writer: the next call says so */
+    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 3), TERN_OK);
+    int rc = tern_weights_flush(w);
+    cr_expect_eq(rc, TERN_EINVAL);
+    cr_expect(strstr(tern_error_message(), "version 3"), "%s", tern_error_message());
+    cr_expect_neq(tern_weights_publish(w, &fake_ops, &src, 7), TERN_OK);
+    tern_weights_free(w);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}

@@ -553,7 +553,7 @@ static int open_weights(tern_run *run)
         if (d)
             closedir(d);
     }
-    run->weights = tern_weights_open(run->transport, dir);
+    run->weights = tern_weights_open(run->transport, dir, run->session->trace);
     return run->weights ? TERN_OK : TERN_ERR;
 }
 

@@ -533,7 +533,8 @@ static int save_due(const tern_run *run, int64_t done)
 }
 
 /* Publish the policy as `version`: a `sync` span while the transport takes
- * it, then a `publish` instant once explorers can load it. */
+ * it (the store adds a `publish` instant once explorers can load it; a
+ * checkpoint store writes the file on its own thread, after this span). */
 static int publish(tern_run *run, int64_t version)
 {
     tern_trace *tr = run->session->trace;
@@ -545,8 +546,6 @@ static int publish(tern_run *run, int64_t version)
     tern_trace_end(tr, span, args);
     if (rc != TERN_OK)
         return tern_role_failed(rc, "trainer", "publishing the weights");
-    snprintf(args, sizeof args, "{\"version\":%lld}", (long long)version);
-    tern_trace_instant(tr, "publish", args);
     return TERN_OK;
 }
 
@@ -665,7 +664,9 @@ static int rl_start(tern_run *run)
             }
         }
     }
-    if (run->set.steps > 0 && (rc = publish(run, v)) != TERN_OK) {
+    /* loadable before the explorers start: they never wait for a first version */
+    if (run->set.steps > 0 && ((rc = publish(run, v)) != TERN_OK ||
+                               (rc = tern_weights_flush(run->weights)) != TERN_OK)) {
         tern_msg_free(m);
         return rc;
     }

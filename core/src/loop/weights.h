@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "tern/model.h"
+#include "trace.h"
 
 typedef struct tern_snapshot tern_snapshot;
 
@@ -37,9 +38,15 @@ int tern_weights_copy(const tern_model_ops *ops, void *from, void *to);
 typedef struct tern_weight_store tern_weight_store;
 
 /* A store over the transport `method` ("memory", or "checkpoint" with its
- * files in `dir`; transport.h). NULL with a message on failure. */
-tern_weight_store *tern_weights_open(const char *method, const char *dir);
-/* tern_weights_open("memory", NULL). */
+ * files in `dir`; transport.h). `trace` (may be NULL) gets a `publish`
+ * instant on the "trainer" lane when a version becomes loadable. A
+ * checkpoint store writes on a thread of its own: publish returns once the
+ * weights are copied (a failed write is returned by the next publish or
+ * flush). NULL with a message on failure. */
+tern_weight_store *tern_weights_open(const char *method, const char *dir, tern_trace *trace);
+/* Wait until every published version is loadable (a no-op for memory). */
+int tern_weights_flush(tern_weight_store *w);
+/* tern_weights_open("memory", NULL, NULL). */
 tern_weight_store *tern_weights_new(void);
 /* The store's method name. */
 const char *tern_weights_method(const tern_weight_store *w);
