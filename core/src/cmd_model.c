@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "utf8.h"
 #include "log.h"
 #include "made_dirs.h"
 #include "session.h"
@@ -554,36 +555,6 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
 
 /* ---- tern score ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s[0..n) (2-4), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0)
-            lo = 0xa0; /* no overlong forms */
-        if (c == 0xed)
-            hi = 0x9f; /* no surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        if (c == 0xf4)
-            hi = 0x8f; /* nothing above U+10FFFF */
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
 /* Write a token's text on one line: \n, \t and \\ escaped, other control
  * bytes and bytes outside valid UTF-8 as \xNN. */
 static void put_escaped(FILE *out, const char *text, size_t len)
@@ -600,7 +571,7 @@ static void put_escaped(FILE *out, const char *text, size_t len)
         else if (c >= 0x20 && c < 0x7f)
             fputc(c, out);
         else if (c >= 0x80) {
-            size_t u = utf8_len(s + i, len - i);
+            size_t u = tern_utf8_len(s + i, len - i);
             if (u) {
                 fwrite(s + i, 1, u, out);
                 i += u;

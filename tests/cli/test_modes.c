@@ -211,3 +211,45 @@ Test(modes, fully_async) { check_mode(&modes[2]); }
 Test(modes, multi_explorer) { check_mode(&modes[3]); }
 Test(modes, interval4_offset0) { check_mode(&modes[4]); }
 Test(modes, interval1_offset4) { check_mode(&modes[5]); }
+
+/* An asynchronous run stopped with ^C resumes from its checkpoint: every
+ * step from 1 to the end is in metrics.jsonl exactly once, no batch is
+ * trained twice, and the run directory's weights/ is started afresh. */
+Test(modes, fully_async_stops_and_resumes)
+{
+    const char *opts = "-o 'run.out_dir=\"modes_test\"' -o run.name='\"async_resume\"' "
+                       "-o trainer.steps=30 -o trainer.sft.steps=0 -o eval.every=0 "
+                       "-o eval.limit=8 -o trainer.save_every=5";
+    result r;
+    run(&r, "cd %s && rm -rf modes_test/async_resume && { %s run %s/etc/modes/fully_async.cfg "
+            "%s & pid=$!; while ! grep -q '\"stage\":\"rl\",\"step\":8,' "
+            "modes_test/async_resume/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
+            "kill -INT $pid; wait $pid; echo \"exit $?\"; }",
+        WORK, TERN, SRC, opts);
+    cr_assert(strstr(r.out, "exit 130"), "interrupted run exits 130: %s\n%s", r.out, r.err);
+    run(&r, "cd %s && %s run %s/etc/modes/fully_async.cfg %s --resume", WORK, TERN, SRC, opts);
+    cr_assert_eq(r.code, 0, "resume: %s", r.err);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/modes_test/async_resume/metrics.jsonl", WORK);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    int seen[31] = {0}, batch_seen[512] = {0};
+    char line[16384];
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        cr_assert_not_null(o, "%s", line);
+        if (json_object_get(o, "reward_mean")) {
+            long step = (long)json_integer_value(json_object_get(o, "step"));
+            long batch = (long)json_integer_value(json_object_get(o, "batch"));
+            cr_assert(step >= 1 && step <= 30 && batch >= 0 && batch < 512);
+            seen[step]++;
+            batch_seen[batch]++;
+            cr_expect_eq(batch_seen[batch], 1, "batch %ld trained twice", batch);
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    for (int s = 1; s <= 30; s++)
+        cr_expect_eq(seen[s], 1, "step %d appears %d times", s, seen[s]);
+}

@@ -26,6 +26,7 @@
 #include "loop/run_settings.h"
 #include "loop/run_state.h"
 #include "loop/weights.h"
+#include "utf8.h"
 
 static void sleep_ms(long ms)
 {
@@ -1306,4 +1307,20 @@ Test(weights, checkpoint_store_writes_behind_the_trainer)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+/* Model output goes into rollouts.jsonl: bytes that are not UTF-8 become
+ * U+FFFD, valid text stays as it is. */
+Test(utf8, clean_replaces_only_invalid_bytes)
+{
+    char *a = tern_utf8_clean("20 \xc3\xa9 \xe4\xb8\xad");
+    cr_assert_str_eq(a, "20 \xc3\xa9 \xe4\xb8\xad");
+    free(a);
+    char *b = tern_utf8_clean("\xff" "1\xc3" "\xed\xa0\x80");
+    cr_assert_str_eq(b, "\xef\xbf\xbd" "1\xef\xbf\xbd" "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    free(b);
+    json_t *j = json_string(b = tern_utf8_clean("\x80\x80 ok"));
+    cr_expect_not_null(j, "jansson takes the cleaned text");
+    json_decref(j);
+    free(b);
 }

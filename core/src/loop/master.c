@@ -25,6 +25,7 @@
 #include "task.h"
 #include "tern/rng.h"
 #include "trace.h"
+#include "utf8.h"
 
 /* ---- SIGINT ------------------------------------------------------------------ */
 
@@ -165,6 +166,15 @@ static int deal_more(tern_run *run, master *ms)
 
 /* ---- rollouts: reward, record, buffer ---------------------------------------- */
 
+static void drop_batch_stats(batch_stats *b)
+{
+    json_decref(b->groups);
+    json_decref(b->acc_right);
+    json_decref(b->acc_total);
+    memset(b, 0, sizeof *b);
+}
+
+
 /* Put one record; *attempt_ns gets the clock just before the attempt that
  * succeeded (the record entered the buffer after it: the `put` event's time,
  * so a train step never appears to start before its batch is in). */
@@ -204,7 +214,7 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e, uint6
         const char *m = tern_error_message();
         return tern_errorf(rc, "buffer: put failed: %s", *m ? m : "the plugin gave no reason");
     }
-    return TERN_OK;
+    return rc; /* TERN_ECLOSED: winding down, the caller puts no more */
 }
 
 static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
@@ -277,20 +287,37 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
                                  .response_len = resp->len, .tokens = toks, .logp = resp->logp};
             rc = put_record(run, ms, &e, &put_ns);
             free(toks);
+            if (rc == TERN_ECLOSED) { /* a stop: the batch will not be trained */
+                json_decref(rw);
+                drop_batch_stats(b);
+                rc = TERN_OK;
+                goto done;
+            }
             if (rc != TERN_OK) {
                 json_decref(rw);
                 goto done;
             }
         }
         char id[128];
-        /* "step" is the step that trains the batch: set when it does */
-        json_t *line = json_pack("{s:s,s:I,s:I,s:I,s:s,s:o,s:s}", "stage", "rl", "step",
-                                 (json_int_t)0, "batch", (json_int_t)r->batch,
-                                 "version", (json_int_t)r->version, "task",
-                                 tern_task_id_text(tasks[(size_t)g * G], id, sizeof id),
-                                 "rewards", rw, "response", r->resp[(size_t)g * G].text);
-        if (line)
-            json_array_append_new(b->groups, line);
+        /* "step" is the step that trains the batch: set when it does; the
+         * response is model output, any bytes: JSON needs valid UTF-8 */
+        char *shown = tern_utf8_clean(r->resp[(size_t)g * G].text);
+        char *task_id = tern_utf8_clean(tern_task_id_text(tasks[(size_t)g * G], id, sizeof id));
+        json_t *line = shown && task_id
+                           ? json_pack("{s:s,s:I,s:I,s:I,s:s,s:o,s:s}", "stage", "rl", "step",
+                                       (json_int_t)0, "batch", (json_int_t)r->batch, "version",
+                                       (json_int_t)r->version, "task", task_id, "rewards", rw,
+                                       "response", shown)
+                           : NULL;
+        if (!line && (!shown || !task_id))
+            json_decref(rw);
+        free(shown);
+        free(task_id);
+        if (!line) {
+            rc = tern_errorf(TERN_ENOMEM, "out of memory");
+            goto done;
+        }
+        json_array_append_new(b->groups, line);
     }
     b->gen_tokens = r->gen_tokens;
     b->gen_seconds = r->gen_seconds;
@@ -365,13 +392,6 @@ static void format_eta(double s, char *buf, size_t n)
         snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
 }
 
-static void drop_batch_stats(batch_stats *b)
-{
-    json_decref(b->groups);
-    json_decref(b->acc_right);
-    json_decref(b->acc_total);
-    memset(b, 0, sizeof *b);
-}
 
 static int on_step(tern_run *run, master *ms, tern_step_msg *m)
 {
