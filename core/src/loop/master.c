@@ -174,7 +174,6 @@ static void drop_batch_stats(batch_stats *b)
     memset(b, 0, sizeof *b);
 }
 
-
 /* Put one record; *attempt_ns gets the clock just before the attempt that
  * succeeded (the record entered the buffer after it: the `put` event's time,
  * so a train step never appears to start before its batch is in). */
