@@ -7,27 +7,22 @@
  * optional max_staleness makes the trainer skip (and count) experiences more
  * than that many versions older than its own weights.
  *
- * The mode itself lives in ../common/async_mode.h, shared with
+ * The mode itself lives in ../common/sync_mode.h, shared with
  * multi_explorer; this is the one-explorer plugin around it.
  */
-#include "../common/async_mode.h"
+#include "../common/sync_mode.h"
 
 static const tern_host *host;
 
+static const sync_mode_kind kind = {.name = "fully_async", .fixed = 0,
+                                    .check_offset = sync_mode_async_offset};
+
 static int fa_create(tern_ctx *ctx, void **state)
 {
-    return async_mode_create(host, ctx, "fully_async", NULL, state);
+    return sync_mode_create(host, ctx, &kind, state);
 }
 
-static const tern_sync_ops ops = {
-    .size = sizeof(tern_sync_ops),
-    .create = fa_create,
-    .destroy = async_mode_destroy,
-    .describe = async_mode_describe,
-    .explorer_plan = async_mode_explorer_plan,
-    .trainer_publishes = async_mode_trainer_publishes,
-    .accept = async_mode_accept,
-};
+static const tern_sync_ops ops = SYNC_MODE_OPS(fa_create);
 
 static const tern_setting_spec settings[] = {
     ASYNC_MODE_SETTINGS("explorer"),

@@ -8,27 +8,23 @@
  * max_staleness makes the trainer skip (and count) experiences more than that
  * many versions older than its own weights.
  *
- * The mode itself lives in ../common/async_mode.h, shared with fully_async;
+ * The mode itself lives in ../common/sync_mode.h, shared with fully_async;
  * this plugin adds the `explorers` setting.
  */
-#include "../common/async_mode.h"
+#include "../common/sync_mode.h"
 
 static const tern_host *host;
 
+static const sync_mode_kind kind = {.name = "multi_explorer", .fixed = 0,
+                                    .explorers_setting = "explorers",
+                                    .check_offset = sync_mode_async_offset};
+
 static int me_create(tern_ctx *ctx, void **state)
 {
-    return async_mode_create(host, ctx, "multi_explorer", "explorers", state);
+    return sync_mode_create(host, ctx, &kind, state);
 }
 
-static const tern_sync_ops ops = {
-    .size = sizeof(tern_sync_ops),
-    .create = me_create,
-    .destroy = async_mode_destroy,
-    .describe = async_mode_describe,
-    .explorer_plan = async_mode_explorer_plan,
-    .trainer_publishes = async_mode_trainer_publishes,
-    .accept = async_mode_accept,
-};
+static const tern_sync_ops ops = SYNC_MODE_OPS(me_create);
 
 static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "explorers", .type = TERN_SETTING_INT, .def = "2", .min = 1, .max = 64,

@@ -1,7 +1,7 @@
 /*
  * one_step_off.c: the `one_step_off` sync plugin (diagram (b) of the design;
  * seed 000 right is interval 1, offset 4). The fixed schedule of DESIGN.md §4
- * with offset O >= 1 (arithmetic in ../common/fixed_schedule.h):
+ * with offset O >= 1:
  *
  *   explorer batch k is generated with version
  *   v(k) = I * max(0, floor((k - O) / I)) and waits until that version is
@@ -11,115 +11,34 @@
  *
  * With I = 1, O = 1 (the defaults) the explorer generates batch k + 1 while
  * the trainer trains on batch k. Offset 0 is the `synchronous` plugin.
- * The plugin is pure arithmetic on its settings, so every op is thread-safe.
+ * The ops are ../common/sync_mode.h (arithmetic in fixed_schedule.h); this
+ * file is the offset rule, the settings and the descriptor.
  */
-#include <stdlib.h>
-
-#include "../common/fixed_schedule.h"
-#include "tern/plugin.h"
-#include "tern/sync.h"
+#include "../common/sync_mode.h"
 
 static const tern_host *host;
 
-typedef struct one_step_off {
-    int64_t interval; /* I >= 1 */
-    int64_t offset;   /* O >= 1 */
-    int64_t bound;    /* O + I - 1: the schedule's staleness bound */
-    const char *method;
-    tern_ctx *ctx;
-} one_step_off;
+static int one_step_off_offset(const tern_host *h, tern_ctx *ctx, int64_t offset)
+{
+    if (offset >= 1)
+        return TERN_OK;
+    return h->setting_error(ctx, "offset",
+                            "one_step_off needs offset >= 1 (the explorer running that "
+                            "many batches ahead of the trainer); offset %lld, where the "
+                            "explorer waits for the trainer's newest weights, is the "
+                            "synchronous mode (plugin = \"synchronous\")",
+                            (long long)offset);
+}
+
+static const sync_mode_kind kind = {.name = "one_step_off", .fixed = 1,
+                                    .check_offset = one_step_off_offset};
 
 static int oso_create(tern_ctx *ctx, void **state)
 {
-    int64_t interval = 1, offset = 1, max_staleness = -1;
-    const char *method = NULL;
-    int rc = host->get_int(ctx, "interval", &interval);
-    if (rc == TERN_OK)
-        rc = host->get_int(ctx, "offset", &offset);
-    if (rc == TERN_OK)
-        rc = host->get_int(ctx, "max_staleness", &max_staleness);
-    if (rc == TERN_OK)
-        rc = host->get_string(ctx, "method", &method);
-    if (rc != TERN_OK)
-        return rc;
-    if (offset < 1)
-        return host->setting_error(ctx, "offset",
-                                   "one_step_off needs offset >= 1 (the explorer running that "
-                                   "many batches ahead of the trainer); offset %lld, where the "
-                                   "explorer waits for the trainer's newest weights, is the "
-                                   "synchronous mode (plugin = \"synchronous\")",
-                                   (long long)offset);
-    rc = fixed_schedule_check_max_staleness(host, ctx, interval, offset, max_staleness);
-    if (rc != TERN_OK)
-        return rc;
-    one_step_off *s = calloc(1, sizeof *s);
-    if (!s)
-        return host->fail(ctx, TERN_ENOMEM, "out of memory");
-    s->interval = interval;
-    s->offset = offset;
-    s->bound = fixed_schedule_bound(interval, offset);
-    s->method = method;
-    s->ctx = ctx;
-    *state = s;
-    return TERN_OK;
+    return sync_mode_create(host, ctx, &kind, state);
 }
 
-static void oso_destroy(void *state) { free(state); }
-
-static int oso_describe(void *state, tern_sync_info *info)
-{
-    const one_step_off *s = state;
-    if (!info || !TERN_HAS(info, max_staleness))
-        return host->fail(s->ctx, TERN_EINVAL, "describe: info is NULL or too small");
-    info->transport = s->method;
-    info->explorers = 1;
-    info->max_staleness = s->bound; /* a larger max_staleness changes nothing */
-    return TERN_OK;
-}
-
-static int oso_explorer_plan(void *state, uint32_t explorer, int64_t batch, tern_sync_plan *plan)
-{
-    const one_step_off *s = state;
-    if (!plan || !TERN_HAS(plan, version))
-        return host->fail(s->ctx, TERN_EINVAL, "explorer_plan: plan is NULL or too small");
-    if (explorer != 0 || batch < 0)
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "explorer_plan: explorer %u, batch %lld: one_step_off runs one "
-                          "explorer (0) on batches numbered from 0", explorer, (long long)batch);
-    plan->mode = TERN_SYNC_WAIT_FOR_VERSION;
-    plan->version = fixed_schedule_version(s->interval, s->offset, batch);
-    return TERN_OK;
-}
-
-static int oso_trainer_publishes(void *state, int64_t step)
-{
-    const one_step_off *s = state;
-    if (step < 0)
-        return host->fail(s->ctx, TERN_EINVAL, "trainer_publishes: step %lld < 0",
-                          (long long)step);
-    return fixed_schedule_publishes(s->interval, step);
-}
-
-static int oso_accept(void *state, int64_t experience_version, int64_t trainer_version)
-{
-    const one_step_off *s = state;
-    if (experience_version < 0 || trainer_version < experience_version)
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "accept: experience version %lld is negative or newer than the "
-                          "trainer's %lld",
-                          (long long)experience_version, (long long)trainer_version);
-    return trainer_version - experience_version <= s->bound;
-}
-
-static const tern_sync_ops ops = {
-    .size = sizeof(tern_sync_ops),
-    .create = oso_create,
-    .destroy = oso_destroy,
-    .describe = oso_describe,
-    .explorer_plan = oso_explorer_plan,
-    .trainer_publishes = oso_trainer_publishes,
-    .accept = oso_accept,
-};
+static const tern_sync_ops ops = SYNC_MODE_OPS(oso_create);
 
 static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "interval", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 1e6,

@@ -1,7 +1,7 @@
 /*
  * synchronous.c: the `synchronous` sync plugin (diagram (a) of the design;
  * seed 000 left with interval 4). The fixed schedule of DESIGN.md §4 with
- * offset O = 0 (arithmetic in ../common/fixed_schedule.h):
+ * offset O = 0:
  *
  *   explorer batch k is generated with version v(k) = I * floor(k / I) and
  *   waits until that version is loaded; the trainer publishes after step t
@@ -9,112 +9,33 @@
  *   t - v(t) = t mod I, in [0, I - 1].
  *
  * With I = 1 this is strictly on-policy: generate, train, publish, repeat.
- * The plugin is pure arithmetic on its settings, so every op is thread-safe.
+ * The ops are ../common/sync_mode.h (arithmetic in fixed_schedule.h); this
+ * file is the offset rule, the settings and the descriptor.
  */
-#include <stdlib.h>
-
-#include "../common/fixed_schedule.h"
-#include "tern/plugin.h"
-#include "tern/sync.h"
+#include "../common/sync_mode.h"
 
 static const tern_host *host;
 
-typedef struct synchronous {
-    int64_t interval; /* I >= 1 */
-    int64_t bound;    /* I - 1: the schedule's staleness bound (O = 0) */
-    const char *method;
-    tern_ctx *ctx;
-} synchronous;
+static int synchronous_offset(const tern_host *h, tern_ctx *ctx, int64_t offset)
+{
+    if (offset == 0)
+        return TERN_OK;
+    return h->setting_error(ctx, "offset",
+                            "synchronous runs with offset 0; an explorer running ahead of "
+                            "the trainer by %lld batches is the one-step-off-policy mode "
+                            "(plugin = \"one_step_off\")",
+                            (long long)offset);
+}
+
+static const sync_mode_kind kind = {.name = "synchronous", .fixed = 1,
+                                    .check_offset = synchronous_offset};
 
 static int sync_create(tern_ctx *ctx, void **state)
 {
-    int64_t interval = 1, offset = 0, max_staleness = -1;
-    const char *method = NULL;
-    int rc = host->get_int(ctx, "interval", &interval);
-    if (rc == TERN_OK)
-        rc = host->get_int(ctx, "offset", &offset);
-    if (rc == TERN_OK)
-        rc = host->get_int(ctx, "max_staleness", &max_staleness);
-    if (rc == TERN_OK)
-        rc = host->get_string(ctx, "method", &method);
-    if (rc != TERN_OK)
-        return rc;
-    if (offset != 0)
-        return host->setting_error(ctx, "offset",
-                                   "synchronous runs with offset 0; an explorer running ahead of "
-                                   "the trainer by %lld batches is the one-step-off-policy mode "
-                                   "(plugin = \"one_step_off\")",
-                                   (long long)offset);
-    rc = fixed_schedule_check_max_staleness(host, ctx, interval, 0, max_staleness);
-    if (rc != TERN_OK)
-        return rc;
-    synchronous *s = calloc(1, sizeof *s);
-    if (!s)
-        return host->fail(ctx, TERN_ENOMEM, "out of memory");
-    s->interval = interval;
-    s->bound = fixed_schedule_bound(interval, 0);
-    s->method = method;
-    s->ctx = ctx;
-    *state = s;
-    return TERN_OK;
+    return sync_mode_create(host, ctx, &kind, state);
 }
 
-static void sync_destroy(void *state) { free(state); }
-
-static int sync_describe(void *state, tern_sync_info *info)
-{
-    const synchronous *s = state;
-    if (!info || !TERN_HAS(info, max_staleness))
-        return host->fail(s->ctx, TERN_EINVAL, "describe: info is NULL or too small");
-    info->transport = s->method;
-    info->explorers = 1;
-    info->max_staleness = s->bound; /* a larger max_staleness changes nothing */
-    return TERN_OK;
-}
-
-static int sync_explorer_plan(void *state, uint32_t explorer, int64_t batch, tern_sync_plan *plan)
-{
-    const synchronous *s = state;
-    if (!plan || !TERN_HAS(plan, version))
-        return host->fail(s->ctx, TERN_EINVAL, "explorer_plan: plan is NULL or too small");
-    if (explorer != 0 || batch < 0)
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "explorer_plan: explorer %u, batch %lld: synchronous runs one explorer "
-                          "(0) on batches numbered from 0", explorer, (long long)batch);
-    plan->mode = TERN_SYNC_WAIT_FOR_VERSION;
-    plan->version = fixed_schedule_version(s->interval, 0, batch); /* I * floor(k / I) */
-    return TERN_OK;
-}
-
-static int sync_trainer_publishes(void *state, int64_t step)
-{
-    const synchronous *s = state;
-    if (step < 0)
-        return host->fail(s->ctx, TERN_EINVAL, "trainer_publishes: step %lld < 0",
-                          (long long)step);
-    return fixed_schedule_publishes(s->interval, step);
-}
-
-static int sync_accept(void *state, int64_t experience_version, int64_t trainer_version)
-{
-    const synchronous *s = state;
-    if (experience_version < 0 || trainer_version < experience_version)
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "accept: experience version %lld is negative or newer than the "
-                          "trainer's %lld",
-                          (long long)experience_version, (long long)trainer_version);
-    return trainer_version - experience_version <= s->bound;
-}
-
-static const tern_sync_ops ops = {
-    .size = sizeof(tern_sync_ops),
-    .create = sync_create,
-    .destroy = sync_destroy,
-    .describe = sync_describe,
-    .explorer_plan = sync_explorer_plan,
-    .trainer_publishes = sync_trainer_publishes,
-    .accept = sync_accept,
-};
+static const tern_sync_ops ops = SYNC_MODE_OPS(sync_create);
 
 static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "interval", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 1e6,
