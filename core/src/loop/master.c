@@ -3,7 +3,6 @@
  * metrics line per step, evaluates, completes checkpoints, handles SIGINT. */
 #include "loop/master_state.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -558,20 +557,9 @@ static int open_weights(tern_run *run)
 {
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/weights", run->dir);
-    if (strcmp(run->transport, "checkpoint") == 0) {
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char path[PATH_MAX + 300];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            if (remove(path) != 0)
-                tern_logf(TERN_LOG_WARN, "run", "cannot remove %s: %s", path, strerror(errno));
-        }
-        if (d)
-            closedir(d);
-    }
+    if (strcmp(run->transport, "checkpoint") == 0 && tern_remove_tree(dir) != 0 &&
+        errno != ENOENT)
+        tern_logf(TERN_LOG_WARN, "run", "cannot remove %s: %s", dir, strerror(errno));
     run->weights = tern_weights_open(run->transport, dir, run->session->trace);
     return run->weights ? TERN_OK : TERN_ERR;
 }

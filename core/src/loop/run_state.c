@@ -18,7 +18,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path);
 }
 
-static int remove_tree(const char *path)
+int tern_remove_tree(const char *path)
 {
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -39,13 +39,13 @@ int tern_checkpoint_complete(const char *tmp, json_t *state, char *final, size_t
     if (stat(final, &st) == 0) {
         /* the same point saved again (a stop right after a resume): the new one wins */
         snprintf(old, sizeof old, "%s.old", final);
-        remove_tree(old);
+        tern_remove_tree(old);
         if (rename(final, old) != 0)
             return tern_errorf(TERN_EIO, "%s: cannot replace: %s", final, strerror(errno));
         if (rename(tmp, final) != 0)
             return tern_errorf(TERN_EIO, "%s: cannot rename to %s: %s", tmp, final,
                                strerror(errno));
-        remove_tree(old);
+        tern_remove_tree(old);
         return TERN_OK;
     }
     if (rename(tmp, final) != 0)

@@ -30,4 +30,8 @@ int tern_checkpoint_read_state(const char *ckpt, json_t **state);
  * {"stage":"rl","step":n} with n <= step (others are kept). Missing file: OK. */
 int tern_jsonl_truncate(const char *path, int64_t sft_step, int64_t step);
 
+/* rm -r `path` (files, directories, not following links); 0, or -1 with
+ * errno set (ENOENT when there was nothing to remove). */
+int tern_remove_tree(const char *path);
+
 #endif

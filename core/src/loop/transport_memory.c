@@ -87,14 +87,8 @@ static int memory_publish(void *impl, const tern_model_ops *ops, void *model, in
     pthread_mutex_unlock(&m->lock);
 
     /* the copy happens outside the lock: loaders of older versions go on */
-    int rc = s ? tern_snapshot_refill(s, ops, model, version) : TERN_ENOTFOUND;
-    if (rc == TERN_ENOTFOUND) {
-        tern_snapshot_free(s);
-        s = tern_snapshot_take(ops, model, version);
-        rc = s ? TERN_OK : TERN_ENOMEM;
-    }
+    int rc = tern_snapshot_retake(&s, ops, model, version);
     if (rc != TERN_OK) {
-        tern_snapshot_free(s);
         free(n);
         return rc;
     }

@@ -112,9 +112,10 @@ int tern_weights_copy(const tern_model_ops *ops, void *from, void *to)
     return rc;
 }
 
-
-int tern_snapshot_refill(tern_snapshot *s, const tern_model_ops *ops, void *model,
-                         int64_t version)
+/* Copy `model` into `s` if its layout (names, sizes, dtypes, shapes: a
+ * transport writes these) is the same; TERN_ENOTFOUND if not. */
+static int snapshot_refill(tern_snapshot *s, const tern_model_ops *ops, void *model,
+                           int64_t version)
 {
     const tern_tensor *t;
     size_t n;
@@ -124,12 +125,28 @@ int tern_snapshot_refill(tern_snapshot *s, const tern_model_ops *ops, void *mode
     if (n != s->n)
         return TERN_ENOTFOUND;
     for (size_t i = 0; i < n; i++)
-        if (t[i].bytes != s->t[i].bytes || strcmp(t[i].name ? t[i].name : "", s->t[i].name))
+        if (t[i].bytes != s->t[i].bytes || strcmp(t[i].name ? t[i].name : "", s->t[i].name) ||
+            t[i].dtype != s->t[i].dtype || t[i].ndim != s->t[i].ndim ||
+            memcmp(t[i].shape, s->t[i].shape, sizeof t[i].shape) != 0)
             return TERN_ENOTFOUND;
     for (size_t i = 0; i < n; i++)
         memcpy(s->t[i].data, t[i].data, t[i].bytes);
     s->version = version;
     return TERN_OK;
+}
+
+int tern_snapshot_retake(tern_snapshot **s, const tern_model_ops *ops, void *model,
+                         int64_t version)
+{
+    int rc = *s ? snapshot_refill(*s, ops, model, version) : TERN_ENOTFOUND;
+    if (rc == TERN_OK)
+        return TERN_OK;
+    tern_snapshot_free(*s);
+    *s = NULL;
+    if (rc != TERN_ENOTFOUND)
+        return rc;
+    *s = tern_snapshot_take(ops, model, version);
+    return *s ? TERN_OK : TERN_ENOMEM;
 }
 
 /* A snapshot as a model with one op, tensors(): what a transport reads. */
@@ -315,16 +332,9 @@ int tern_weights_publish(tern_weight_store *w, const tern_model_ops *ops, void *
     pthread_mutex_unlock(&w->lock);
 
     /* the copy: the only part of a publish the trainer waits for */
-    int rc = s ? tern_snapshot_refill(s, ops, model, version) : TERN_ENOTFOUND;
-    if (rc == TERN_ENOTFOUND) {
-        tern_snapshot_free(s);
-        s = tern_snapshot_take(ops, model, version);
-        rc = s ? TERN_OK : TERN_ENOMEM;
-    }
-    if (rc != TERN_OK) {
-        tern_snapshot_free(s);
+    int rc = tern_snapshot_retake(&s, ops, model, version);
+    if (rc != TERN_OK)
         return rc;
-    }
     pthread_mutex_lock(&w->lock);
     w->queue[w->queued++] = s;
     pthread_cond_broadcast(&w->changed);

@@ -26,10 +26,11 @@ int tern_snapshot_apply(const tern_snapshot *s, const tern_model_ops *ops, void 
 int64_t tern_snapshot_version(const tern_snapshot *s);
 void tern_snapshot_free(tern_snapshot *s);
 
-/* Copy `model`'s weights into an existing snapshot of the same layout and
- * call it `version` (no allocation: how the memory transport reuses its
- * buffers). TERN_ENOTFOUND if the layout differs (take a new one). */
-int tern_snapshot_refill(tern_snapshot *s, const tern_model_ops *ops, void *model,
+/* Copy `model`'s weights as `version` into *s, reusing its memory when the
+ * layout is the same (no allocation: how publishers recycle snapshots), else
+ * into a new snapshot (*s NULL: always new). On failure *s is freed and NULL
+ * and the status returned with a message. */
+int tern_snapshot_retake(tern_snapshot **s, const tern_model_ops *ops, void *model,
                          int64_t version);
 
 /* Copy the weights of one instance into another (take + apply). */
