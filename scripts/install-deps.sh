@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build gcc libc6-dev pkg-config   # build
   libconfig-dev libjansson-dev       # libtern: config files, JSON
   libopenblas-dev                    # the transformer model plugin (BLAS)
+  libsqlite3-dev                     # the sqlite buffer plugin
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
   lintian dpkg-dev file make         # packaging tests (.deb, lintian, plain-make example)

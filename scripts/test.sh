@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to the whole test suite: install
 # what is missing, then build and run every test twice, plainly and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of
-# the settings layer. Exits non-zero if anything fails.
+# the settings layer, the safetensors reader and the experience decoder.
+# Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -21,12 +22,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 
 secs=${TERN_FUZZ_SECONDS:-60}
-echo "== fuzz the settings layer and the safetensors reader (libFuzzer, ${secs} s each)"
+echo "== fuzz the settings layer, the safetensors reader and the experience decoder (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_settings fuzz_safetensors
-for target in settings safetensors; do
-  corpus=tests/fuzz/corpus; [ $target = safetensors ] && corpus=tests/fuzz/corpus_safetensors
+cmake --build build-fuzz -j "$jobs" --target fuzz_settings fuzz_safetensors fuzz_experience
+for target in settings safetensors experience; do
+  corpus=tests/fuzz/corpus; [ $target != settings ] && corpus=tests/fuzz/corpus_$target
   mkdir -p build-fuzz/corpus_$target
   build-fuzz/tests/fuzz/fuzz_$target -artifact_prefix=build-fuzz/ -max_total_time="$secs" \
     -max_len=4096 -timeout=10 -print_final_stats=1 build-fuzz/corpus_$target $corpus 2>&1 |

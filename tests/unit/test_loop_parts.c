@@ -1,6 +1,6 @@
 /* test_loop_parts.c: the parts the learning loop is built from (core/src/loop):
  * the blocking queue between the roles, weight snapshots and the weight store,
- * the experience encoding, the loop sections of a config and the learning-rate
+ * the loop sections of a config and the learning-rate
  * schedule, checkpoints on disk (complete, newest, state, JSON Lines
  * truncation), stream seeds and checkpoint names. */
 #include <criterion/criterion.h>
@@ -20,7 +20,6 @@
 #include "config.h"
 #include "diag.h"
 #include "errmsg.h"
-#include "loop/experience.h"
 #include "loop/queue.h"
 #include "loop/run.h"
 #include "loop/run_settings.h"
@@ -456,165 +455,6 @@ Test(weights, close_wakes_a_waiting_load, .timeout = 20)
     /* after close, every load answers TERN_ECLOSED at once */
     cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, -1, NULL, NULL), TERN_ECLOSED);
     tern_weights_free(w);
-}
-
-/* ---- experience ------------------------------------------------------------ */
-
-static void sample_experience(tern_experience *e, int32_t *tokens, float *logp)
-{
-    for (int i = 0; i < 5; i++)
-        tokens[i] = 1000 + i * 7 - (i == 4 ? 5000 : 0);
-    logp[0] = -0.25f;
-    logp[1] = -3.5f;
-    *e = (tern_experience){.batch = 1234567890123LL, .version = -1, .task_index = 77,
-                           .group = 3, .sample = 5, .finish = 2, .reward = 0.75,
-                           .accuracy = 1.0, .prompt_len = 3, .response_len = 2,
-                           .tokens = tokens, .logp = logp};
-}
-
-Test(experience, encode_decode_round_trip)
-{
-    int32_t tokens[5];
-    float logp[2];
-    tern_experience e;
-    sample_experience(&e, tokens, logp);
-    size_t n = tern_experience_bytes(&e);
-    cr_assert_eq(n, 64 + 4 * 5 + 4 * 2);
-    unsigned char *buf = malloc(n);
-    cr_assert_not_null(buf);
-    tern_experience_encode(&e, buf);
-    tern_experience d;
-    cr_assert_eq(tern_experience_decode(buf, n, &d), TERN_OK, "%s", tern_error_message());
-    free(buf); /* the decoded record owns copies */
-    cr_expect_eq(d.batch, e.batch);
-    cr_expect_eq(d.version, e.version);
-    cr_expect_eq(d.task_index, 77);
-    cr_expect_eq(d.group, 3);
-    cr_expect_eq(d.sample, 5);
-    cr_expect_eq(d.finish, 2);
-    cr_expect_eq(d.reward, 0.75);
-    cr_expect_eq(d.accuracy, 1.0);
-    cr_assert_eq(d.prompt_len, 3);
-    cr_assert_eq(d.response_len, 2);
-    cr_assert_not_null(d.tokens);
-    cr_assert_not_null(d.logp);
-    cr_assert_neq(d.tokens, tokens);
-    for (int i = 0; i < 5; i++)
-        cr_expect_eq(d.tokens[i], tokens[i], "token %d", i);
-    cr_expect_eq(d.logp[0], -0.25f);
-    cr_expect_eq(d.logp[1], -3.5f);
-    tern_experience_clear(&d);
-    cr_assert_null(d.tokens);
-    cr_assert_null(d.logp);
-}
-
-Test(experience, empty_response_round_trip)
-{
-    int32_t tokens[1] = {42};
-    float none[1] = {0};
-    tern_experience e = {.batch = 1, .prompt_len = 1, .response_len = 0, .tokens = tokens,
-                         .logp = none};
-    size_t n = tern_experience_bytes(&e);
-    cr_assert_eq(n, 68);
-    unsigned char buf[68];
-    tern_experience_encode(&e, buf);
-    tern_experience d;
-    cr_assert_eq(tern_experience_decode(buf, n, &d), TERN_OK, "%s", tern_error_message());
-    cr_assert_eq(d.prompt_len, 1);
-    cr_assert_eq(d.response_len, 0);
-    cr_assert_eq(d.tokens[0], 42);
-    tern_experience_clear(&d);
-}
-
-/* Encode the sample, let `damage` change it, decode: expect TERN_EINVAL with
- * every word of `words` (NULL-terminated) in the message. */
-static void expect_refused(void (*damage)(unsigned char *buf, size_t *len), const char *const *words)
-{
-    int32_t tokens[5];
-    float logp[2];
-    tern_experience e;
-    sample_experience(&e, tokens, logp);
-    size_t n = tern_experience_bytes(&e);
-    unsigned char buf[256];
-    cr_assert_leq(n, sizeof buf);
-    tern_experience_encode(&e, buf);
-    damage(buf, &n);
-    tern_experience d;
-    tern_error_clear();
-    cr_assert_eq(tern_experience_decode(buf, n, &d), TERN_EINVAL);
-    const char *msg = tern_error_message();
-    for (const char *const *w = words; *w; w++)
-        cr_expect(strstr(msg, *w), "'%s' missing from the message: %s", *w, msg);
-    cr_expect_null(d.tokens, "a refused record hands nothing over");
-    cr_expect_null(d.logp);
-}
-
-static void bad_magic(unsigned char *buf, size_t *len)
-{
-    (void)len;
-    memcpy(buf, "NOPE", 4);
-}
-
-static void unknown_format(unsigned char *buf, size_t *len)
-{
-    (void)len;
-    uint32_t f = 2;
-    memcpy(buf + 4, &f, 4);
-}
-
-static void truncated_header(unsigned char *buf, size_t *len)
-{
-    (void)buf;
-    *len = 40;
-}
-
-static void truncated_body(unsigned char *buf, size_t *len)
-{
-    (void)buf;
-    *len -= 4;
-}
-
-static void trailing_bytes(unsigned char *buf, size_t *len)
-{
-    memset(buf + *len, 0, 8);
-    *len += 8;
-}
-
-static void header_disagrees(unsigned char *buf, size_t *len)
-{
-    (void)len;
-    uint32_t r = 9; /* response tokens: 9 instead of 2 */
-    memcpy(buf + 60, &r, 4);
-}
-
-Test(experience, wrong_magic_is_refused)
-{
-    expect_refused(bad_magic, (const char *const[]){"not a tern experience", "magic", NULL});
-}
-
-Test(experience, unknown_format_is_refused)
-{
-    expect_refused(unknown_format, (const char *const[]){"format 2", "not known", NULL});
-}
-
-Test(experience, truncated_header_is_refused)
-{
-    expect_refused(truncated_header, (const char *const[]){"40 bytes", "too short", NULL});
-}
-
-Test(experience, truncated_record_is_refused)
-{
-    expect_refused(truncated_body, (const char *const[]){"88 bytes", "header says 92", NULL});
-}
-
-Test(experience, trailing_bytes_are_refused)
-{
-    expect_refused(trailing_bytes, (const char *const[]){"100 bytes", "header says 92", NULL});
-}
-
-Test(experience, length_disagreeing_with_the_header_is_refused)
-{
-    expect_refused(header_disagrees, (const char *const[]){"92 bytes", "header says 148", NULL});
 }
 
 /* ---- run settings ------------------------------------------------------------ */

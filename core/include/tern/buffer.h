@@ -86,6 +86,14 @@ typedef struct tern_buffer_ops {
 
     /* Fill the counters (out->size set by the caller). */
     int (*stats)(void *state, tern_buffer_stats *out);
+
+    /* ---- ABI minor 2 ---- */
+
+    /* Optional (NULL: the buffer has no use for it). The consumer's weight
+     * version is now `version` (the trainer calls it after each publish). A
+     * buffer that skips stale records measures a record's age from the larger
+     * of this and the newest meta.version put so far. */
+    void (*advance)(void *state, int64_t version);
 } tern_buffer_ops;
 
 #ifdef __cplusplus

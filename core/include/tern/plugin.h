@@ -50,6 +50,9 @@ typedef enum tern_plugin_kind {
 /* Capability flags (descriptor.caps). Unknown bits are ignored by the core. */
 #define TERN_CAP_THREAD_SAFE 0x1ull /* ops may be called concurrently on one instance */
 #define TERN_CAP_GPU 0x2ull         /* needs a CUDA device */
+/* A buffer that may hand a record out more than once, in an order of its own
+ * choosing (a replay buffer: `priority`). ABI minor 2. */
+#define TERN_CAP_REPLAY 0x4ull
 
 typedef struct tern_plugin_descriptor {
     size_t size;        /* sizeof(tern_plugin_descriptor) as built */

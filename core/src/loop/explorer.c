@@ -117,6 +117,7 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
         goto done;
     }
     out->gen_seconds = tern_run_now() - t0;
+    out->done_unix_ns = tern_run_unix_ns();
     for (size_t i = 0; i < total; i++) {
         tern_response *r = &out->resp[i];
         r->len = (uint32_t)outs[i].len;

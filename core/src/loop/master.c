@@ -16,7 +16,7 @@
 #include "host_table.h"
 #include "log.h"
 #include "loop/evaluate.h"
-#include "loop/experience.h"
+#include "experience/experience.h"
 #include "loop/rewarder.h"
 #include "loop/run.h"
 #include "loop/run_state.h"
@@ -179,6 +179,9 @@ static void drop_batch_stats(batch_stats *b)
 static int put_record(tern_run *run, master *ms, const tern_experience *e, uint64_t *attempt_ns)
 {
     size_t len = tern_experience_bytes(e);
+    if (!len) /* over a limit of the encoding: the message says which */
+        return tern_errorf(TERN_EINVAL, "master: batch %lld: %s", (long long)e->batch,
+                           tern_error_message());
     void *buf = malloc(len);
     if (!buf)
         return tern_errorf(TERN_ENOMEM, "out of memory");
@@ -249,6 +252,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     tern_trace_end(run->session->trace, span, args);
     if (rc != TERN_OK)
         goto done;
+    uint64_t rewarded_ns = tern_run_unix_ns();
     for (uint32_t g = 0; g < r->n; g++) {
         json_t *rw = json_array();
         for (uint32_t s = 0; s < G; s++) {
@@ -278,11 +282,18 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
             }
             memcpy(toks, r->prompt_tokens[g], P * sizeof *toks);
             memcpy(toks + P, resp->tokens, resp->len * sizeof *toks);
+            char id[128];
             tern_experience e = {.batch = r->batch, .version = r->version,
                                  .task_index = r->task_index[g], .group = g, .sample = s,
                                  .finish = resp->finish, .reward = v[i].reward,
-                                 .accuracy = v[i].accuracy, .prompt_len = P,
+                                 .accuracy = v[i].accuracy, .advantage = NAN,
+                                 .generated_ns = r->done_unix_ns, .rewarded_ns = rewarded_ns,
+                                 .domain = dom, .task_id = tern_task_id_text(tasks[i], id,
+                                                                             sizeof id),
+                                 .n_parts = v[i].n_parts, .prompt_len = P,
                                  .response_len = resp->len, .tokens = toks, .logp = resp->logp};
+            for (uint32_t c = 0; c < v[i].n_parts; c++)
+                e.parts[c] = (tern_reward_part){v[i].part_name[c], v[i].part_value[c]};
             rc = put_record(run, ms, &e, &put_ns);
             free(toks);
             if (rc == TERN_ECLOSED) { /* a stop: the batch will not be trained */

@@ -110,6 +110,13 @@ double tern_run_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+uint64_t tern_run_unix_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 int tern_role_failed(int rc, const char *role, const char *what)
 {
     const char *m = tern_error_message();

@@ -110,14 +110,23 @@ int tern_rewards_score(tern_run *run, const tern_task *const *tasks, const char 
                 continue;
             }
             v->reward += rt->weight * res[k].reward;
-            for (uint32_t c = 0; observe && c < res[k].n_components &&
-                                 c < TERN_REWARD_MAX_COMPONENTS;
-                 c++)
-                if (res[k].components[c].name && isfinite(res[k].components[c].value)) {
+            for (uint32_t c = 0; c < res[k].n_components && c < TERN_REWARD_MAX_COMPONENTS;
+                 c++) {
+                const tern_reward_component *rc_ = &res[k].components[c];
+                if (!rc_->name || !isfinite(rc_->value))
+                    continue;
+                if (observe) {
                     char name[96];
-                    snprintf(name, sizeof name, "reward/%s", res[k].components[c].name);
-                    tern_metrics_observe(observe, name, res[k].components[c].value);
+                    snprintf(name, sizeof name, "reward/%s", rc_->name);
+                    tern_metrics_observe(observe, name, rc_->value);
                 }
+                size_t nl = strlen(rc_->name);
+                if (v->n_parts < TERN_EXPERIENCE_MAX_PARTS && nl > 0 &&
+                    nl <= TERN_EXPERIENCE_NAME_MAX) {
+                    memcpy(v->part_name[v->n_parts], rc_->name, nl + 1);
+                    v->part_value[v->n_parts++] = rc_->value;
+                }
+            }
             for (uint32_t c = 0; !have_acc[which[k]] && c < res[k].n_components &&
                                  c < TERN_REWARD_MAX_COMPONENTS;
                  c++)

@@ -143,6 +143,7 @@ typedef struct tern_rollout_msg {
     tern_response *resp;     /* [n * group_size] */
     double gen_seconds, wait_seconds;
     uint64_t gen_tokens;
+    uint64_t done_unix_ns;   /* wall clock when generation ended (ns since 1970) */
 } tern_rollout_msg;
 
 /* trainer -> master */
@@ -192,6 +193,9 @@ void *tern_trainer_main(void *arg);
 
 /* Seconds on the monotonic clock (durations in metrics and waits). */
 double tern_run_now(void);
+/* Wall clock (CLOCK_REALTIME) in ns since the Unix epoch, for timestamps
+ * that outlive the process (experiences). */
+uint64_t tern_run_unix_ns(void);
 
 /* Wrap the message a plugin op left (or say it left none) as
  * "ROLE: WHAT: message" and return rc (TERN_ERR if rc is not a failure). */

@@ -81,6 +81,29 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     run->sync_ops = sync->entry->plugin->desc->ops;
     run->sync = sync->state;
 
+    char where[600];
+    if (buf->entry->plugin->desc->caps & TERN_CAP_REPLAY) {
+        /* the trainer trains whole explorer batches, in order or as they
+         * arrive; a replay buffer hands records out again and in its own order */
+        tern_diag_addf(d, "%s: buffer: plugin '%s' is a replay buffer, which the learning loop "
+                       "cannot train from yet (it trains each explorer batch once, whole): use "
+                       "plugin = \"fifo\" or \"sqlite\" (docs/buffers.md)",
+                       tern_config_where(&s->config, buf->group, where, sizeof where),
+                       buf->entry->name);
+        return TERN_ECONFIG;
+    }
+    tern_buffer_stats bst = {.size = sizeof bst};
+    if (run->buffer_ops->stats(run->buffer, &bst) == TERN_OK && bst.held > 0) {
+        /* a durable buffer with experiences of an earlier run: they belong to
+         * batches this master did not deal, which the trainer cannot place */
+        tern_diag_addf(d, "%s: buffer: plugin '%s' already holds %llu experience%s from an "
+                       "earlier run; a run cannot train on them yet: remove the buffer's file "
+                       "(or point its path elsewhere) to start",
+                       tern_config_where(&s->config, buf->group, where, sizeof where),
+                       buf->entry->name, (unsigned long long)bst.held, bst.held == 1 ? "" : "s");
+        return TERN_ECONFIG;
+    }
+
     const tern_model_ops *mo = run->policy.ops;
     if (!TERN_HAS(mo, special_tokens) || !mo->special_tokens) {
         tern_diag_addf(d, "model: plugin '%s' does not tell its end-of-sequence token (the "
@@ -100,7 +123,6 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     tern_error_clear();
     if (run->sync_ops->describe(run->sync, &info) != TERN_OK)
         return tern_errorf(TERN_ERR, "sync: describe failed: %s", tern_error_message());
-    char where[600];
     if (info.explorers < 1 || info.explorers > 64)
         tern_diag_addf(d, "%s: sync: plugin '%s' asks for %u explorers; tern runs 1 to 64",
                        tern_config_where(&s->config, sync->group, where, sizeof where),

@@ -10,7 +10,7 @@
 
 #include "errmsg.h"
 #include "log.h"
-#include "loop/experience.h"
+#include "experience/experience.h"
 #include "loop/run.h"
 #include "trace.h"
 
@@ -546,6 +546,8 @@ static int publish(tern_run *run, int64_t version)
     tern_trace_end(tr, span, args);
     if (rc != TERN_OK)
         return tern_role_failed(rc, "trainer", "publishing the weights");
+    if (TERN_HAS(run->buffer_ops, advance) && run->buffer_ops->advance)
+        run->buffer_ops->advance(run->buffer, version);
     return TERN_OK;
 }
 

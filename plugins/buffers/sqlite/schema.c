@@ -1,0 +1,324 @@
+/*
+ * schema.c: opening the file of a `sqlite` buffer (see sqlite.c for the
+ * design and the ops).
+ *
+ * Order of work, chosen so that a file which is not ours is never changed:
+ *
+ *   1. sqlite3_open_v2(READWRITE | CREATE): a missing file is created empty;
+ *      a missing directory fails here (SQLITE_CANTOPEN).
+ *   2. Read PRAGMA application_id, PRAGMA user_version and the number of
+ *      schema objects, without a write lock. A file that is not an SQLite
+ *      database fails here (SQLITE_NOTADB); a damaged one with SQLITE_CORRUPT.
+ *      A file with another application_id (or with id 0 and objects of its
+ *      own) is refused as "not a tern buffer"; a user_version above
+ *      SQB_SCHEMA_VERSION as "written by a newer tern". Nothing was written.
+ *   3. PRAGMA journal_mode=WAL, checked: SQLite answers with the mode in force
+ *      and keeps the old one where WAL cannot work (no shared memory, an
+ *      in-memory database), which is refused.
+ *   4. PRAGMA synchronous (FULL or NORMAL; per connection, not stored).
+ *   5. BEGIN IMMEDIATE (the write lock, so two processes opening a new file at
+ *      once do not both create it), read the header again, then either create
+ *      the schema (application_id, user_version and the table in this one
+ *      transaction: a crash before COMMIT leaves an empty file, which the
+ *      next open treats as new) or check that the records table is there.
+ *      COMMIT.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <tern/abi.h>
+
+#include "sqlite_schema.h"
+
+/* The table. seq orders records by commit (AUTOINCREMENT: a seq is never
+ * reused, even after the newest record was consumed); version and batch are
+ * NULL when the producer's tern_record_meta predates them. */
+#define SQB_CREATE_SQL                                                                    \
+    "CREATE TABLE records("                                                               \
+    "seq INTEGER PRIMARY KEY AUTOINCREMENT, "                                             \
+    "id INTEGER NOT NULL, "                                                               \
+    "version INTEGER, "                                                                   \
+    "batch INTEGER, "                                                                     \
+    "put_unix_ns INTEGER NOT NULL, "                                                      \
+    "data BLOB NOT NULL)"
+
+typedef struct opener {
+    const tern_host *host;
+    tern_ctx *ctx;
+    const sqb_open_opts *opts;
+    sqlite3 *db;
+    int rc;        /* the SQLite code of the failing call */
+    char err[512]; /* its message, copied at once (later calls overwrite it) */
+} opener;
+
+/* What step 2 found. */
+typedef enum file_kind { FILE_NEW, FILE_OURS } file_kind;
+
+typedef struct header {
+    int64_t app_id, user_version, objects;
+} header;
+
+int sqb_status_of(int sqlite_rc)
+{
+    switch (sqlite_rc & 0xff) {
+    case SQLITE_NOMEM:
+        return TERN_ENOMEM;
+    case SQLITE_BUSY:
+        return TERN_ETIMEDOUT;
+    case SQLITE_TOOBIG:
+        return TERN_EINVAL;
+    default:
+        return TERN_EIO;
+    }
+}
+
+/* Keep the code and message of a failed call; returns rc. */
+static int note(opener *o, int rc, const char *msg)
+{
+    o->rc = rc;
+    snprintf(o->err, sizeof o->err, "%s", msg ? msg : sqlite3_errstr(rc));
+    return rc;
+}
+
+/* The message for a failed step of the open, by the kind of failure; `what`
+ * says what was being done ("reading the header"). Returns the status. */
+static int open_failed(opener *o, const char *what)
+{
+    const tern_host *host = o->host;
+    const char *path = o->opts->path;
+    switch (o->rc & 0xff) {
+    case SQLITE_NOTADB:
+        return host->setting_error(o->ctx, "path",
+                                   "'%s' is not a SQLite database (%s); point path at a new "
+                                   "file or at a file a sqlite buffer made",
+                                   path, o->err);
+    case SQLITE_CORRUPT:
+        return host->setting_error(o->ctx, "path",
+                                   "'%s' is a damaged SQLite database (%s); move it away and "
+                                   "start from a new file",
+                                   path, o->err);
+    case SQLITE_CANTOPEN:
+        return host->setting_error(o->ctx, "path",
+                                   "cannot open or create '%s' (%s); check that its directory "
+                                   "exists and that this process may write there",
+                                   path, o->err);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        return host->setting_error(o->ctx, "path",
+                                   "cannot write '%s' (%s); a buffer file must be writable "
+                                   "(check its permissions and those of its directory)",
+                                   path, o->err);
+    case SQLITE_BUSY:
+        return host->fail(o->ctx, TERN_ETIMEDOUT,
+                          "sqlite: '%s' stayed locked by another connection for longer than "
+                          "busy_timeout_ms = %d while %s (%s); retry, or raise busy_timeout_ms",
+                          path, o->opts->busy_timeout_ms, what, o->err);
+    default:
+        return host->fail(o->ctx, sqb_status_of(o->rc),
+                          "sqlite: '%s': %s failed: %s (SQLite code %d)", path, what, o->err,
+                          o->rc);
+    }
+}
+
+/* Run SQL without results (one or more statements). */
+static int exec_sql(opener *o, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(o->db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        note(o, rc, msg);
+    sqlite3_free(msg);
+    return rc;
+}
+
+/* The integer that `sql` answers in its first row and column. */
+static int query_int(opener *o, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(o->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            rc = SQLITE_INTERNAL; /* these queries always answer one row */
+        }
+    }
+    if (rc != SQLITE_OK)
+        note(o, rc, sqlite3_errmsg(o->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int read_header(opener *o, header *h)
+{
+    if (query_int(o, "PRAGMA application_id", &h->app_id) != SQLITE_OK ||
+        query_int(o, "PRAGMA user_version", &h->user_version) != SQLITE_OK ||
+        query_int(o, "SELECT count(*) FROM sqlite_master", &h->objects) != SQLITE_OK)
+        return open_failed(o, "reading the file's header");
+    return TERN_OK;
+}
+
+/* Is the file new, ours, or one to refuse (status after setting_error)? */
+static int classify(opener *o, const header *h, file_kind *kind)
+{
+    const char *path = o->opts->path;
+    if (h->app_id == SQB_APPLICATION_ID) {
+        if (h->user_version > SQB_SCHEMA_VERSION)
+            return o->host->setting_error(
+                o->ctx, "path",
+                "'%s' was written by a newer tern (schema %lld); this tern reads schema %d: "
+                "upgrade tern, or point path at another file",
+                path, (long long)h->user_version, SQB_SCHEMA_VERSION);
+        if (h->user_version < 1)
+            return o->host->setting_error(
+                o->ctx, "path",
+                "'%s' is marked as a tern buffer but has no schema version (user_version "
+                "%lld): it is damaged; move it away and start from a new file",
+                path, (long long)h->user_version);
+        *kind = FILE_OURS;
+        return TERN_OK;
+    }
+    if (h->app_id == 0 && h->user_version == 0 && h->objects == 0) {
+        *kind = FILE_NEW; /* a new or empty file: ours to set up */
+        return TERN_OK;
+    }
+    return o->host->setting_error(
+        o->ctx, "path",
+        "'%s' is a SQLite database but not a tern buffer (application_id %lld, user_version "
+        "%lld, schema objects %lld); point path at a new file",
+        path, (long long)h->app_id, (long long)h->user_version, (long long)h->objects);
+}
+
+static int set_wal(opener *o)
+{
+    sqlite3_stmt *st = NULL;
+    char mode[32] = "";
+    int rc = sqlite3_prepare_v2(o->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const unsigned char *m = sqlite3_column_text(st, 0);
+            snprintf(mode, sizeof mode, "%s", m ? (const char *)m : "?");
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            rc = SQLITE_OK; /* no answer: caught below as mode "" */
+        }
+    }
+    if (rc != SQLITE_OK)
+        note(o, rc, sqlite3_errmsg(o->db));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
+        return open_failed(o, "switching to WAL mode");
+    if (strcasecmp(mode, "wal") != 0)
+        return o->host->setting_error(
+            o->ctx, "path",
+            "SQLite could not switch '%s' to WAL mode (the journal mode stays '%s'); a sqlite "
+            "buffer needs a file on a local filesystem that supports shared memory (not an "
+            "in-memory database or a network filesystem)",
+            o->opts->path, mode);
+    return TERN_OK;
+}
+
+/* Create the schema in a new file (inside the caller's transaction). */
+static int create_schema(opener *o)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d; %s;",
+             SQB_APPLICATION_ID, SQB_SCHEMA_VERSION, SQB_CREATE_SQL);
+    if (exec_sql(o, sql) != SQLITE_OK)
+        return open_failed(o, "creating the records table");
+    return TERN_OK;
+}
+
+/* Check that a file of ours has the table with the columns we use. */
+static int check_schema(opener *o)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(o->db,
+                                "SELECT seq, id, version, batch, put_unix_ns, data FROM "
+                                "records LIMIT 0",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        note(o, rc, sqlite3_errmsg(o->db));
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        return TERN_OK;
+    if ((rc & 0xff) == SQLITE_ERROR) /* no such table or column */
+        return o->host->setting_error(
+            o->ctx, "path",
+            "'%s' is a tern buffer (schema %d) without a usable records table (%s): it is "
+            "damaged; move it away and start from a new file",
+            o->opts->path, SQB_SCHEMA_VERSION, o->err);
+    return open_failed(o, "checking the records table");
+}
+
+/* Steps 2 to 5 of the header comment on an open connection. */
+static int setup(opener *o)
+{
+    header h;
+    file_kind kind;
+    int st = read_header(o, &h);
+    if (st == TERN_OK)
+        st = classify(o, &h, &kind);
+    if (st == TERN_OK)
+        st = set_wal(o);
+    if (st == TERN_OK &&
+        exec_sql(o, o->opts->sync_full ? "PRAGMA synchronous = FULL"
+                                       : "PRAGMA synchronous = NORMAL") != SQLITE_OK)
+        st = open_failed(o, "setting PRAGMA synchronous");
+    if (st != TERN_OK)
+        return st;
+
+    if (exec_sql(o, "BEGIN IMMEDIATE") != SQLITE_OK)
+        return open_failed(o, "locking the file to check its schema");
+    st = read_header(o, &h); /* again: another process may have set it up meanwhile */
+    if (st == TERN_OK)
+        st = classify(o, &h, &kind);
+    if (st == TERN_OK)
+        st = kind == FILE_NEW ? create_schema(o) : check_schema(o);
+    if (st == TERN_OK && exec_sql(o, "COMMIT") != SQLITE_OK)
+        st = open_failed(o, "committing the schema");
+    if (!sqlite3_get_autocommit(o->db))
+        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+int sqb_open(const tern_host *host, tern_ctx *ctx, const sqb_open_opts *opts, sqlite3 **db)
+{
+    *db = NULL;
+    if (!sqlite3_threadsafe())
+        return host->fail(ctx, TERN_EUNSUPPORTED,
+                          "sqlite: the SQLite library (%s) was built without thread support "
+                          "(SQLITE_THREADSAFE=0); install a thread-safe build",
+                          sqlite3_libversion());
+    opener o = {.host = host, .ctx = ctx, .opts = opts};
+    int rc = sqlite3_open_v2(opts->path, &o.db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (!o.db)
+        return host->fail(ctx, TERN_ENOMEM, "sqlite: out of memory opening '%s'", opts->path);
+    sqlite3_extended_result_codes(o.db, 1);
+    int st = TERN_OK;
+    if (rc != SQLITE_OK) {
+        note(&o, rc, sqlite3_errmsg(o.db));
+        st = open_failed(&o, "opening the file");
+    } else if (sqlite3_db_readonly(o.db, "main") == 1) {
+        /* READWRITE falls back to read-only for a file we may not write */
+        note(&o, SQLITE_READONLY, "the file is read-only for this process");
+        st = open_failed(&o, "opening the file");
+    } else {
+        sqlite3_busy_timeout(o.db, opts->busy_timeout_ms);
+        st = setup(&o);
+    }
+    if (st != TERN_OK) {
+        sqlite3_close_v2(o.db);
+        return st;
+    }
+    *db = o.db;
+    return TERN_OK;
+}

@@ -1,0 +1,937 @@
+/*
+ * sqlite.c: the `sqlite` buffer plugin: a durable first-in first-out queue of
+ * records kept in one SQLite database file in WAL mode. Records survive a
+ * crash of the process that put them, and several processes (or several
+ * instances in one process) may share the file: each record is handed out
+ * once, to one of them. See docs/buffers.md.
+ *
+ * Settings:
+ *   path             the database file, relative to the working directory;
+ *                    required, not empty. Created if absent (SQLite's mode
+ *                    0644 less the umask); its directory must exist. While
+ *                    the file is open SQLite keeps PATH-wal and PATH-shm
+ *                    beside it; the last connection to close checkpoints the
+ *                    WAL into PATH and removes both.
+ *   capacity         [0, 1e9], default 0 = unbounded; N > 0: put waits while
+ *                    N or more unconsumed records are in the file (whoever
+ *                    put them).
+ *   synchronous      "full" (default): a put is acknowledged only once the
+ *                    record is on disk (survives power loss). "normal": WAL's
+ *                    NORMAL level: survives a crash of the process, but the
+ *                    last acknowledged puts may be lost on power loss or an OS
+ *                    crash; much faster (no fsync per put).
+ *   busy_timeout_ms  [0, 86400000], default 5000: how long one SQLite call
+ *                    waits for a lock held by another connection.
+ *
+ * The file (schema.c): PRAGMA application_id = 0x7465726e ("tern") and
+ * PRAGMA user_version = 1 (the schema) mark it; a file with another
+ * application_id, a newer user_version, or that is not an SQLite database is
+ * refused without being changed. One table:
+ *
+ *   records(seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL,
+ *           version INTEGER, batch INTEGER, put_unix_ns INTEGER NOT NULL,
+ *           data BLOB NOT NULL)
+ *
+ * holding the records not consumed yet: seq is the order of the commits,
+ * never reused; id, version, batch are the tern_record_meta members (version
+ * and batch NULL when the producer's meta.size did not include them; get
+ * gives back meta.size covering the members that were given, the others 0);
+ * put_unix_ns is the wall-clock time of the put (CLOCK_REALTIME), for people
+ * inspecting the file. The file does not shrink as records are consumed:
+ * SQLite reuses the freed pages for later records. create() logs (info) how
+ * many records a file it opens still holds.
+ *
+ * put: one transaction, BEGIN IMMEDIATE (the write lock) ... COMMIT. With a
+ * capacity, the count of records is checked inside that transaction, so two
+ * processes cannot both take the last slot. put returns TERN_OK only after
+ * COMMIT returned: an acknowledged record is in the file (on disk with
+ * synchronous = "full"). Any failure leaves the file as it was.
+ *
+ * get: a read (no lock) looks whether any record is there; if so, one
+ * transaction BEGIN IMMEDIATE; SELECT the oldest `want` records by seq; DELETE
+ * them; COMMIT; only then are copies handed out. Records are thus consumed in
+ * the transaction that hands them out: each record goes to exactly one getter
+ * of any process, in put order (commit order across processes); a consumer
+ * that crashes after get() returned loses what it got (at most once). A
+ * failure before COMMIT hands nothing out and leaves the records in the file.
+ * The copies are malloc'd nodes owned by the buffer, kept on a handed-out
+ * list until release() (or destroy()) frees them.
+ *
+ * Waiting: a get on an empty file, or a put on a full one, waits up to its
+ * timeout_ms (< 0: no limit, 0: no wait). Puts and gets of this instance wake
+ * its waiters at once (condition variables); records put, or room made, by
+ * another instance or process are noticed by checking the file again every
+ * POLL_MS (20 ms). Deadlines use CLOCK_MONOTONIC. Waiting for another
+ * connection's lock is SQLite's busy handler (busy_timeout_ms per call); when
+ * it gives up, BEGIN IMMEDIATE is retried every POLL_MS until the caller's
+ * timeout, after which the call returns TERN_ETIMEDOUT naming the lock. So a
+ * call may overrun a timeout shorter than busy_timeout_ms while another
+ * connection holds the lock (normally a few milliseconds, a commit's time).
+ *
+ * close: later puts (and blocked ones) return TERN_ECLOSED; gets stop waiting
+ * and hand out what the file holds, then return TERN_ECLOSED with *got = 0
+ * once it is empty. close affects this instance only, not other instances or
+ * processes on the file; it never changes the file.
+ *
+ * stats: held = unconsumed records in the file (max(seq) - min(seq) + 1, all
+ * producers), capacity = the setting (0: unbounded), put and got = records
+ * this instance put and handed out, dropped = skipped = 0.
+ *
+ * Threads and processes: each instance has its own SQLite connection (opened
+ * in create, so a process that forks must create its instance after the fork).
+ * One mutex serialises this instance's use of its connection and guards the
+ * handed-out list and counters; it is released while waiting, so a waiting get
+ * does not hold up a put. Other connections on the file are other processes as
+ * far as locking goes: SQLite's file locks and the WAL index (PATH-shm) do the
+ * rest.
+ *
+ * Errors: a file create() cannot use (missing directory, not writable, not an
+ * SQLite database, damaged, another program's database, a newer schema, no
+ * WAL possible) fails with TERN_ECONFIG and "FILE:LINE: <group>.path: ..."
+ * naming the file; the file is left as it was. Every other SQLite failure
+ * returns a status with a one-line message naming the file and SQLite's own
+ * message: TERN_EIO; TERN_ENOMEM; TERN_ETIMEDOUT for a lock held too long;
+ * TERN_EINVAL for a record larger than SQLite's limit (1,000,000,000 bytes by
+ * default). Nothing exits or aborts; bad arguments are TERN_EINVAL as in fifo.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include <tern/buffer.h>
+#include <tern/plugin.h>
+
+#include "sqlite_schema.h"
+
+/* Deadlines are now + timeout_ms in a struct timespec; with a 64-bit time_t
+ * no timeout_ms an int64_t can hold overflows it. */
+_Static_assert(sizeof(time_t) >= 8, "sqlite needs a 64-bit time_t for its deadlines");
+
+/* How often a waiting call looks at the file again for other processes' work. */
+#define POLL_MS 20
+
+/* A try_* result meaning "not now": the caller waits and tries again. */
+#define TRY_LATER 1
+typedef enum why_wait { WAIT_EMPTY, WAIT_FULL, WAIT_LOCK } why_wait;
+
+static const tern_host *host;
+
+/* ---- statements ---------------------------------------------------------- */
+
+enum {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_INSERT,
+    ST_COUNT,
+    ST_PROBE,
+    ST_SELECT,
+    ST_DELETE,
+    ST_N
+};
+
+static const char *const stmt_sql[ST_N] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_INSERT] = "INSERT INTO records(id, version, batch, put_unix_ns, data) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5)",
+    /* records are consumed oldest first (DELETE ... seq <= last), so those
+     * left are one run of seq: its length is the count, found in O(log n)
+     * (count(*) reads every page: O(n) per put with a capacity) */
+    [ST_COUNT] = "SELECT coalesce((SELECT max(seq) FROM records) - "
+                 "(SELECT min(seq) FROM records) + 1, 0)",
+    [ST_PROBE] = "SELECT 1 FROM records LIMIT 1",
+    /* columns: 0 seq, 1 id, 2 version, 3 batch, 4 data */
+    [ST_SELECT] = "SELECT seq, id, version, batch, data FROM records ORDER BY seq LIMIT ?1",
+    /* the selected rows are the oldest, and the write lock is held: a prefix */
+    [ST_DELETE] = "DELETE FROM records WHERE seq <= ?1",
+};
+
+/* ---- state ---------------------------------------------------------------- */
+
+/* Doubly linked list links; the first member of a node, so a link is its node. */
+typedef struct qlink {
+    struct qlink *prev, *next;
+} qlink;
+
+/* A record handed out: a copy of its row. */
+typedef struct node {
+    qlink l;
+    tern_record_meta meta; /* meta.size: the members the producer gave */
+    size_t len;
+    /* aligned like malloc'd memory, so consumers may read the bytes in place */
+    alignas(max_align_t) unsigned char data[];
+} node;
+
+typedef struct sqb {
+    tern_ctx *ctx;
+    const char *path; /* the setting's string: valid until destroy */
+    uint64_t capacity; /* 0: unbounded */
+    int busy_timeout_ms;
+
+    pthread_mutex_t lock;     /* the connection, `out`, the counters, `closed` */
+    pthread_cond_t not_empty; /* this instance put a record, or closed */
+    pthread_cond_t not_full;  /* this instance handed records out, or closed */
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_N];
+    qlink out; /* sentinel of the handed-out list */
+    int closed;
+
+    uint64_t n_put, n_got;
+} sqb;
+
+/* ---- lists ------------------------------------------------------------- */
+
+static void list_init(qlink *s) { s->prev = s->next = s; }
+static int list_empty(const qlink *s) { return s->next == s; }
+
+static void list_push_back(qlink *s, qlink *l)
+{
+    l->prev = s->prev;
+    l->next = s;
+    s->prev->next = l;
+    s->prev = l;
+}
+
+static void list_unlink(qlink *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->prev = l->next = l;
+}
+
+static node *list_pop_front(qlink *s)
+{
+    qlink *l = s->next;
+    list_unlink(l);
+    return (node *)l;
+}
+
+static void list_free_all(qlink *s)
+{
+    while (!list_empty(s))
+        free(list_pop_front(s));
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+static struct timespec ts_after(struct timespec t, int64_t ms)
+{
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+static int ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* The absolute CLOCK_MONOTONIC time `timeout_ms` (> 0) from now. */
+static struct timespec deadline_after(int64_t timeout_ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return ts_after(t, timeout_ms);
+}
+
+/* Wait (lock held) on `cv` until woken, POLL_MS from now (to look at the file
+ * again for other processes' work) or the caller's deadline, whichever comes
+ * first. Returns ETIMEDOUT once the deadline has passed (at once for
+ * timeout_ms == 0), else 0: the caller tries again. */
+static int wait_poll(sqb *s, pthread_cond_t *cv, int64_t timeout_ms, const struct timespec *dl)
+{
+    if (timeout_ms == 0)
+        return ETIMEDOUT;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (timeout_ms > 0 && !ts_before(&now, dl))
+        return ETIMEDOUT;
+    struct timespec until = ts_after(now, POLL_MS);
+    int last = 0;
+    if (timeout_ms > 0 && !ts_before(&until, dl)) {
+        until = *dl;
+        last = 1;
+    }
+    int rc = pthread_cond_timedwait(cv, &s->lock, &until);
+    return rc == ETIMEDOUT && last ? ETIMEDOUT : 0;
+}
+
+/* ---- SQLite helpers (lock held) ------------------------------------------- */
+
+static int is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY; }
+
+/* The message for a failed SQLite call (call it before any other call on the
+ * connection, which would replace sqlite3_errmsg); returns the status. */
+static int db_fail(sqb *s, int rc, const char *fmt, ...) TERN_PRINTF(3, 4);
+static int db_fail(sqb *s, int rc, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (is_busy(rc))
+        return host->fail(s->ctx, TERN_ETIMEDOUT,
+                          "sqlite: '%s' stayed locked by another connection for longer than "
+                          "busy_timeout_ms = %d while %s (%s); another process holds a long "
+                          "transaction on the file: raise busy_timeout_ms or find it",
+                          s->path, s->busy_timeout_ms, what, sqlite3_errmsg(s->db));
+    return host->fail(s->ctx, sqb_status_of(rc), "sqlite: '%s': %s failed: %s (SQLite code %d)",
+                      s->path, what, sqlite3_errmsg(s->db), rc);
+}
+
+/* Run a statement that returns no rows and reset it: SQLITE_OK or the error
+ * (sqlite3_errmsg still describes it: reset keeps the statement's error). */
+static int run_stmt(sqb *s, int i)
+{
+    int rc = sqlite3_step(s->st[i]);
+    sqlite3_reset(s->st[i]);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Undo the open transaction, if any (after a failure; its own result cannot
+ * be reported better than the failure that led here). */
+static void rollback(sqb *s)
+{
+    if (!sqlite3_get_autocommit(s->db))
+        run_stmt(s, ST_ROLLBACK);
+}
+
+static int count_records(sqb *s, int64_t *n)
+{
+    sqlite3_stmt *c = s->st[ST_COUNT];
+    int rc = sqlite3_step(c);
+    *n = 0;
+    if (rc == SQLITE_ROW) {
+        *n = sqlite3_column_int64(c, 0);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset(c);
+    return rc;
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+static int read_settings(tern_ctx *ctx, sqb *s, sqb_open_opts *o)
+{
+    const char *path, *sync;
+    int64_t capacity, busy;
+    /* the core checked and defaulted these before create(); a failure here
+     * left its own message, which names the key */
+    int rc = host->get_string(ctx, "path", &path);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "capacity", &capacity);
+    if (rc == TERN_OK)
+        rc = host->get_string(ctx, "synchronous", &sync);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "busy_timeout_ms", &busy);
+    if (rc != TERN_OK)
+        return rc;
+    if (path[0] == '\0')
+        return host->setting_error(ctx, "path", "is empty; name the database file, e.g. "
+                                   "\"buffer.db\" (relative to the working directory)");
+    if (capacity < 0)
+        return host->setting_error(ctx, "capacity", "%lld is negative; use 0 for unbounded "
+                                   "or the most records the file may hold", (long long)capacity);
+    if (busy < 0 || busy > INT_MAX)
+        return host->setting_error(ctx, "busy_timeout_ms", "%lld is out of range [0, %d]",
+                                   (long long)busy, INT_MAX);
+    if (strcmp(sync, "full") == 0)
+        o->sync_full = 1;
+    else if (strcmp(sync, "normal") == 0)
+        o->sync_full = 0;
+    else
+        return host->setting_error(ctx, "synchronous", "'%s' is not one of full|normal", sync);
+    s->path = o->path = path;
+    s->capacity = (uint64_t)capacity;
+    s->busy_timeout_ms = o->busy_timeout_ms = (int)busy;
+    return TERN_OK;
+}
+
+/* Mutex and condition variables; the conditions wait on CLOCK_MONOTONIC.
+ * Returns 0, or -1 with nothing left initialised. */
+static int init_sync(sqb *s)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
+    int have_ne = ok && pthread_cond_init(&s->not_empty, &ca) == 0;
+    int have_nf = have_ne && pthread_cond_init(&s->not_full, &ca) == 0;
+    int have_lock = have_nf && pthread_mutex_init(&s->lock, NULL) == 0;
+    pthread_condattr_destroy(&ca);
+    if (have_lock)
+        return 0;
+    if (have_nf)
+        pthread_cond_destroy(&s->not_full);
+    if (have_ne)
+        pthread_cond_destroy(&s->not_empty);
+    return -1;
+}
+
+/* Finalize the statements and close the connection. */
+static void close_db(sqb *s)
+{
+    for (int i = 0; i < ST_N; i++) {
+        sqlite3_finalize(s->st[i]); /* NULL is a no-op */
+        s->st[i] = NULL;
+    }
+    if (s->db) {
+        int rc = sqlite3_close_v2(s->db);
+        if (rc != SQLITE_OK)
+            host->log(s->ctx, TERN_LOG_WARN, "sqlite: closing '%s' failed: %s", s->path,
+                      sqlite3_errstr(rc));
+        s->db = NULL;
+    }
+}
+
+static int prepare_all(sqb *s)
+{
+    for (int i = 0; i < ST_N; i++) {
+        int rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &s->st[i], NULL);
+        if (rc != SQLITE_OK)
+            return db_fail(s, rc, "preparing \"%s\"", stmt_sql[i]);
+    }
+    return TERN_OK;
+}
+
+static int sqb_create(tern_ctx *ctx, void **state)
+{
+    sqb *s = calloc(1, sizeof *s);
+    if (!s)
+        return host->fail(ctx, TERN_ENOMEM, "sqlite: out of memory creating the buffer");
+    s->ctx = ctx;
+    list_init(&s->out);
+    sqb_open_opts o = {0};
+    int rc = read_settings(ctx, s, &o);
+    if (rc != TERN_OK) {
+        free(s);
+        return rc;
+    }
+    if (init_sync(s) != 0) {
+        free(s);
+        return host->fail(ctx, TERN_ENOMEM,
+                          "sqlite: cannot create the buffer's mutex or condition variables "
+                          "(out of memory or thread resources)");
+    }
+    rc = sqb_open(host, ctx, &o, &s->db);
+    if (rc == TERN_OK)
+        rc = prepare_all(s);
+    int64_t held = 0;
+    if (rc == TERN_OK) {
+        int src = count_records(s, &held);
+        if (src != SQLITE_OK)
+            rc = db_fail(s, src, "counting the records left in the file");
+    }
+    if (rc != TERN_OK) {
+        close_db(s);
+        pthread_cond_destroy(&s->not_full);
+        pthread_cond_destroy(&s->not_empty);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return rc;
+    }
+    if (held > 0)
+        host->log(ctx, TERN_LOG_INFO, "sqlite: '%s' holds %lld record%s not consumed yet",
+                  s->path, (long long)held, held == 1 ? "" : "s");
+    *state = s;
+    return TERN_OK;
+}
+
+static void sqb_destroy(void *state)
+{
+    sqb *s = state;
+    if (!s)
+        return;
+    list_free_all(&s->out); /* records a consumer never released */
+    close_db(s);
+    pthread_cond_destroy(&s->not_full);
+    pthread_cond_destroy(&s->not_empty);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+/* ---- put --------------------------------------------------------------- */
+
+static int check_put_args(sqb *s, const void *data, size_t len, const tern_record_meta *meta)
+{
+    if (!data && len > 0)
+        return host->fail(s->ctx, TERN_EINVAL,
+                          "sqlite: put got data = NULL with len = %zu; pass the record's bytes, "
+                          "or len = 0 for an empty record", len);
+    if (!meta)
+        return host->fail(s->ctx, TERN_EINVAL,
+                          "sqlite: put got meta = NULL; pass a tern_record_meta with .size = "
+                          "sizeof(tern_record_meta)");
+    if (!TERN_HAS(meta, id))
+        return host->fail(s->ctx, TERN_EINVAL,
+                          "sqlite: put got meta->size = %zu, too small to hold the record id; "
+                          "set meta.size = sizeof(tern_record_meta)", meta->size);
+    if (len > (size_t)INT64_MAX || len > SIZE_MAX - sizeof(node))
+        return host->fail(s->ctx, TERN_EINVAL, "sqlite: put got len = %zu, more than memory "
+                          "can hold; pass the record's real length", len);
+    return TERN_OK;
+}
+
+static int bind_meta_and_data(sqb *s, const void *data, size_t len, const tern_record_meta *meta)
+{
+    sqlite3_stmt *ins = s->st[ST_INSERT];
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t put_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
+    int rc = sqlite3_bind_int64(ins, 1, (sqlite3_int64)meta->id);
+    if (rc == SQLITE_OK)
+        rc = TERN_HAS(meta, version) ? sqlite3_bind_int64(ins, 2, meta->version)
+                                     : sqlite3_bind_null(ins, 2);
+    if (rc == SQLITE_OK)
+        rc = TERN_HAS(meta, version) && TERN_HAS(meta, batch) ? sqlite3_bind_int64(ins, 3,
+                                                                                   meta->batch)
+                                                              : sqlite3_bind_null(ins, 3);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(ins, 4, put_ns);
+    if (rc == SQLITE_OK)
+        /* zeroblob(0): an empty blob, since a blob bound from NULL would be NULL */
+        rc = len ? sqlite3_bind_blob64(ins, 5, data, (sqlite3_uint64)len, SQLITE_STATIC)
+                 : sqlite3_bind_zeroblob(ins, 5, 0);
+    return rc;
+}
+
+/* One attempt at storing the record (lock held): TERN_OK once committed,
+ * TRY_LATER with *why (the file is full, or locked by another connection), or
+ * a failure status after host->fail. The file is unchanged unless TERN_OK. */
+static int try_put(sqb *s, const void *data, size_t len, const tern_record_meta *meta,
+                   why_wait *why)
+{
+    unsigned long long id = (unsigned long long)meta->id;
+    int rc = run_stmt(s, ST_BEGIN);
+    if (is_busy(rc)) {
+        *why = WAIT_LOCK;
+        return TRY_LATER;
+    }
+    if (rc != SQLITE_OK)
+        return db_fail(s, rc, "starting the transaction to put record %llu", id);
+    int st = TERN_OK;
+    if (s->capacity) {
+        int64_t n;
+        rc = count_records(s, &n);
+        if (rc != SQLITE_OK) {
+            st = db_fail(s, rc, "counting records to put record %llu", id);
+        } else if ((uint64_t)n >= s->capacity) {
+            rollback(s);
+            *why = WAIT_FULL;
+            return TRY_LATER;
+        }
+    }
+    if (st == TERN_OK) {
+        sqlite3_stmt *ins = s->st[ST_INSERT];
+        rc = bind_meta_and_data(s, data, len, meta);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(ins);
+            if (rc == SQLITE_DONE)
+                rc = SQLITE_OK;
+        }
+        if ((rc & 0xff) == SQLITE_TOOBIG)
+            st = host->fail(s->ctx, TERN_EINVAL,
+                            "sqlite: record %llu of %zu bytes is larger than SQLite allows "
+                            "(%d bytes); make records smaller", id, len,
+                            sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, -1));
+        else if (rc != SQLITE_OK)
+            st = db_fail(s, rc, "storing record %llu (%zu bytes)", id, len);
+        sqlite3_reset(ins);
+        sqlite3_clear_bindings(ins); /* drop the pointer to the caller's bytes */
+    }
+    if (st == TERN_OK) {
+        rc = run_stmt(s, ST_COMMIT);
+        if (rc != SQLITE_OK)
+            st = db_fail(s, rc, "committing record %llu", id);
+    }
+    if (st != TERN_OK)
+        rollback(s);
+    return st;
+}
+
+static int sqb_put(void *state, const void *data, size_t len, const tern_record_meta *meta,
+                   int64_t timeout_ms)
+{
+    sqb *s = state;
+    int rc = check_put_args(s, data, len, meta);
+    if (rc != TERN_OK)
+        return rc;
+    struct timespec dl = {0, 0};
+    if (timeout_ms > 0)
+        dl = deadline_after(timeout_ms);
+    why_wait why = WAIT_FULL;
+    int expired = 0;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        if (s->closed) {
+            rc = TERN_ECLOSED;
+            break;
+        }
+        rc = try_put(s, data, len, meta, &why);
+        if (rc != TRY_LATER)
+            break;
+        if (expired) {
+            rc = TERN_ETIMEDOUT;
+            break;
+        }
+        expired = wait_poll(s, &s->not_full, timeout_ms, &dl) == ETIMEDOUT;
+    }
+    if (rc == TERN_OK) {
+        s->n_put++;
+        pthread_cond_signal(&s->not_empty);
+    }
+    pthread_mutex_unlock(&s->lock);
+    unsigned long long id = (unsigned long long)meta->id;
+    if (rc == TERN_ECLOSED)
+        return host->fail(s->ctx, TERN_ECLOSED,
+                          "sqlite: put of record %llu after the buffer was closed; stop "
+                          "producing once close() has been called", id);
+    if (rc == TERN_ETIMEDOUT && why == WAIT_LOCK)
+        return host->fail(s->ctx, TERN_ETIMEDOUT,
+                          "sqlite: put of record %llu timed out after %lld ms waiting for the "
+                          "write lock on '%s', which another connection holds; raise the "
+                          "timeout or busy_timeout_ms", id, (long long)timeout_ms, s->path);
+    if (rc == TERN_ETIMEDOUT)
+        return host->fail(s->ctx, TERN_ETIMEDOUT,
+                          "sqlite: put of record %llu timed out after %lld ms with '%s' full "
+                          "(capacity %llu records); consumers are slower than producers: "
+                          "raise capacity (0: unbounded) or the timeout", id,
+                          (long long)timeout_ms, s->path, (unsigned long long)s->capacity);
+    return rc;
+}
+
+/* ---- get / release ----------------------------------------------------- */
+
+static int check_get_args(sqb *s, const tern_record *out, size_t want, const size_t *got)
+{
+    if (!got)
+        return host->fail(s->ctx, TERN_EINVAL, "sqlite: get got got = NULL; pass a size_t to "
+                          "receive the number of records handed out");
+    if (want == 0)
+        return host->fail(s->ctx, TERN_EINVAL, "sqlite: get got want = 0; ask for at least 1 "
+                          "record");
+    if (!out)
+        return host->fail(s->ctx, TERN_EINVAL, "sqlite: get got out = NULL with want = %zu; "
+                          "pass an array of `want` tern_record", want);
+    for (size_t i = 0; i < want; i++)
+        if (!TERN_HAS(&out[i], len))
+            return host->fail(s->ctx, TERN_EINVAL,
+                              "sqlite: get got out[%zu].size = %zu, too small for a record; "
+                              "set every out[i].size = sizeof(tern_record) before get()",
+                              i, out[i].size);
+    return TERN_OK;
+}
+
+/* A node from the current row of ST_SELECT, or NULL when out of memory. */
+static node *node_from_row(sqlite3_stmt *sel)
+{
+    const void *blob = sqlite3_column_blob(sel, 4);
+    size_t len = (size_t)sqlite3_column_bytes(sel, 4);
+    if (!blob && len)
+        return NULL; /* SQLite ran out of memory reading it */
+    node *x = malloc(sizeof *x + len);
+    if (!x)
+        return NULL;
+    if (len)
+        memcpy(x->data, blob, len);
+    x->len = len;
+    memset(&x->meta, 0, sizeof x->meta);
+    x->meta.id = (uint64_t)sqlite3_column_int64(sel, 1);
+    /* NULL columns: the producer's meta ended before them (members only grow) */
+    x->meta.size = offsetof(tern_record_meta, version);
+    if (sqlite3_column_type(sel, 2) != SQLITE_NULL) {
+        x->meta.version = sqlite3_column_int64(sel, 2);
+        x->meta.size = offsetof(tern_record_meta, batch);
+        if (sqlite3_column_type(sel, 3) != SQLITE_NULL) {
+            x->meta.batch = sqlite3_column_int64(sel, 3);
+            x->meta.size = sizeof x->meta;
+        }
+    }
+    list_init(&x->l);
+    return x;
+}
+
+/* Fill one caller record from a node, writing only members the caller has. */
+static void fill_record(tern_record *r, const node *n)
+{
+    r->meta = n->meta;
+    r->data = n->data;
+    r->len = n->len;
+    if (TERN_HAS(r, use_count))
+        r->use_count = 0; /* each record is handed out once */
+}
+
+/* One attempt at taking up to `want` records (lock held): TERN_OK with
+ * out[0..*got) filled (*got >= 1) once the hand-out committed, TRY_LATER with
+ * *why (no record, or the file locked by another connection), or a failure
+ * status after host->fail, with the records still in the file. */
+static int try_get(sqb *s, tern_record *out, size_t want, size_t *got, why_wait *why)
+{
+    *got = 0;
+    /* a look without the write lock, so idle consumers do not take it */
+    int rc = sqlite3_step(s->st[ST_PROBE]);
+    sqlite3_reset(s->st[ST_PROBE]);
+    if (rc == SQLITE_DONE) {
+        *why = WAIT_EMPTY;
+        return TRY_LATER;
+    }
+    if (is_busy(rc)) {
+        *why = WAIT_LOCK;
+        return TRY_LATER;
+    }
+    if (rc != SQLITE_ROW)
+        return db_fail(s, rc, "looking for records");
+    rc = run_stmt(s, ST_BEGIN);
+    if (is_busy(rc)) {
+        *why = WAIT_LOCK;
+        return TRY_LATER;
+    }
+    if (rc != SQLITE_OK)
+        return db_fail(s, rc, "starting the transaction to get records");
+
+    qlink taken;
+    list_init(&taken);
+    size_t n = 0;
+    int64_t last_seq = 0;
+    int st = TERN_OK;
+    sqlite3_stmt *sel = s->st[ST_SELECT];
+    rc = sqlite3_bind_int64(sel, 1, want > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)want);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if (n == want || (rc = sqlite3_step(sel)) != SQLITE_ROW)
+            break;
+        node *x = node_from_row(sel);
+        if (!x) {
+            st = host->fail(s->ctx, TERN_ENOMEM, "sqlite: out of memory copying record %lld "
+                            "(%d bytes) out of '%s'; the records stay in the file",
+                            (long long)sqlite3_column_int64(sel, 1),
+                            sqlite3_column_bytes(sel, 4), s->path);
+            break;
+        }
+        last_seq = sqlite3_column_int64(sel, 0);
+        list_push_back(&taken, &x->l);
+        n++;
+    }
+    if (st == TERN_OK && rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = db_fail(s, rc, "reading records");
+    sqlite3_reset(sel);
+    if (st == TERN_OK && n == 0) { /* another connection took them meanwhile */
+        rollback(s);
+        *why = WAIT_EMPTY;
+        return TRY_LATER;
+    }
+    if (st == TERN_OK) {
+        rc = sqlite3_bind_int64(s->st[ST_DELETE], 1, last_seq);
+        if (rc == SQLITE_OK)
+            rc = run_stmt(s, ST_DELETE);
+        if (rc != SQLITE_OK)
+            st = db_fail(s, rc, "marking %zu records consumed", n);
+    }
+    if (st == TERN_OK) {
+        rc = run_stmt(s, ST_COMMIT);
+        if (rc != SQLITE_OK)
+            st = db_fail(s, rc, "committing the hand-out of %zu records", n);
+    }
+    if (st != TERN_OK) {
+        rollback(s);
+        list_free_all(&taken);
+        return st;
+    }
+    for (size_t i = 0; i < n; i++) {
+        node *x = list_pop_front(&taken);
+        list_push_back(&s->out, &x->l);
+        fill_record(&out[i], x);
+    }
+    *got = n;
+    return TERN_OK;
+}
+
+static int sqb_get(void *state, tern_record *out, size_t want, size_t *got, int64_t timeout_ms)
+{
+    sqb *s = state;
+    if (got)
+        *got = 0;
+    int rc = check_get_args(s, out, want, got);
+    if (rc != TERN_OK)
+        return rc;
+    struct timespec dl = {0, 0};
+    if (timeout_ms > 0)
+        dl = deadline_after(timeout_ms);
+    why_wait why = WAIT_EMPTY;
+    size_t n = 0;
+    int expired = 0;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        rc = try_get(s, out, want, &n, &why);
+        if (rc != TRY_LATER)
+            break;
+        if (why == WAIT_EMPTY && s->closed) {
+            rc = TERN_ECLOSED;
+            break;
+        }
+        if (expired) {
+            rc = TERN_ETIMEDOUT;
+            break;
+        }
+        expired = wait_poll(s, &s->not_empty, timeout_ms, &dl) == ETIMEDOUT;
+    }
+    if (rc == TERN_OK) {
+        s->n_got += n;
+        pthread_cond_broadcast(&s->not_full); /* room for up to n blocked puts */
+        if (n == want)
+            pthread_cond_signal(&s->not_empty); /* maybe more left for another getter */
+    }
+    pthread_mutex_unlock(&s->lock);
+    *got = n;
+    if (rc == TERN_ECLOSED)
+        return host->fail(s->ctx, TERN_ECLOSED,
+                          "sqlite: get on a closed buffer with no records left in '%s'; stop "
+                          "consuming", s->path);
+    if (rc == TERN_ETIMEDOUT && why == WAIT_LOCK)
+        return host->fail(s->ctx, TERN_ETIMEDOUT,
+                          "sqlite: get timed out after %lld ms waiting for the write lock on "
+                          "'%s', which another connection holds; raise the timeout or "
+                          "busy_timeout_ms", (long long)timeout_ms, s->path);
+    if (rc == TERN_ETIMEDOUT)
+        return host->fail(s->ctx, TERN_ETIMEDOUT,
+                          "sqlite: get found no record in '%s' within %lld ms; producers are "
+                          "slower than the timeout: raise it, or pass -1 to wait without limit",
+                          s->path, (long long)timeout_ms);
+    return rc;
+}
+
+static void sqb_release(void *state, tern_record *recs, size_t n)
+{
+    sqb *s = state;
+    if (!recs || n == 0)
+        return; /* nothing to give back; release cannot report an error */
+    qlink gone;
+    list_init(&gone);
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!recs[i].data)
+            continue; /* already released (we clear data below) or never handed out */
+        /* data points into the node get() filled it from: step back to the node */
+        node *x = (node *)((unsigned char *)recs[i].data - offsetof(node, data));
+        list_unlink(&x->l);
+        list_push_back(&gone, &x->l);
+        recs[i].data = NULL;
+        recs[i].len = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    list_free_all(&gone); /* free outside the lock */
+}
+
+/* ---- close / stats ----------------------------------------------------- */
+
+static void sqb_close(void *state)
+{
+    sqb *s = state;
+    pthread_mutex_lock(&s->lock);
+    s->closed = 1;
+    pthread_cond_broadcast(&s->not_empty);
+    pthread_cond_broadcast(&s->not_full);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int sqb_stats(void *state, tern_buffer_stats *out)
+{
+    sqb *s = state;
+    if (!out)
+        return host->fail(s->ctx, TERN_EINVAL, "sqlite: stats got out = NULL; pass a "
+                          "tern_buffer_stats with .size = sizeof(tern_buffer_stats)");
+    int64_t held = 0;
+    pthread_mutex_lock(&s->lock);
+    int rc = count_records(s, &held);
+    int st = rc == SQLITE_OK ? TERN_OK : db_fail(s, rc, "counting records for stats");
+    uint64_t n_put = s->n_put, n_got = s->n_got;
+    pthread_mutex_unlock(&s->lock);
+    if (st != TERN_OK)
+        return st;
+    /* write only what the caller's struct holds (it may predate a member) */
+    if (TERN_HAS(out, held))
+        out->held = (uint64_t)held;
+    if (TERN_HAS(out, capacity))
+        out->capacity = s->capacity;
+    if (TERN_HAS(out, put))
+        out->put = n_put;
+    if (TERN_HAS(out, got))
+        out->got = n_got;
+    if (TERN_HAS(out, dropped))
+        out->dropped = 0; /* puts wait for room; nothing is discarded */
+    if (TERN_HAS(out, skipped))
+        out->skipped = 0; /* no notion of staleness */
+    return TERN_OK;
+}
+
+/* ---- descriptor -------------------------------------------------------- */
+
+static const tern_buffer_ops sqb_ops = {
+    .size = sizeof sqb_ops,
+    .create = sqb_create,
+    .destroy = sqb_destroy,
+    .put = sqb_put,
+    .get = sqb_get,
+    .release = sqb_release,
+    .close = sqb_close,
+    .stats = sqb_stats,
+};
+
+static const tern_setting_spec sqb_settings[] = {
+    TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
+                 .aka = "file|db|database|filename",
+                 .doc = "the SQLite database file holding the records, relative to the "
+                        "working directory; created if absent (its directory must exist)"),
+    TERN_SETTING(.name = "capacity", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
+                 .aka = "size|max_size|max_records|cap",
+                 .doc = "most unconsumed records in the file before put waits for room "
+                        "(0: unbounded)"),
+    TERN_SETTING(.name = "synchronous", .type = TERN_SETTING_STRING, .def = "\"full\"",
+                 .choices = "full|normal", .aka = "sync|fsync|durability",
+                 .doc = "full = an acknowledged put survives power loss; normal = it survives "
+                        "a crash of the process (faster; the last puts may be lost on power "
+                        "loss)"),
+    TERN_SETTING(.name = "busy_timeout_ms", .type = TERN_SETTING_INT, .def = "5000", .min = 0,
+                 .max = 86400000, .aka = "busy_timeout|lock_timeout_ms|lock_timeout",
+                 .doc = "milliseconds one SQLite call waits for a lock another process holds "
+                        "on the file"),
+    TERN_SETTINGS_END,
+};
+
+static const tern_plugin_descriptor sqb_descriptor = {
+    .size = sizeof sqb_descriptor,
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .kind = TERN_KIND_BUFFER,
+    .name = "sqlite",
+    .version = "1.0.0",
+    .summary = "durable first-in first-out queue of records in an SQLite file (WAL), "
+               "shared by processes",
+    .caps = TERN_CAP_THREAD_SAFE,
+    .ops = &sqb_ops,
+    .settings = sqb_settings,
+};
+
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+{
+    host = h;
+    return &sqb_descriptor;
+}

@@ -1,0 +1,91 @@
+/* test_run_buffers.c: the buffer plugins in a real run (`tern run`): the
+ * durable `sqlite` buffer carries a whole run and is left empty; a buffer
+ * file holding experiences of an earlier run is refused, and kept; a replay
+ * buffer (`priority`) is refused with the reason and the fix. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "command.h"
+#include "harness.h"
+#include "tern/buffer.h"
+
+#define TERN TERN_TEST_BIN
+#define SRC TERN_TEST_SOURCE_DIR
+#define WORK TERN_TEST_WORK_DIR
+
+/* the quickstart cut to seconds */
+#define SHORT "-o trainer.steps=3 -o trainer.sft.steps=2 -o eval.limit=4"
+#define SQLITE "-o buffer.plugin=sqlite -o buffer.capacity=0 -o 'buffer.path=\"%s\"'"
+
+/* Records left in the sqlite buffer file at `path`. */
+static unsigned long long held_in(const char *path)
+{
+    harness h;
+    char settings[600];
+    snprintf(settings, sizeof settings, "path = \"%s\";", path);
+    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
+                 h.error);
+    const tern_buffer_ops *ops = harness_ops(&h);
+    tern_buffer_stats st = {.size = sizeof st};
+    cr_assert_eq(ops->stats(h.state, &st), TERN_OK);
+    harness_close(&h);
+    return (unsigned long long)st.held;
+}
+
+Test(run_buffers, sqlite_carries_a_run_and_is_left_empty, .timeout = 120)
+{
+    char file[600];
+    snprintf(file, sizeof file, "%s/run_buffers_ok.sqlite", WORK);
+    remove(file);
+    result r;
+    run(&r, "cd %s && rm -rf rb/ok && %s run %s/etc/quickstart.cfg %s " SQLITE
+            " -o 'run.out_dir=\"rb\"' -o 'run.name=\"ok\"'",
+        WORK, TERN, SRC, SHORT, file);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char metrics[65536];
+    char path[700];
+    snprintf(path, sizeof path, "%s/rb/ok/metrics.jsonl", WORK);
+    slurp(path, metrics, sizeof metrics);
+    cr_expect(strstr(metrics, "\"stage\":\"rl\",\"step\":3"), "%s", metrics);
+    cr_expect_eq(held_in(file), 0, "a finished synchronous run consumed every experience");
+    remove(file);
+}
+
+Test(run_buffers, a_buffer_file_with_earlier_experiences_is_refused_and_kept, .timeout = 60)
+{
+    char file[600];
+    snprintf(file, sizeof file, "%s/run_buffers_left.sqlite", WORK);
+    remove(file);
+    harness h;
+    char settings[700];
+    snprintf(settings, sizeof settings, "path = \"%s\";", file);
+    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
+                 h.error);
+    const tern_buffer_ops *ops = harness_ops(&h);
+    tern_record_meta m = {.size = sizeof m, .id = 1, .version = 0, .batch = 0};
+    cr_assert_eq(ops->put(h.state, "x", 1, &m, 0), TERN_OK);
+    harness_close(&h);
+
+    result r;
+    run(&r, "cd %s && rm -rf rb/left && %s run %s/etc/quickstart.cfg %s " SQLITE
+            " -o 'run.out_dir=\"rb\"' -o 'run.name=\"left\"'",
+        WORK, TERN, SRC, SHORT, file);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "already holds 1 experience from an earlier run"), "%s", r.err);
+    cr_expect(strstr(r.err, "remove the buffer's file"), "%s", r.err);
+    cr_expect_eq(held_in(file), 1, "the refused run leaves the file as it was");
+    remove(file);
+}
+
+Test(run_buffers, a_replay_buffer_is_refused_with_the_reason, .timeout = 60)
+{
+    result r;
+    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s -o buffer.plugin=priority "
+            "-o 'run.out_dir=\"rb\"' -o 'run.name=\"replay\"'",
+        WORK, TERN, SRC, SHORT);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "quickstart.cfg:"), "names the config line: %s", r.err);
+    cr_expect(strstr(r.err, "'priority' is a replay buffer"), "%s", r.err);
+    cr_expect(strstr(r.err, "plugin = \"fifo\""), "%s", r.err);
+}
