@@ -23,26 +23,13 @@
 #include <tern/buffer.h>
 #include <tern/plugin.h>
 
-/* Deadlines are now + timeout_ms in a struct timespec; with a 64-bit time_t
- * no timeout_ms an int64_t can hold overflows it. */
-_Static_assert(sizeof(time_t) >= 8, "fifo needs a 64-bit time_t for its deadlines");
+#include "../common/buffer_common.h"
 
 static const tern_host *host;
 
 typedef enum full_policy { FULL_BLOCK, FULL_DROP_OLDEST } full_policy;
 
-/* Doubly linked list links; the first member of a node, so a link is its node. */
-typedef struct qlink {
-    struct qlink *prev, *next;
-} qlink;
-
-typedef struct node {
-    qlink l;
-    tern_record_meta meta; /* meta.size: the bytes of the caller's meta we kept */
-    size_t len;
-    /* aligned like malloc'd memory, so consumers may read the bytes in place */
-    alignas(max_align_t) unsigned char data[];
-} node;
+typedef buffer_node node;
 
 typedef struct fifo {
     tern_ctx *ctx;
@@ -60,54 +47,7 @@ typedef struct fifo {
     uint64_t n_put, n_got, n_dropped;
 } fifo;
 
-/* ---- lists ------------------------------------------------------------- */
-
-static void list_init(qlink *s) { s->prev = s->next = s; }
-static int list_empty(const qlink *s) { return s->next == s; }
-
-static void list_push_back(qlink *s, qlink *l)
-{
-    l->prev = s->prev;
-    l->next = s;
-    s->prev->next = l;
-    s->prev = l;
-}
-
-static void list_unlink(qlink *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    l->prev = l->next = l;
-}
-
-static node *list_pop_front(qlink *s)
-{
-    qlink *l = s->next;
-    list_unlink(l);
-    return (node *)l;
-}
-
-static void list_free_all(qlink *s)
-{
-    while (!list_empty(s))
-        free(list_pop_front(s));
-}
-
 /* ---- waiting ------------------------------------------------------------ */
-
-/* The absolute CLOCK_MONOTONIC time `timeout_ms` (> 0) from now. */
-static struct timespec deadline_after(int64_t timeout_ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += (time_t)(timeout_ms / 1000);
-    t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
 
 /* Wait once on `cv` (lock held) as the caller's timeout allows. Returns 0 after
  * a wakeup (maybe spurious: the caller re-checks its condition) and ETIMEDOUT
@@ -148,27 +88,6 @@ static int read_settings(tern_ctx *ctx, fifo *f)
     return TERN_OK;
 }
 
-/* Mutex and condition variables; the conditions wait on CLOCK_MONOTONIC.
- * Returns 0, or -1 with nothing left initialised. */
-static int init_sync(fifo *f)
-{
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
-    int have_ne = ok && pthread_cond_init(&f->not_empty, &ca) == 0;
-    int have_nf = have_ne && pthread_cond_init(&f->not_full, &ca) == 0;
-    int have_lock = have_nf && pthread_mutex_init(&f->lock, NULL) == 0;
-    pthread_condattr_destroy(&ca);
-    if (have_lock)
-        return 0;
-    if (have_nf)
-        pthread_cond_destroy(&f->not_full);
-    if (have_ne)
-        pthread_cond_destroy(&f->not_empty);
-    return -1;
-}
-
 static int fifo_create(tern_ctx *ctx, void **state)
 {
     fifo *f = calloc(1, sizeof *f);
@@ -180,7 +99,7 @@ static int fifo_create(tern_ctx *ctx, void **state)
         free(f);
         return rc;
     }
-    if (init_sync(f) != 0) {
+    if (buffer_init_sync(&f->lock, &f->not_empty, &f->not_full) != 0) {
         free(f);
         return host->fail(ctx, TERN_ENOMEM,
                           "fifo: cannot create the buffer's mutex or condition variables "
@@ -207,43 +126,6 @@ static void fifo_destroy(void *state)
 
 /* ---- put --------------------------------------------------------------- */
 
-static int check_put_args(fifo *f, const void *data, size_t len, const tern_record_meta *meta)
-{
-    if (!data && len > 0)
-        return host->fail(f->ctx, TERN_EINVAL,
-                          "fifo: put got data = NULL with len = %zu; pass the record's bytes, "
-                          "or len = 0 for an empty record", len);
-    if (!meta)
-        return host->fail(f->ctx, TERN_EINVAL,
-                          "fifo: put got meta = NULL; pass a tern_record_meta with .size = "
-                          "sizeof(tern_record_meta)");
-    if (!TERN_HAS(meta, id))
-        return host->fail(f->ctx, TERN_EINVAL,
-                          "fifo: put got meta->size = %zu, too small to hold the record id; "
-                          "set meta.size = sizeof(tern_record_meta)", meta->size);
-    if (len > SIZE_MAX - sizeof(node))
-        return host->fail(f->ctx, TERN_EINVAL, "fifo: put got len = %zu, more than memory can "
-                          "hold; pass the record's real length", len);
-    return TERN_OK;
-}
-
-/* A node holding copies of meta (the part both sides know) and the bytes. */
-static node *node_new(const void *data, size_t len, const tern_record_meta *meta)
-{
-    node *n = malloc(sizeof *n + len);
-    if (!n)
-        return NULL;
-    size_t keep = meta->size < sizeof n->meta ? meta->size : sizeof n->meta;
-    memset(&n->meta, 0, sizeof n->meta);
-    memcpy(&n->meta, meta, keep);
-    n->meta.size = keep; /* members past it were not given: readers check TERN_HAS */
-    n->len = len;
-    if (len)
-        memcpy(n->data, data, len);
-    list_init(&n->l);
-    return n;
-}
-
 /* Make room for one record (lock held). Returns TERN_OK with *victim set to a
  * dropped node (or NULL), TERN_ECLOSED or TERN_ETIMEDOUT; fails nothing itself. */
 static int make_room(fifo *f, int64_t timeout_ms, node **victim)
@@ -253,7 +135,7 @@ static int make_room(fifo *f, int64_t timeout_ms, node **victim)
         if (f->closed)
             return TERN_ECLOSED;
         if (f->held >= f->capacity) {
-            *victim = list_pop_front(&f->queue);
+            *victim = (node *)list_pop_front(&f->queue);
             f->held--;
             f->n_dropped++;
         }
@@ -261,7 +143,7 @@ static int make_room(fifo *f, int64_t timeout_ms, node **victim)
     }
     struct timespec dl = {0, 0};
     if (timeout_ms > 0)
-        dl = deadline_after(timeout_ms);
+        dl = buffer_deadline_after(timeout_ms);
     int expired = 0;
     while (!f->closed && f->held >= f->capacity) {
         if (expired)
@@ -275,11 +157,12 @@ static int fifo_put(void *state, const void *data, size_t len, const tern_record
                     int64_t timeout_ms)
 {
     fifo *f = state;
-    int rc = check_put_args(f, data, len, meta);
+    int rc = buffer_check_put_args(host, f->ctx, "fifo", data, len, meta,
+                                   SIZE_MAX - sizeof(node));
     if (rc != TERN_OK)
         return rc;
     /* copy before locking: the copy of a large record should not stall others */
-    node *n = node_new(data, len, meta);
+    node *n = buffer_node_new(data, len, meta);
     if (!n)
         return host->fail(f->ctx, TERN_ENOMEM,
                           "fifo: out of memory copying a record of %zu bytes (id %llu); lower "
@@ -318,36 +201,6 @@ static int fifo_put(void *state, const void *data, size_t len, const tern_record
 
 /* ---- get / release ----------------------------------------------------- */
 
-static int check_get_args(fifo *f, const tern_record *out, size_t want, const size_t *got)
-{
-    if (!got)
-        return host->fail(f->ctx, TERN_EINVAL, "fifo: get got got = NULL; pass a size_t to "
-                          "receive the number of records handed out");
-    if (want == 0)
-        return host->fail(f->ctx, TERN_EINVAL, "fifo: get got want = 0; ask for at least 1 "
-                          "record");
-    if (!out)
-        return host->fail(f->ctx, TERN_EINVAL, "fifo: get got out = NULL with want = %zu; pass "
-                          "an array of `want` tern_record", want);
-    for (size_t i = 0; i < want; i++)
-        if (!TERN_HAS(&out[i], len))
-            return host->fail(f->ctx, TERN_EINVAL,
-                              "fifo: get got out[%zu].size = %zu, too small for a record; set "
-                              "every out[i].size = sizeof(tern_record) before get()",
-                              i, out[i].size);
-    return TERN_OK;
-}
-
-/* Fill one caller record from a node, writing only members the caller has. */
-static void fill_record(tern_record *r, const node *n)
-{
-    r->meta = n->meta;
-    r->data = n->data;
-    r->len = n->len;
-    if (TERN_HAS(r, use_count))
-        r->use_count = 0; /* a FIFO hands every record out exactly once */
-}
-
 /* Wait (lock held) until a record is queued, the buffer closes or the
  * timeout expires: TERN_OK (records queued, maybe closed too), TERN_ECLOSED
  * (closed and drained) or TERN_ETIMEDOUT. */
@@ -355,7 +208,7 @@ static int wait_for_record(fifo *f, int64_t timeout_ms)
 {
     struct timespec dl = {0, 0};
     if (timeout_ms > 0)
-        dl = deadline_after(timeout_ms);
+        dl = buffer_deadline_after(timeout_ms);
     int expired = 0;
     while (!f->closed && f->held == 0) {
         if (expired)
@@ -370,17 +223,17 @@ static int fifo_get(void *state, tern_record *out, size_t want, size_t *got, int
     fifo *f = state;
     if (got)
         *got = 0;
-    int rc = check_get_args(f, out, want, got);
+    int rc = buffer_check_get_args(host, f->ctx, "fifo", out, want, got);
     if (rc != TERN_OK)
         return rc;
     pthread_mutex_lock(&f->lock);
     rc = wait_for_record(f, timeout_ms);
     size_t n = 0;
     for (; rc == TERN_OK && n < want && f->held; n++) {
-        node *x = list_pop_front(&f->queue);
+        node *x = (node *)list_pop_front(&f->queue);
         f->held--;
         list_push_back(&f->out, &x->l);
-        fill_record(&out[n], x);
+        buffer_fill_record(&out[n], &x->meta, x->data, x->len, 0); /* each once */
     }
     if (n) {
         f->n_got += n;
@@ -408,24 +261,7 @@ static int fifo_get(void *state, tern_record *out, size_t want, size_t *got, int
 static void fifo_release(void *state, tern_record *recs, size_t n)
 {
     fifo *f = state;
-    if (!recs || n == 0)
-        return; /* nothing to give back; release cannot report an error */
-    qlink gone;
-    list_init(&gone);
-    pthread_mutex_lock(&f->lock);
-    for (size_t i = 0; i < n; i++) {
-        if (!recs[i].data)
-            continue; /* already released (we clear data below) or never handed out */
-        /* data points into the node get() filled it from (the buffer's own
-         * memory, const only to the consumer): step back to the node */
-        node *x = (node *)((unsigned char *)recs[i].data - offsetof(node, data));
-        list_unlink(&x->l);
-        list_push_back(&gone, &x->l);
-        recs[i].data = NULL;
-        recs[i].len = 0;
-    }
-    pthread_mutex_unlock(&f->lock);
-    list_free_all(&gone); /* free outside the lock */
+    buffer_release_nodes(&f->lock, recs, n);
 }
 
 /* ---- close / stats ----------------------------------------------------- */
@@ -443,24 +279,15 @@ static void fifo_close(void *state)
 static int fifo_stats(void *state, tern_buffer_stats *out)
 {
     fifo *f = state;
-    if (!out)
-        return host->fail(f->ctx, TERN_EINVAL, "fifo: stats got out = NULL; pass a "
-                          "tern_buffer_stats with .size = sizeof(tern_buffer_stats)");
+    int rc = buffer_check_stats_out(host, f->ctx, "fifo", out);
+    if (rc != TERN_OK)
+        return rc;
     pthread_mutex_lock(&f->lock);
-    /* write only what the caller's struct holds (it may predate a member) */
-    if (TERN_HAS(out, held))
-        out->held = f->held;
-    if (TERN_HAS(out, capacity))
-        out->capacity = f->capacity;
-    if (TERN_HAS(out, put))
-        out->put = f->n_put;
-    if (TERN_HAS(out, got))
-        out->got = f->n_got;
-    if (TERN_HAS(out, dropped))
-        out->dropped = f->n_dropped;
-    if (TERN_HAS(out, skipped))
-        out->skipped = 0; /* a FIFO has no notion of staleness */
+    /* skipped 0: a FIFO has no notion of staleness */
+    tern_buffer_stats v = {.held = f->held, .capacity = f->capacity, .put = f->n_put,
+                           .got = f->n_got, .dropped = f->n_dropped};
     pthread_mutex_unlock(&f->lock);
+    buffer_write_stats(out, &v);
     return TERN_OK;
 }
 

@@ -112,19 +112,12 @@
 #include <tern/plugin.h>
 #include <tern/rng.h>
 
+#include "../common/buffer_common.h"
 #include "heap.h"
-
-/* Deadlines are CLOCK_MONOTONIC nanoseconds turned into a struct timespec. */
-_Static_assert(sizeof(time_t) >= 8, "priority needs a 64-bit time_t for its deadlines");
 
 static const tern_host *host;
 
 enum { ST_WAITING, ST_COOLING, ST_OUT };
-
-/* Doubly linked list links; the first member of a node, so a link is its node. */
-typedef struct qlink {
-    struct qlink *prev, *next;
-} qlink;
 
 typedef struct node {
     qlink l;         /* in `cooling` or `out`; a waiting node is in neither */
@@ -167,35 +160,6 @@ typedef struct prio {
 
     uint64_t n_put, n_got, n_dropped, n_skipped;
 } prio;
-
-/* ---- lists ------------------------------------------------------------- */
-
-static void list_init(qlink *s) { s->prev = s->next = s; }
-static int list_empty(const qlink *s) { return s->next == s; }
-
-static void list_push_back(qlink *s, qlink *l)
-{
-    l->prev = s->prev;
-    l->next = s;
-    s->prev->next = l;
-    s->prev = l;
-}
-
-static void list_unlink(qlink *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    l->prev = l->next = l;
-}
-
-static void list_free_all(qlink *s)
-{
-    while (!list_empty(s)) {
-        qlink *l = s->next;
-        list_unlink(l);
-        free(l);
-    }
-}
 
 /* ---- order --------------------------------------------------------------- */
 
@@ -336,27 +300,6 @@ static int read_settings(tern_ctx *ctx, prio *p)
     return TERN_OK;
 }
 
-/* Mutex and condition variables; the conditions wait on CLOCK_MONOTONIC.
- * Returns 0, or -1 with nothing left initialised. */
-static int init_sync(prio *p)
-{
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
-    int have_ready = ok && pthread_cond_init(&p->ready_cv, &ca) == 0;
-    int have_room = have_ready && pthread_cond_init(&p->room_cv, &ca) == 0;
-    int have_lock = have_room && pthread_mutex_init(&p->lock, NULL) == 0;
-    pthread_condattr_destroy(&ca);
-    if (have_lock)
-        return 0;
-    if (have_room)
-        pthread_cond_destroy(&p->room_cv);
-    if (have_ready)
-        pthread_cond_destroy(&p->ready_cv);
-    return -1;
-}
-
 static int prio_create(tern_ctx *ctx, void **state)
 {
     prio *p = calloc(1, sizeof *p);
@@ -368,7 +311,7 @@ static int prio_create(tern_ctx *ctx, void **state)
         free(p);
         return rc;
     }
-    if (init_sync(p) != 0) {
+    if (buffer_init_sync(&p->lock, &p->ready_cv, &p->room_cv) != 0) {
         free(p);
         return host->fail(ctx, TERN_ENOMEM,
                           "priority: cannot create the buffer's mutex or condition variables "
@@ -403,26 +346,6 @@ static void prio_destroy(void *state)
 
 /* ---- put --------------------------------------------------------------- */
 
-static int check_put_args(prio *p, const void *data, size_t len, const tern_record_meta *meta)
-{
-    if (!data && len > 0)
-        return host->fail(p->ctx, TERN_EINVAL,
-                          "priority: put got data = NULL with len = %zu; pass the record's "
-                          "bytes, or len = 0 for an empty record", len);
-    if (!meta)
-        return host->fail(p->ctx, TERN_EINVAL,
-                          "priority: put got meta = NULL; pass a tern_record_meta with .size = "
-                          "sizeof(tern_record_meta)");
-    if (!TERN_HAS(meta, id))
-        return host->fail(p->ctx, TERN_EINVAL,
-                          "priority: put got meta->size = %zu, too small to hold the record id; "
-                          "set meta.size = sizeof(tern_record_meta)", meta->size);
-    if (len > SIZE_MAX - sizeof(node))
-        return host->fail(p->ctx, TERN_EINVAL, "priority: put got len = %zu, more than memory "
-                          "can hold; pass the record's real length", len);
-    return TERN_OK;
-}
-
 /* A node holding copies of meta (the part both sides know) and the bytes. */
 static node *node_new(const void *data, size_t len, const tern_record_meta *meta)
 {
@@ -430,9 +353,7 @@ static node *node_new(const void *data, size_t len, const tern_record_meta *meta
     if (!n)
         return NULL;
     memset(n, 0, sizeof *n);
-    size_t keep = meta->size < sizeof n->meta ? meta->size : sizeof n->meta;
-    memcpy(&n->meta, meta, keep);
-    n->meta.size = keep; /* members past it were not given: readers check TERN_HAS */
+    buffer_keep_meta(&n->meta, meta);
     n->len = len;
     if (len)
         memcpy(n->data, data, len);
@@ -499,7 +420,8 @@ static int prio_put(void *state, const void *data, size_t len, const tern_record
                     int64_t timeout_ms)
 {
     prio *p = state;
-    int rc = check_put_args(p, data, len, meta);
+    int rc = buffer_check_put_args(host, p->ctx, "priority", data, len, meta,
+                                   SIZE_MAX - sizeof(node));
     if (rc != TERN_OK)
         return rc;
     /* copy before locking: the copy of a large record should not stall others */
@@ -547,36 +469,6 @@ static int prio_put(void *state, const void *data, size_t len, const tern_record
 
 /* ---- get / release ----------------------------------------------------- */
 
-static int check_get_args(prio *p, const tern_record *out, size_t want, const size_t *got)
-{
-    if (!got)
-        return host->fail(p->ctx, TERN_EINVAL, "priority: get got got = NULL; pass a size_t to "
-                          "receive the number of records handed out");
-    if (want == 0)
-        return host->fail(p->ctx, TERN_EINVAL, "priority: get got want = 0; ask for at least 1 "
-                          "record");
-    if (!out)
-        return host->fail(p->ctx, TERN_EINVAL, "priority: get got out = NULL with want = %zu; "
-                          "pass an array of `want` tern_record", want);
-    for (size_t i = 0; i < want; i++)
-        if (!TERN_HAS(&out[i], len))
-            return host->fail(p->ctx, TERN_EINVAL,
-                              "priority: get got out[%zu].size = %zu, too small for a record; "
-                              "set every out[i].size = sizeof(tern_record) before get()",
-                              i, out[i].size);
-    return TERN_OK;
-}
-
-/* Fill one caller record from a node, writing only members the caller has. */
-static void fill_record(tern_record *r, const node *x)
-{
-    r->meta = x->meta;
-    r->data = x->data;
-    r->len = x->len;
-    if (TERN_HAS(r, use_count))
-        r->use_count = x->uses;
-}
-
 /* Move cooling nodes whose cool-down has ended to `ready` (lock held). */
 static void promote_cooled(prio *p, uint64_t now)
 {
@@ -609,7 +501,7 @@ static size_t hand_out(prio *p, tern_record *out, size_t want, qlink *gone, size
         }
         x->state = ST_OUT;
         list_push_back(&p->out, &x->l);
-        fill_record(&out[n++], x);
+        buffer_fill_record(&out[n++], &x->meta, x->data, x->len, x->uses);
     }
     p->n_got += n;
     return n;
@@ -620,7 +512,7 @@ static int prio_get(void *state, tern_record *out, size_t want, size_t *got, int
     prio *p = state;
     if (got)
         *got = 0;
-    int rc = check_get_args(p, out, want, got);
+    int rc = buffer_check_get_args(host, p->ctx, "priority", out, want, got);
     if (rc != TERN_OK)
         return rc;
     qlink gone;
@@ -746,24 +638,14 @@ static void prio_close(void *state)
 static int prio_stats(void *state, tern_buffer_stats *out)
 {
     prio *p = state;
-    if (!out)
-        return host->fail(p->ctx, TERN_EINVAL, "priority: stats got out = NULL; pass a "
-                          "tern_buffer_stats with .size = sizeof(tern_buffer_stats)");
+    int rc = buffer_check_stats_out(host, p->ctx, "priority", out);
+    if (rc != TERN_OK)
+        return rc;
     pthread_mutex_lock(&p->lock);
-    /* write only what the caller's struct holds (it may predate a member) */
-    if (TERN_HAS(out, held))
-        out->held = p->held;
-    if (TERN_HAS(out, capacity))
-        out->capacity = p->capacity;
-    if (TERN_HAS(out, put))
-        out->put = p->n_put;
-    if (TERN_HAS(out, got))
-        out->got = p->n_got;
-    if (TERN_HAS(out, dropped))
-        out->dropped = p->n_dropped;
-    if (TERN_HAS(out, skipped))
-        out->skipped = p->n_skipped;
+    tern_buffer_stats v = {.held = p->held, .capacity = p->capacity, .put = p->n_put,
+                           .got = p->n_got, .dropped = p->n_dropped, .skipped = p->n_skipped};
     pthread_mutex_unlock(&p->lock);
+    buffer_write_stats(out, &v);
     return TERN_OK;
 }
 

@@ -110,11 +110,8 @@
 #include <tern/buffer.h>
 #include <tern/plugin.h>
 
+#include "../common/buffer_common.h"
 #include "sqlite_schema.h"
-
-/* Deadlines are now + timeout_ms in a struct timespec; with a 64-bit time_t
- * no timeout_ms an int64_t can hold overflows it. */
-_Static_assert(sizeof(time_t) >= 8, "sqlite needs a 64-bit time_t for its deadlines");
 
 /* How often a waiting call looks at the file again for other processes' work. */
 #define POLL_MS 20
@@ -159,19 +156,9 @@ static const char *const stmt_sql[ST_N] = {
 
 /* ---- state ---------------------------------------------------------------- */
 
-/* Doubly linked list links; the first member of a node, so a link is its node. */
-typedef struct qlink {
-    struct qlink *prev, *next;
-} qlink;
-
-/* A record handed out: a copy of its row. */
-typedef struct node {
-    qlink l;
-    tern_record_meta meta; /* meta.size: the members the producer gave */
-    size_t len;
-    /* aligned like malloc'd memory, so consumers may read the bytes in place */
-    alignas(max_align_t) unsigned char data[];
-} node;
+/* A record handed out: a copy of its row (meta.size: the members the
+ * producer gave). */
+typedef buffer_node node;
 
 typedef struct sqb {
     tern_ctx *ctx;
@@ -190,63 +177,11 @@ typedef struct sqb {
     uint64_t n_put, n_got;
 } sqb;
 
-/* ---- lists ------------------------------------------------------------- */
-
-static void list_init(qlink *s) { s->prev = s->next = s; }
-static int list_empty(const qlink *s) { return s->next == s; }
-
-static void list_push_back(qlink *s, qlink *l)
-{
-    l->prev = s->prev;
-    l->next = s;
-    s->prev->next = l;
-    s->prev = l;
-}
-
-static void list_unlink(qlink *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    l->prev = l->next = l;
-}
-
-static node *list_pop_front(qlink *s)
-{
-    qlink *l = s->next;
-    list_unlink(l);
-    return (node *)l;
-}
-
-static void list_free_all(qlink *s)
-{
-    while (!list_empty(s))
-        free(list_pop_front(s));
-}
-
 /* ---- waiting ------------------------------------------------------------ */
-
-static struct timespec ts_after(struct timespec t, int64_t ms)
-{
-    t.tv_sec += (time_t)(ms / 1000);
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
 
 static int ts_before(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-/* The absolute CLOCK_MONOTONIC time `timeout_ms` (> 0) from now. */
-static struct timespec deadline_after(int64_t timeout_ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return ts_after(t, timeout_ms);
 }
 
 /* Wait (lock held) on `cv` until woken, POLL_MS from now (to look at the file
@@ -261,7 +196,7 @@ static int wait_poll(sqb *s, pthread_cond_t *cv, int64_t timeout_ms, const struc
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (timeout_ms > 0 && !ts_before(&now, dl))
         return ETIMEDOUT;
-    struct timespec until = ts_after(now, POLL_MS);
+    struct timespec until = buffer_ts_after(now, POLL_MS);
     int last = 0;
     if (timeout_ms > 0 && !ts_before(&until, dl)) {
         until = *dl;
@@ -365,27 +300,6 @@ static int read_settings(tern_ctx *ctx, sqb *s, sqb_open_opts *o)
     return TERN_OK;
 }
 
-/* Mutex and condition variables; the conditions wait on CLOCK_MONOTONIC.
- * Returns 0, or -1 with nothing left initialised. */
-static int init_sync(sqb *s)
-{
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
-    int have_ne = ok && pthread_cond_init(&s->not_empty, &ca) == 0;
-    int have_nf = have_ne && pthread_cond_init(&s->not_full, &ca) == 0;
-    int have_lock = have_nf && pthread_mutex_init(&s->lock, NULL) == 0;
-    pthread_condattr_destroy(&ca);
-    if (have_lock)
-        return 0;
-    if (have_nf)
-        pthread_cond_destroy(&s->not_full);
-    if (have_ne)
-        pthread_cond_destroy(&s->not_empty);
-    return -1;
-}
-
 /* Finalize the statements and close the connection. */
 static void close_db(sqb *s)
 {
@@ -426,7 +340,7 @@ static int sqb_create(tern_ctx *ctx, void **state)
         free(s);
         return rc;
     }
-    if (init_sync(s) != 0) {
+    if (buffer_init_sync(&s->lock, &s->not_empty, &s->not_full) != 0) {
         free(s);
         return host->fail(ctx, TERN_ENOMEM,
                           "sqlite: cannot create the buffer's mutex or condition variables "
@@ -470,26 +384,6 @@ static void sqb_destroy(void *state)
 }
 
 /* ---- put --------------------------------------------------------------- */
-
-static int check_put_args(sqb *s, const void *data, size_t len, const tern_record_meta *meta)
-{
-    if (!data && len > 0)
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "sqlite: put got data = NULL with len = %zu; pass the record's bytes, "
-                          "or len = 0 for an empty record", len);
-    if (!meta)
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "sqlite: put got meta = NULL; pass a tern_record_meta with .size = "
-                          "sizeof(tern_record_meta)");
-    if (!TERN_HAS(meta, id))
-        return host->fail(s->ctx, TERN_EINVAL,
-                          "sqlite: put got meta->size = %zu, too small to hold the record id; "
-                          "set meta.size = sizeof(tern_record_meta)", meta->size);
-    if (len > (size_t)INT64_MAX || len > SIZE_MAX - sizeof(node))
-        return host->fail(s->ctx, TERN_EINVAL, "sqlite: put got len = %zu, more than memory "
-                          "can hold; pass the record's real length", len);
-    return TERN_OK;
-}
 
 static int bind_meta_and_data(sqb *s, const void *data, size_t len, const tern_record_meta *meta)
 {
@@ -572,12 +466,15 @@ static int sqb_put(void *state, const void *data, size_t len, const tern_record_
                    int64_t timeout_ms)
 {
     sqb *s = state;
-    int rc = check_put_args(s, data, len, meta);
+    /* the longest record: SQLite counts bytes in an int64, and a copy adds a node */
+    size_t max_len = SIZE_MAX - sizeof(node) < (size_t)INT64_MAX ? SIZE_MAX - sizeof(node)
+                                                                   : (size_t)INT64_MAX;
+    int rc = buffer_check_put_args(host, s->ctx, "sqlite", data, len, meta, max_len);
     if (rc != TERN_OK)
         return rc;
     struct timespec dl = {0, 0};
     if (timeout_ms > 0)
-        dl = deadline_after(timeout_ms);
+        dl = buffer_deadline_after(timeout_ms);
     why_wait why = WAIT_FULL;
     int expired = 0;
     pthread_mutex_lock(&s->lock);
@@ -621,26 +518,6 @@ static int sqb_put(void *state, const void *data, size_t len, const tern_record_
 
 /* ---- get / release ----------------------------------------------------- */
 
-static int check_get_args(sqb *s, const tern_record *out, size_t want, const size_t *got)
-{
-    if (!got)
-        return host->fail(s->ctx, TERN_EINVAL, "sqlite: get got got = NULL; pass a size_t to "
-                          "receive the number of records handed out");
-    if (want == 0)
-        return host->fail(s->ctx, TERN_EINVAL, "sqlite: get got want = 0; ask for at least 1 "
-                          "record");
-    if (!out)
-        return host->fail(s->ctx, TERN_EINVAL, "sqlite: get got out = NULL with want = %zu; "
-                          "pass an array of `want` tern_record", want);
-    for (size_t i = 0; i < want; i++)
-        if (!TERN_HAS(&out[i], len))
-            return host->fail(s->ctx, TERN_EINVAL,
-                              "sqlite: get got out[%zu].size = %zu, too small for a record; "
-                              "set every out[i].size = sizeof(tern_record) before get()",
-                              i, out[i].size);
-    return TERN_OK;
-}
-
 /* A node from the current row of ST_SELECT, or NULL when out of memory. */
 static node *node_from_row(sqlite3_stmt *sel)
 {
@@ -668,16 +545,6 @@ static node *node_from_row(sqlite3_stmt *sel)
     }
     list_init(&x->l);
     return x;
-}
-
-/* Fill one caller record from a node, writing only members the caller has. */
-static void fill_record(tern_record *r, const node *n)
-{
-    r->meta = n->meta;
-    r->data = n->data;
-    r->len = n->len;
-    if (TERN_HAS(r, use_count))
-        r->use_count = 0; /* each record is handed out once */
 }
 
 /* One attempt at taking up to `want` records (lock held): TERN_OK with
@@ -756,9 +623,9 @@ static int try_get(sqb *s, tern_record *out, size_t want, size_t *got, why_wait 
         return st;
     }
     for (size_t i = 0; i < n; i++) {
-        node *x = list_pop_front(&taken);
+        node *x = (node *)list_pop_front(&taken);
         list_push_back(&s->out, &x->l);
-        fill_record(&out[i], x);
+        buffer_fill_record(&out[i], &x->meta, x->data, x->len, 0); /* each once */
     }
     *got = n;
     return TERN_OK;
@@ -769,12 +636,12 @@ static int sqb_get(void *state, tern_record *out, size_t want, size_t *got, int6
     sqb *s = state;
     if (got)
         *got = 0;
-    int rc = check_get_args(s, out, want, got);
+    int rc = buffer_check_get_args(host, s->ctx, "sqlite", out, want, got);
     if (rc != TERN_OK)
         return rc;
     struct timespec dl = {0, 0};
     if (timeout_ms > 0)
-        dl = deadline_after(timeout_ms);
+        dl = buffer_deadline_after(timeout_ms);
     why_wait why = WAIT_EMPTY;
     size_t n = 0;
     int expired = 0;
@@ -821,23 +688,7 @@ static int sqb_get(void *state, tern_record *out, size_t want, size_t *got, int6
 static void sqb_release(void *state, tern_record *recs, size_t n)
 {
     sqb *s = state;
-    if (!recs || n == 0)
-        return; /* nothing to give back; release cannot report an error */
-    qlink gone;
-    list_init(&gone);
-    pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < n; i++) {
-        if (!recs[i].data)
-            continue; /* already released (we clear data below) or never handed out */
-        /* data points into the node get() filled it from: step back to the node */
-        node *x = (node *)((unsigned char *)recs[i].data - offsetof(node, data));
-        list_unlink(&x->l);
-        list_push_back(&gone, &x->l);
-        recs[i].data = NULL;
-        recs[i].len = 0;
-    }
-    pthread_mutex_unlock(&s->lock);
-    list_free_all(&gone); /* free outside the lock */
+    buffer_release_nodes(&s->lock, recs, n);
 }
 
 /* ---- close / stats ----------------------------------------------------- */
@@ -855,9 +706,9 @@ static void sqb_close(void *state)
 static int sqb_stats(void *state, tern_buffer_stats *out)
 {
     sqb *s = state;
-    if (!out)
-        return host->fail(s->ctx, TERN_EINVAL, "sqlite: stats got out = NULL; pass a "
-                          "tern_buffer_stats with .size = sizeof(tern_buffer_stats)");
+    int rc_out = buffer_check_stats_out(host, s->ctx, "sqlite", out);
+    if (rc_out != TERN_OK)
+        return rc_out;
     int64_t held = 0;
     pthread_mutex_lock(&s->lock);
     int rc = count_records(s, &held);
@@ -866,19 +717,10 @@ static int sqb_stats(void *state, tern_buffer_stats *out)
     pthread_mutex_unlock(&s->lock);
     if (st != TERN_OK)
         return st;
-    /* write only what the caller's struct holds (it may predate a member) */
-    if (TERN_HAS(out, held))
-        out->held = (uint64_t)held;
-    if (TERN_HAS(out, capacity))
-        out->capacity = s->capacity;
-    if (TERN_HAS(out, put))
-        out->put = n_put;
-    if (TERN_HAS(out, got))
-        out->got = n_got;
-    if (TERN_HAS(out, dropped))
-        out->dropped = 0; /* puts wait for room; nothing is discarded */
-    if (TERN_HAS(out, skipped))
-        out->skipped = 0; /* no notion of staleness */
+    /* dropped 0: puts wait for room; skipped 0: no notion of staleness */
+    tern_buffer_stats v = {.held = (uint64_t)held, .capacity = s->capacity, .put = n_put,
+                           .got = n_got};
+    buffer_write_stats(out, &v);
     return TERN_OK;
 }
 
