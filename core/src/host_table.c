@@ -243,6 +243,7 @@ static const tern_host host_table = {
     .task_number = tern_task_number,
     .task_json = tern_task_json,
     .free = host_free,
+    .task_origin = tern_task_origin,
 };
 
 const tern_host *tern_host_table(void) { return &host_table; }

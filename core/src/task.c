@@ -9,6 +9,7 @@
 
 struct tern_task {
     json_t *obj;
+    const char *origin; /* the file it was read from (not owned), or NULL */
 };
 
 int tern_task_parse(const char *text, size_t len, const char *where, tern_task **out)
@@ -29,9 +30,14 @@ int tern_task_parse(const char *text, size_t len, const char *where, tern_task *
         return tern_errorf(TERN_ENOMEM, "%s: out of memory", where);
     }
     t->obj = o;
+    t->origin = NULL;
     *out = t;
     return TERN_OK;
 }
+
+void tern_task_set_origin(tern_task *t, const char *origin) { t->origin = origin; }
+
+const char *tern_task_origin(const tern_task *t) { return t ? t->origin : NULL; }
 
 void tern_task_free(tern_task *t)
 {

@@ -11,6 +11,10 @@
  * "WHERE: message (column N)"; `where` is e.g. "data/train.jsonl:12". */
 int tern_task_parse(const char *text, size_t len, const char *where, tern_task **out);
 void tern_task_free(tern_task *t);
+/* The file the task was read from (host->task_origin): `origin` is not
+ * copied and must outlive the task (the task set's path does). */
+void tern_task_set_origin(tern_task *t, const char *origin);
+const char *tern_task_origin(const tern_task *t);
 
 const char *tern_task_string(const tern_task *t, const char *key);
 int tern_task_number(const tern_task *t, const char *key, double *out);

@@ -126,6 +126,15 @@ typedef struct tern_host {
     char *(*task_json)(const tern_task *task, const char *key);
     /* Frees memory the host allocated for the plugin (task_json). NULL is fine. */
     void (*free)(void *p);
+
+    /* ---- Added in ABI 1.3 (check TERN_HAS(host, task_origin)) --------- */
+
+    /* The path of the tasks file the task was read from, as the config gave
+     * it (relative paths are relative to the working directory), or NULL when
+     * the task came from elsewhere (`tern reward score` reads standard input).
+     * Plugins resolve paths inside tasks (a vision task's `image`) against
+     * its directory. Valid while the task is. */
+    const char *(*task_origin)(const tern_task *task);
 } tern_host;
 
 #ifdef __cplusplus

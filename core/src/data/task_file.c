@@ -198,6 +198,7 @@ static int load_line(loader *ld, const char *text, size_t len, size_t line)
     int rc = tern_task_parse(text, len, ld->where, &t);
     if (rc != TERN_OK)
         return rc;
+    tern_task_set_origin(t, ld->s->path);
     rc = check_fields(t, ld->where);
     if (rc == TERN_OK) {
         char id[4096], shown[64];
