@@ -121,6 +121,25 @@ static const command commands[] = {
      "  --width PX    picture width in pixels, 400 to 20000 (default 1200)\n"
      "The file is written whole or not at all. The picture: docs/timeline.md.\n"
      "Exit: 0 written, 1 the file could not be written, 2 bad usage or trace."},
+    {"reward", "tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] < CASES",
+     "Score saved responses with one reward plugin. Each line of standard input\n"
+     "is a task object with the response to score:\n"
+     "  {\"answer\": \"42\", \"response\": \"... so \\\\boxed{42}\"}\n"
+     "and gives one line on standard output, in the same order:\n"
+     "  {\"reward\": 1.0, \"accuracy\": 1.0, \"format\": 1.0, \"reason\": \"...\"}\n"
+     "with \"failed\": \"crash\" (or error, nonfinite, timeout, garbage, start)\n"
+     "when the plugin gave no verdict. Blank lines give none; a line that is not\n"
+     "a task with a \"response\" string gives {\"error\": \"...\"}.\n"
+     "  --plugin NAME     the reward plugin (see `tern plugins`)\n"
+     "  -o key=value      a setting of the plugin, typed as in a config file; a\n"
+     "                    bare word is a string (-o answer_field=solution).\n"
+     "                    -o isolate=true -o timeout_ms=2000 run it in a\n"
+     "                    supervised worker process, as in a run\n"
+     "  --plugin-dir DIR  search DIR for plugins first\n"
+     "  --batch N         responses per call to the plugin (default 64)\n"
+     "Rewards, their settings and examples: docs/rewards.md.\n"
+     "Exit: 0 every line scored, 1 runtime failure, 2 bad usage, plugin,\n"
+     "setting or input line."},
     {"version", "tern version", "Print the tern release and the plugin ABI version."},
     {"help", "tern help [COMMAND]", "Show the commands, or one command's help."},
 };
@@ -541,6 +560,72 @@ static int data_cmd(int argc, char **argv)
     return tern_cmd_data_arith(&inv, &da);
 }
 
+/* `tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] [--batch N]` */
+static int reward_cmd(int argc, char **argv)
+{
+    const char *cmd = "reward";
+    if (argc < 1)
+        return usage_errorf(cmd, "reward needs a subcommand: score");
+    if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)
+        return print_help(cmd);
+    if (strcmp(argv[0], "score") != 0)
+        return usage_errorf(cmd, "unknown subcommand 'reward %s' (there is: score)", argv[0]);
+    const char **options = calloc((size_t)argc, sizeof *options);
+    if (!options) {
+        fprintf(stderr, "tern: out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    tern_reward_score_args ra = {.size = sizeof ra, .options = options};
+    const char *v = NULL;
+    long long n = 0;
+    int code = -1;
+    for (int i = 1; i < argc && code < 0; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            code = print_help(cmd);
+        } else if ((m = flag_value(argc, argv, &i, "--plugin", &v, cmd)) != 0) {
+            if (m < 0)
+                code = TERN_EXIT_USAGE;
+            else if (!*v)
+                code = usage_errorf(cmd, "--plugin needs a plugin name");
+            else
+                ra.plugin = v;
+        } else if ((m = flag_value(argc, argv, &i, "--plugin-dir", &v, cmd)) != 0) {
+            if (m < 0)
+                code = TERN_EXIT_USAGE;
+            else
+                ra.plugin_dir = v;
+        } else if ((m = flag_value(argc, argv, &i, "--batch", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--batch", v, 1, 1000000, &n) != 0)
+                code = TERN_EXIT_USAGE;
+            else
+                ra.batch = (size_t)n;
+        } else if ((m = flag_value(argc, argv, &i, "-o", &v, cmd)) != 0) {
+            if (m < 0)
+                code = TERN_EXIT_USAGE;
+            else
+                options[ra.n_options++] = v;
+        } else if (strncmp(a, "-o", 2) == 0 && a[2]) {
+            options[ra.n_options++] = a + 2;
+        } else if (a[0] == '-' && a[1]) {
+            code = usage_errorf(cmd, "unknown option '%s'", a);
+        } else {
+            code = usage_errorf(cmd, "unexpected argument '%s' (the cases come on standard "
+                                "input: tern reward score --plugin NAME < cases.jsonl)", a);
+        }
+    }
+    if (code < 0 && !ra.plugin)
+        code = usage_errorf(cmd, "reward score needs --plugin NAME (`tern plugins` lists the "
+                            "reward plugins)");
+    if (code < 0) {
+        tern_invocation inv = {.size = sizeof inv};
+        code = tern_cmd_reward_score(&inv, &ra);
+    }
+    free(options);
+    return code;
+}
+
 /* A number of seconds >= 0 for --from / --to; else the usage message, -1. */
 static int parse_seconds(const char *cmd, const char *flag, const char *s, double *out)
 {
@@ -650,6 +735,8 @@ int main(int argc, char **argv)
         return data_cmd(argc - 2, argv + 2);
     if (strcmp(cmd, "timeline") == 0)
         return timeline_cmd(argc - 2, argv + 2);
+    if (strcmp(cmd, "reward") == 0)
+        return reward_cmd(argc - 2, argv + 2);
 
     const char **overrides = calloc((size_t)argc, sizeof *overrides);
     if (!overrides) {

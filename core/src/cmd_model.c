@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "flag_config.h"
 #include "utf8.h"
 #include "log.h"
 #include "made_dirs.h"
@@ -71,88 +72,38 @@ static const char *op_message(void)
 
 /* ---- the config text ------------------------------------------------------ */
 
-typedef struct text_buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} text_buf;
-
-static void tb_put(text_buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void tb_puts(text_buf *b, const char *s) { tb_put(b, s, strlen(s)); }
-
-/* `s` as a libconfig string literal: quote and backslash escaped, control
- * bytes as \xNN (libconfig reads them back to the same bytes). */
-static void tb_quoted(text_buf *b, const char *s)
-{
-    tb_puts(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[8];
-        if (*p == '"' || *p == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*p;
-            tb_put(b, esc, 2);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            snprintf(esc, sizeof esc, "\\x%02x", *p);
-            tb_puts(b, esc);
-        } else {
-            tb_put(b, (const char *)p, 1);
-        }
-    }
-    tb_puts(b, "\"");
-}
-
 /* The model slot: loading `dir`, or fresh from `preset` (dir NULL). */
 static char *model_config(const char *plugin, const char *dir, const char *preset, long long seed,
                           uint32_t threads)
 {
-    text_buf b = {0};
+    tern_text_buf b = {0};
     char num[32];
-    tb_puts(&b, "model = {\n  plugin = ");
-    tb_quoted(&b, plugin);
-    tb_puts(&b, ";\n");
+    tern_tb_puts(&b, "model = {\n  plugin = ");
+    tern_tb_quoted(&b, plugin);
+    tern_tb_puts(&b, ";\n");
     if (dir) {
-        tb_puts(&b, "  path = ");
-        tb_quoted(&b, dir);
-        tb_puts(&b, ";\n");
+        tern_tb_puts(&b, "  path = ");
+        tern_tb_quoted(&b, dir);
+        tern_tb_puts(&b, ";\n");
     } else {
-        tb_puts(&b, "  init = {\n    preset = ");
-        tb_quoted(&b, preset);
-        tb_puts(&b, ";\n");
+        tern_tb_puts(&b, "  init = {\n    preset = ");
+        tern_tb_quoted(&b, preset);
+        tern_tb_puts(&b, ";\n");
         if (seed >= 0) {
             snprintf(num, sizeof num, "%lldL", seed);
-            tb_puts(&b, "    seed = ");
-            tb_puts(&b, num);
-            tb_puts(&b, ";\n");
+            tern_tb_puts(&b, "    seed = ");
+            tern_tb_puts(&b, num);
+            tern_tb_puts(&b, ";\n");
         }
-        tb_puts(&b, "  };\n");
+        tern_tb_puts(&b, "  };\n");
     }
     if (threads > 0) {
         snprintf(num, sizeof num, "%u", threads);
-        tb_puts(&b, "  threads = ");
-        tb_puts(&b, num);
-        tb_puts(&b, ";\n");
+        tern_tb_puts(&b, "  threads = ");
+        tern_tb_puts(&b, num);
+        tern_tb_puts(&b, ";\n");
     }
-    tb_puts(&b, "};\n");
+    tern_tb_puts(&b, "};\n");
     if (b.oom) {
         free(b.p);
         return NULL;
@@ -168,45 +119,6 @@ typedef struct model {
     void *state;
 } model;
 
-/* Print the session's problems, one line each, as "LABEL: message": the
- * "LABEL:LINE: " that names a place in the generated text means nothing to
- * the user, who gave flags, not a file. */
-static void print_problems(const tern_invocation *inv, const char *label, const tern_diag *d)
-{
-    size_t ll = strlen(label);
-    for (size_t i = 0; i < d->n; i++) {
-        /* Drop every "LABEL:LINE: " (a plugin's setting_error() nests one in
-         * its message) and a leading "LABEL: ". */
-        char *m = strdup(d->msgs[i]);
-        if (!m) {
-            report(inv, label, "%s", d->msgs[i]);
-            continue;
-        }
-        char *w = m;
-        for (const char *r = m; *r;) {
-            if (strncmp(r, label, ll) == 0 && r[ll] == ':') {
-                const char *p = r + ll + 1;
-                while (*p >= '0' && *p <= '9')
-                    p++;
-                if (p > r + ll + 1 && p[0] == ':' && p[1] == ' ') {
-                    r = p + 2;
-                    continue;
-                }
-                if (r == m && r[ll + 1] == ' ') {
-                    r += ll + 2;
-                    continue;
-                }
-            }
-            *w++ = *r++;
-        }
-        *w = '\0';
-        report(inv, label, "%s", m);
-        free(m);
-    }
-    if (d->oom)
-        report(inv, label, "out of memory (some messages were lost)");
-}
-
 /* Start the model the config text describes; returns an exit code. On
  * success m->ops and m->state are the instance's. model_close() is needed
  * whatever the result. */
@@ -219,7 +131,7 @@ static int model_open(const tern_invocation *inv, const char *label, const char 
     int rc = tern_session_open_text(&m->s, text, label, 1, &d);
     if (d.n && rc == TERN_OK)
         rc = TERN_ECONFIG;
-    print_problems(inv, label, &d);
+    tern_print_flag_problems(err_of(inv), label, &d);
     tern_diag_free(&d);
     if (rc != TERN_OK)
         return exit_code(rc);

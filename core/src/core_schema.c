@@ -46,6 +46,11 @@ static const tern_setting_spec reward_slot_keys[] = {
                  .doc = "tasks whose `domain` field equals this are scored by this plugin"),
     TERN_SETTING(.name = "weight", .type = TERN_SETTING_FLOAT, .def = "1.0", .min = 0,
                  .max = 1e6, .doc = "weight of this reward in the domain's weighted sum"),
+    TERN_SETTING(.name = "isolate", .type = TERN_SETTING_BOOL, .def = "false",
+                 .doc = "run the plugin in a supervised worker process: a crash or hang costs "
+                        "one response, and the worker is restarted"),
+    TERN_SETTING(.name = "timeout_ms", .type = TERN_SETTING_INT, .min = 1, .max = 86400000,
+                 .doc = "with isolate: the longest one response may take (default 10000)"),
     TERN_SETTINGS_END,
 };
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "errmsg.h"
 #include "log.h"
@@ -51,10 +52,43 @@ void tern_ctx_free(tern_ctx *ctx)
 
 const char *tern_ctx_label(const tern_ctx *ctx) { return ctx ? ctx->label : "plugin"; }
 
+/* Set in an isolated reward worker (tern_host_enter_worker). */
+static int in_worker;
+
+void tern_host_enter_worker(void) { in_worker = 1; }
+
+/* A worker's log line: formatted on the stack, written with one write(2). */
+static void worker_log(tern_ctx *ctx, tern_log_level level, const char *fmt, va_list ap)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    char line[1024];
+    int n = snprintf(line, sizeof line, "tern: %s: [%s worker %ld] ",
+                     names[level <= TERN_LOG_DEBUG ? level : 0], tern_ctx_label(ctx),
+                     (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof line - 2)
+        return;
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    size_t len = m < 0 ? (size_t)n : (size_t)n + (size_t)m;
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    for (size_t i = (size_t)n; i < len; i++)
+        if (line[i] == '\n' || line[i] == '\r')
+            line[i] = ' ';
+    line[len++] = '\n';
+    ssize_t w = write(2, line, len);
+    (void)w;
+}
+
 static void host_log(tern_ctx *ctx, tern_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (in_worker) {
+        if (level <= TERN_LOG_WARN)
+            worker_log(ctx, level, fmt, ap);
+        va_end(ap);
+        return;
+    }
     tern_vlogf(level, tern_ctx_label(ctx), fmt, ap);
     va_end(ap);
 }
@@ -179,7 +213,7 @@ static int host_setting_error(tern_ctx *ctx, const char *key, const char *fmt, .
 
 static void host_metric(tern_ctx *ctx, const char *name, double value)
 {
-    if (!ctx || !ctx->metrics || !name)
+    if (in_worker || !ctx || !ctx->metrics || !name)
         return;
     char full[160];
     snprintf(full, sizeof full, "%s.%s", ctx->label, name);
@@ -188,12 +222,12 @@ static void host_metric(tern_ctx *ctx, const char *name, double value)
 
 static uint64_t host_span_begin(tern_ctx *ctx, const char *name)
 {
-    return ctx && ctx->trace ? tern_trace_begin(ctx->trace, name) : 0;
+    return !in_worker && ctx && ctx->trace ? tern_trace_begin(ctx->trace, name) : 0;
 }
 
 static void host_span_end(tern_ctx *ctx, uint64_t token, const char *args_json)
 {
-    if (ctx && ctx->trace)
+    if (!in_worker && ctx && ctx->trace)
         tern_trace_end(ctx->trace, token, args_json);
 }
 

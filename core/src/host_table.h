@@ -13,6 +13,11 @@
 
 /* The process-wide host table (static, valid forever). */
 const tern_host *tern_host_table(void);
+/* Switch this process's host services to an isolated reward worker's
+ * (reward/worker.c): log lines go straight to stderr with write(2), metrics
+ * and trace spans are dropped. Called once in the forked child, which must
+ * not take locks another thread of the parent may have held at fork. */
+void tern_host_enter_worker(void);
 
 /* A new context for one plugin instance. `label` names it in logs, metrics
  * and messages ("buffer", "rewards[0]"); `group` is its config group and

@@ -227,6 +227,34 @@ typedef struct tern_timeline_args {
  * written ("PATH: cannot write: <reason>"), leaving no file behind. */
 TERN_API int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a);
 
+/* What `tern reward score` does; build it as
+ *   tern_reward_score_args a = {.size = sizeof a, .plugin = "math"};
+ * Members are appended only; `size` tells which this caller knows. */
+typedef struct tern_reward_score_args {
+    size_t size;                /* sizeof(tern_reward_score_args) as built by the caller */
+    const char *plugin;         /* the reward plugin's name (required) */
+    const char *const *options; /* "key=value" settings of its config group, in order */
+    size_t n_options;
+    const char *plugin_dir;     /* a directory searched for plugins first; NULL: none */
+    FILE *in;                   /* the cases, JSON Lines; NULL: stdin */
+    size_t batch;               /* lines per score call; 0: 64 */
+} tern_reward_score_args;
+
+/* `tern reward score --plugin NAME [-o key=value]... < cases.jsonl`: start
+ * the reward plugin as a run would (its settings from the options: a value
+ * is typed as in a config file, and a bare word that is not a number or a
+ * boolean is a string), then score every line of `in`: a task object with the
+ * `response` to score (and, optionally, `response_tokens`). Each non-blank
+ * line gives one line on `out`, in order: {"reward": R, <component>: V, ...,
+ * "reason": "..."}, with "failed": "<why>" added when the plugin gave no
+ * verdict (docs/rewards.md). The task's domain is not consulted. The options
+ * `isolate` and `timeout_ms` work as in a config. A bad line (not JSON, not
+ * an object, no "response" string) gives {"error": "..."} in its place and a
+ * message on `err`, and the rest is scored. 0 when every line was scored; 2
+ * for a bad option, plugin or setting, or when some line was bad; 1 for a
+ * runtime failure (reading the input, out of memory). */
+TERN_API int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_args *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "errmsg.h"
-#include "loop/rewarder.h"
+#include "reward/rewarder.h"
 #include "task.h"
 #include "trace.h"
 
@@ -57,7 +57,7 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
     }
     uint64_t failures = 0;
     if (rc == TERN_OK)
-        rc = tern_rewards_score(run, tasks, (const char *const *)texts, ntok, n, v, &failures,
+        rc = tern_rewarder_score(&run->rewards, tasks, (const char *const *)texts, ntok, n, v, &failures,
                                 NULL);
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
         const char *dom = tern_task_string(tasks[i], "domain");

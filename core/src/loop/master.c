@@ -17,7 +17,7 @@
 #include "log.h"
 #include "loop/evaluate.h"
 #include "experience/experience.h"
-#include "loop/rewarder.h"
+#include "reward/rewarder.h"
 #include "loop/run.h"
 #include "loop/run_state.h"
 #include "rundir.h"
@@ -245,7 +245,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     b->acc_total = json_object();
     b->groups = json_array();
     uint64_t span = tern_trace_begin(run->session->trace, "reward");
-    rc = tern_rewards_score(run, tasks, texts, ntok, total, v, &b->failures,
+    rc = tern_rewarder_score(&run->rewards, tasks, texts, ntok, total, v, &b->failures,
                             run->session->metrics);
     char args[96];
     snprintf(args, sizeof args, "{\"batch\":%lld}", (long long)r->batch);
@@ -675,9 +675,9 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
         rc = tern_run_load_data(run);
     if (rc == TERN_OK)
         rc = tern_run_setup_plugins(run, d);
-    if (rc == TERN_OK && (rc = tern_rewards_check_domains(run, &run->train)) == TERN_OK &&
+    if (rc == TERN_OK && (rc = tern_rewarder_check_domains(&run->rewards, &run->train)) == TERN_OK &&
         run->eval.n)
-        rc = tern_rewards_check_domains(run, &run->eval);
+        rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
     if (rc == TERN_OK) {
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
@@ -777,7 +777,7 @@ done:
     json_decref(ms->eval_before);
     json_decref(ms->eval_after);
     tern_run_drop_models(run);
-    free(run->routes);
+    tern_rewarder_close(&run->rewards);
     tern_task_set_free(&run->train);
     tern_task_set_free(&run->eval);
     tern_run_settings_free(&run->set);

@@ -18,6 +18,7 @@
 #include "loop/queue.h"
 #include "loop/run_settings.h"
 #include "loop/weights.h"
+#include "reward/rewarder.h"
 #include "session.h"
 #include "tern/buffer.h"
 #include "tern/model.h"
@@ -31,15 +32,6 @@ typedef struct tern_model_handle {
     tern_ctx *ctx;  /* owned when the run made the instance (not the session) */
     int made;       /* 1: the run created it and destroys it */
 } tern_model_handle;
-
-/* One reward plugin, routed by domain. */
-typedef struct tern_reward_route {
-    const char *domain;
-    const char *label; /* "rewards[0]" */
-    const tern_reward_ops *ops;
-    void *state;
-    double weight;
-} tern_reward_route;
 
 /* Where a resumed run starts. */
 typedef struct tern_resume_point {
@@ -74,8 +66,7 @@ typedef struct tern_run {
     char transport[32];      /* the sync plugin's weight transport ("memory", ...) */
     int64_t max_staleness;   /* the sync plugin's bound, -1 unbounded */
     int async;               /* the explorers never wait for weights (USE_NEWEST plans) */
-    tern_reward_route *routes;
-    size_t n_routes;
+    tern_rewarder rewards;
 
     tern_task_set train, eval; /* read-only once the roles start */
 

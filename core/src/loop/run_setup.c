@@ -10,7 +10,7 @@
 #include "host_table.h"
 #include "log.h"
 #include "loop/master_state.h"
-#include "loop/rewarder.h"
+#include "reward/rewarder.h"
 #include "loop/run_state.h"
 #include "rundir.h"
 
@@ -175,7 +175,7 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     if (rc == TERN_OK && run->reference_is_copy)
         rc = make_model(run, model, "reference", &run->reference);
     if (rc == TERN_OK)
-        rc = tern_rewards_route(run);
+        rc = tern_rewarder_open(&run->rewards, run->session);
     return rc;
 }
 

@@ -1,0 +1,289 @@
+/* rewarder.c: reward routing by domain, in process or isolated (see
+ * rewarder.h). */
+#include "reward/rewarder.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errmsg.h"
+#include "log.h"
+#include "task.h"
+#include "tern/plugin.h"
+
+/* Isolated responses get this long unless `timeout_ms` says otherwise. */
+#define DEFAULT_TIMEOUT_MS 10000
+
+static int setting_bool(config_setting_t *g, const char *key)
+{
+    config_setting_t *s = config_setting_get_member(g, key);
+    return s && config_setting_type(s) == CONFIG_TYPE_BOOL && config_setting_get_bool(s);
+}
+
+/* "FILE:LINE: " of a setting, for messages ("" for generated text, whose
+ * lines mean nothing to the user). */
+static void where(config_setting_t *s, char *buf, size_t cap)
+{
+    const char *file = config_setting_source_file(s);
+    if (file)
+        snprintf(buf, cap, "%s:%u: ", file, config_setting_source_line(s));
+    else
+        buf[0] = '\0';
+}
+
+static int open_route(tern_reward_route *r, tern_instance *in)
+{
+    config_setting_t *d = config_setting_get_member(in->group, "domain");
+    config_setting_t *w = config_setting_get_member(in->group, "weight");
+    config_setting_t *t = config_setting_get_member(in->group, "timeout_ms");
+    r->domain = d ? config_setting_get_string(d) : "";
+    r->weight = w ? (config_setting_type(w) == CONFIG_TYPE_FLOAT
+                         ? config_setting_get_float(w)
+                         : (double)config_setting_get_int64(w))
+                  : 1.0;
+    r->label = in->label;
+    r->ops = in->entry->plugin->desc->ops;
+    r->state = in->state;
+    r->ctx = in->ctx;
+    r->thread_safe = (in->entry->plugin->desc->caps & TERN_CAP_THREAD_SAFE) != 0;
+    int isolate = setting_bool(in->group, "isolate");
+    if (t && !isolate) {
+        char at[512];
+        where(t, at, sizeof at);
+        return tern_errorf(TERN_ECONFIG, "%s%s.timeout_ms: a timeout needs isolate = true "
+                           "(a call inside tern cannot be stopped); add isolate = true; or "
+                           "remove timeout_ms", at, in->label);
+    }
+    r->timeout_ms = t ? config_setting_get_int64(t) : DEFAULT_TIMEOUT_MS;
+    if (isolate)
+        return tern_reward_worker_start(&r->worker, r->ops, r->ctx, r->label);
+    return TERN_OK;
+}
+
+int tern_rewarder_open(tern_rewarder *rw, tern_session *s)
+{
+    memset(rw, 0, sizeof *rw);
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_inst; i++)
+        n += s->inst[i].slot->kind == TERN_KIND_REWARD && s->inst[i].created;
+    rw->routes = calloc(n ? n : 1, sizeof *rw->routes);
+    if (!rw->routes)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    for (size_t i = 0; i < s->n_inst; i++) {
+        tern_instance *in = &s->inst[i];
+        if (in->slot->kind != TERN_KIND_REWARD || !in->created)
+            continue;
+        tern_reward_route *r = &rw->routes[rw->n++];
+        pthread_mutex_init(&r->lock, NULL);
+        int rc = open_route(r, in);
+        if (rc != TERN_OK)
+            return rc;
+    }
+    return TERN_OK;
+}
+
+void tern_rewarder_close(tern_rewarder *rw)
+{
+    for (size_t i = 0; i < rw->n; i++) {
+        tern_reward_worker_stop(rw->routes[i].worker);
+        pthread_mutex_destroy(&rw->routes[i].lock);
+    }
+    free(rw->routes);
+    memset(rw, 0, sizeof *rw);
+}
+
+static int routes_domain(const tern_reward_route *r, const char *domain)
+{
+    return !r->domain || (domain && strcmp(r->domain, domain) == 0);
+}
+
+static int has_route(const tern_rewarder *rw, const char *domain)
+{
+    for (size_t i = 0; i < rw->n; i++)
+        if (routes_domain(&rw->routes[i], domain))
+            return 1;
+    return 0;
+}
+
+int tern_rewarder_check_domains(const tern_rewarder *rw, const tern_task_set *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const char *dom = tern_task_string(set->tasks[i], "domain");
+        if (!dom || has_route(rw, dom))
+            continue;
+        size_t count = 0;
+        for (size_t j = 0; j < set->n; j++) {
+            const char *o = tern_task_string(set->tasks[j], "domain");
+            count += o && strcmp(o, dom) == 0;
+        }
+        return tern_errorf(TERN_ECONFIG, "%s: %zu task%s of domain \"%s\" but no reward plugin "
+                           "scores that domain: add { domain = \"%s\"; plugin = \"...\"; } to "
+                           "rewards (`tern plugins` lists the reward plugins)",
+                           set->path, count, count == 1 ? " is" : "s are", dom, dom);
+    }
+    return TERN_OK;
+}
+
+/* Copy a plugin's reason into a verdict: bytes that are not printable ASCII
+ * or part of valid UTF-8 become '?', so that logs and JSON stay sound. */
+static void keep_reason(char *dst, const char *src)
+{
+    size_t n = strnlen(src, TERN_REWARD_REASON_MAX - 1), o = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)src[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = len > 0 && i + len <= n && (len > 1 || (c >= 0x20 && c != 0x7f));
+        for (size_t k = 1; ok && k < len; k++)
+            ok = ((unsigned char)src[i + k] >> 6) == 2;
+        if (ok) {
+            memcpy(dst + o, src + i, len);
+            o += len, i += len;
+        } else {
+            dst[o++] = '?';
+            i++;
+        }
+    }
+    dst[o] = '\0';
+}
+
+/* Run one route over its m items: in process (the whole batch in one call)
+ * or in its worker. fail[k] says which items got no verdict. */
+static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_reward_item *items,
+                      tern_reward_result *res, tern_reward_failure *fail, size_t m)
+{
+    int locked = rt->worker || !rt->thread_safe;
+    if (locked)
+        pthread_mutex_lock(&rt->lock);
+    int rc = TERN_OK;
+    if (rt->worker) {
+        uint64_t before = rw->restarts;
+        rc = tern_reward_worker_score(rt->worker, items, res, fail, m, rt->timeout_ms,
+                                      &rw->restarts);
+        if (rw->restarts > before)
+            tern_logf(TERN_LOG_WARN, rt->label, "reward worker restarted %llu time%s",
+                      (unsigned long long)(rw->restarts - before),
+                      rw->restarts - before == 1 ? "" : "s");
+    } else {
+        tern_error_clear();
+        int st = rt->ops->score(rt->state, items, res, m);
+        if (st != TERN_OK) {
+            const char *msg = tern_error_message();
+            tern_logf(TERN_LOG_WARN, rt->label, "the reward plugin failed on %zu responses, "
+                      "scored 0: %s", m, *msg ? msg : "it gave no reason");
+            for (size_t k = 0; k < m; k++) {
+                fail[k] = TERN_REWARD_ERROR;
+                snprintf(res[k].reason, sizeof res[k].reason, "the plugin failed: %s",
+                         *msg ? msg : "it gave no reason");
+            }
+        } else {
+            for (size_t k = 0; k < m; k++)
+                fail[k] = TERN_REWARD_OK;
+        }
+    }
+    if (locked)
+        pthread_mutex_unlock(&rt->lock);
+    for (size_t k = 0; k < m; k++)
+        if (fail[k] == TERN_REWARD_OK && !isfinite(res[k].reward)) {
+            fail[k] = TERN_REWARD_NONFINITE;
+            snprintf(res[k].reason, sizeof res[k].reason, "the plugin gave a non-finite "
+                     "reward");
+        }
+    return rc;
+}
+
+/* Fold one route's result into a verdict. */
+static void add_result(tern_verdict *v, int *have_acc, int first, const tern_reward_route *rt,
+                       const tern_reward_result *r, tern_reward_failure fail,
+                       tern_metrics *observe)
+{
+    if (first || (fail != TERN_REWARD_OK && !v->failed))
+        keep_reason(v->reason, r->reason);
+    if (fail != TERN_REWARD_OK) {
+        if (!v->failed)
+            v->failure = tern_reward_failure_name(fail);
+        v->failed = 1;
+        if (observe) {
+            char name[64];
+            snprintf(name, sizeof name, "reward/failed/%s", tern_reward_failure_name(fail));
+            tern_metrics_observe(observe, name, 1);
+        }
+        return;
+    }
+    v->reward += rt->weight * r->reward;
+    for (uint32_t c = 0; c < r->n_components && c < TERN_REWARD_MAX_COMPONENTS; c++) {
+        const tern_reward_component *rc = &r->components[c];
+        if (!rc->name || !isfinite(rc->value))
+            continue;
+        size_t nl = strnlen(rc->name, TERN_EXPERIENCE_NAME_MAX + 1);
+        if (!tern_reward_name_ok(rc->name, nl))
+            continue;
+        if (observe) {
+            char name[96];
+            snprintf(name, sizeof name, "reward/%s", rc->name);
+            tern_metrics_observe(observe, name, rc->value);
+        }
+        if (v->n_parts < TERN_EXPERIENCE_MAX_PARTS) {
+            memcpy(v->part_name[v->n_parts], rc->name, nl);
+            v->part_name[v->n_parts][nl] = '\0';
+            v->part_value[v->n_parts++] = rc->value;
+        }
+        if (!*have_acc && strcmp(rc->name, "accuracy") == 0) {
+            v->accuracy = rc->value >= 0.5;
+            *have_acc = 1;
+        }
+    }
+}
+
+int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
+                        const char *const *texts, const uint32_t *ntok, size_t n,
+                        tern_verdict *out, uint64_t *failures, tern_metrics *observe)
+{
+    size_t cap = n ? n : 1;
+    tern_reward_item *items = calloc(cap, sizeof *items);
+    tern_reward_result *res = calloc(cap, sizeof *res);
+    tern_reward_failure *fail = calloc(cap, sizeof *fail);
+    size_t *which = calloc(cap, sizeof *which);
+    int *have_acc = calloc(cap, sizeof *have_acc);
+    int *scored = calloc(cap, sizeof *scored);
+    int rc = TERN_OK;
+    if (!items || !res || !fail || !which || !have_acc || !scored) {
+        rc = tern_errorf(TERN_ENOMEM, "out of memory scoring rewards");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (tern_verdict){0};
+    for (size_t r = 0; r < rw->n && rc == TERN_OK; r++) {
+        tern_reward_route *rt = &rw->routes[r];
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!routes_domain(rt, tern_task_string(tasks[i], "domain")))
+                continue;
+            items[m] = (tern_reward_item){.size = sizeof items[m], .task = tasks[i],
+                                          .response = texts[i], .response_len = strlen(texts[i]),
+                                          .response_tokens = ntok[i]};
+            memset(&res[m], 0, sizeof res[m]);
+            res[m].size = sizeof res[m];
+            which[m++] = i;
+        }
+        if (!m)
+            continue;
+        rc = call_route(rw, rt, items, res, fail, m);
+        for (size_t k = 0; k < m && rc == TERN_OK; k++) {
+            size_t i = which[k];
+            add_result(&out[i], &have_acc[i], !scored[i], rt, &res[k], fail[k], observe);
+            scored[i] = 1;
+        }
+    }
+    for (size_t i = 0; i < n && rc == TERN_OK; i++) {
+        if (out[i].failed) {
+            (*failures)++;
+            out[i].reward = 0; /* what the other routes gave is not a verdict alone */
+        }
+        if (!have_acc[i] || out[i].failed)
+            out[i].accuracy = !out[i].failed && out[i].reward > 0;
+    }
+done:
+    free(items), free(res), free(fail), free(which), free(have_acc), free(scored);
+    return rc;
+}

@@ -1,0 +1,218 @@
+/* test_reward_score.c: `tern reward score` end to end, and reward isolation
+ * (`isolate = true`): a worker that crashes, is killed, exits, hangs, fails
+ * or answers garbage costs one response each, is restarted with a fresh
+ * instance, and leaves no process behind; in a run, an isolated reward
+ * scores like an in-process one. The misbehaving plugin is
+ * tests/test_plugins/faulty_reward.c. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "command.h"
+
+#define TERN TERN_TEST_BIN
+#define WORK TERN_TEST_WORK_DIR
+#define SRC TERN_TEST_SOURCE_DIR
+#define FAULTY TERN " reward score --plugin test_faulty_reward --plugin-dir " TERN_TEST_PLUGINS_DIR
+
+/* Line `n` (from 0) of `text` into buf ("" past the end). */
+static const char *line_of(const char *text, int n, char *buf, size_t cap)
+{
+    const char *p = text;
+    for (int i = 0; i < n && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p || !*p) {
+        buf[0] = '\0';
+        return buf;
+    }
+    size_t len = strcspn(p, "\n");
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* The number after "reward": on line n. */
+static double reward_on(const char *text, int n)
+{
+    char buf[1024];
+    const char *l = line_of(text, n, buf, sizeof buf);
+    const char *r = strstr(l, "\"reward\":");
+    cr_assert_not_null(r, "line %d has no reward: '%s'", n, l);
+    return atof(r + 9);
+}
+
+static void write_cases(const char *name, const char *const *responses, int n)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", WORK, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "{\"id\": %d, \"response\": \"%s\"}\n", i, responses[i]);
+    fclose(f);
+}
+
+Test(reward_score, math_scores_lines_in_order_and_reports_bad_ones)
+{
+    write_file(WORK "/rs_math.jsonl",
+               "{\"answer\": \"42\", \"response\": \"so \\\\boxed{42}\"}\n"
+               "\n"
+               "{\"answer\": 4, \"response\": \"it is 5\"}\n"
+               "not json\n"
+               "{\"answer\": \"1\"}\n"
+               "{\"answer\": \"7\", \"response\": \"#### 7\"}\n");
+    result r;
+    run(&r, "%s reward score --plugin math < %s/rs_math.jsonl", TERN, WORK);
+    cr_expect_eq(r.code, 2, "bad lines make exit 2: %s", r.err);
+    char b[1024];
+    cr_expect_str_eq(line_of(r.out, 0, b, sizeof b),
+                     "{\"reward\":1.0,\"accuracy\":1.0,\"format\":1.0,"
+                     "\"reason\":\"boxed answer 42 equals gold 42\"}");
+    cr_expect_eq(reward_on(r.out, 1), 0);
+    cr_expect(strstr(line_of(r.out, 2, b, sizeof b), "{\"error\":\"stdin:4: malformed JSON"),
+              "%s", r.out);
+    cr_expect(strstr(line_of(r.out, 3, b, sizeof b), "stdin:5: no \\\"response\\\" string"),
+              "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 4), 1, "the lines after a bad one are scored");
+    cr_expect_str_eq(line_of(r.out, 5, b, sizeof b), "");
+    cr_expect(strstr(r.err, "stdin:4: malformed JSON"), "%s", r.err);
+    cr_expect(strstr(r.err, "2 bad lines"), "%s", r.err);
+}
+
+Test(reward_score, options_reach_the_plugin)
+{
+    write_file(WORK "/rs_opt.jsonl", "{\"gold\": \"3\", \"response\": \"#### 3\"}\n");
+    result r;
+    run(&r, "%s reward score --plugin math -o answer_field=gold < %s/rs_opt.jsonl", TERN, WORK);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect_eq(reward_on(r.out, 0), 1, "%s", r.out);
+    run(&r, "%s reward score --plugin math -o 'answer_field=\"gold\"' < %s/rs_opt.jsonl", TERN,
+        WORK);
+    cr_expect_eq(r.code, 0, "a quoted string works too: %s", r.err);
+    cr_expect_eq(reward_on(r.out, 0), 1, "%s", r.out);
+}
+
+Test(reward_score, bad_usage_is_exit_2_with_a_message)
+{
+    result r;
+    run(&r, "%s reward score < /dev/null", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "needs --plugin"), "%s", r.err);
+    run(&r, "%s reward score --plugin no_such_reward < /dev/null", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "no_such_reward"), "%s", r.err);
+    run(&r, "%s reward score --plugin fifo < /dev/null", TERN);
+    cr_expect_eq(r.code, 2, "a buffer is not a reward");
+    run(&r, "%s reward score --plugin math -o answer_fieldx=3 < /dev/null", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "did you mean 'answer_field'"), "%s", r.err);
+    run(&r, "%s reward score --plugin math -o novalue < /dev/null", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "give key=value"), "%s", r.err);
+    run(&r, "%s reward score --plugin math -o plugin=k12 < /dev/null", TERN);
+    cr_expect_eq(r.code, 2);
+    run(&r, "%s reward score --plugin math -o timeout_ms=100 < /dev/null", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "timeout needs isolate = true"), "%s", r.err);
+    run(&r, "%s reward score --plugin math cases.jsonl", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "standard input"), "%s", r.err);
+}
+
+/* Every misbehaviour costs its own response only. */
+Test(reward_isolation, each_failure_costs_one_response, .timeout = 60)
+{
+    const char *cases[] = {"ok:1",  "crash", "ok:0.25", "hang", "kill",  "nan",
+                           "garbage", "exit", "fail",  "count", "count", "ok:0.75"};
+    write_cases("iso.jsonl", cases, 12);
+    result r;
+    run(&r, FAULTY " -o isolate=true -o timeout_ms=300 --batch 5 < %s/iso.jsonl", WORK);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    const char *want[] = {"\"reward\":1.0,\"accuracy\":1.0,\"reason\":\"ok\"",
+                          "\"failed\":\"crash\",\"reason\":\"the reward worker was killed by "
+                          "SIGABRT\"",
+                          "\"reward\":0.25",
+                          "\"failed\":\"timeout\",\"reason\":\"no verdict within 300 ms",
+                          "\"failed\":\"crash\",\"reason\":\"the reward worker was killed by "
+                          "SIGKILL\"",
+                          "\"failed\":\"nonfinite\"",
+                          "\"reward\":0.25,\"fine\":3.0,\"reason\":\"xxxx",
+                          "\"failed\":\"crash\",\"reason\":\"the reward worker exited with "
+                          "status 7\"",
+                          "\"failed\":\"error\",\"reason\":\"the plugin failed: asked to fail\"",
+                          "", "", "\"reward\":0.75"};
+    char b[1024];
+    for (int i = 0; i < 12; i++)
+        cr_expect(strstr(line_of(r.out, i, b, sizeof b), want[i]), "line %d: '%s' lacks '%s'",
+                  i, b, want[i]);
+    /* the worker restarted after "exit" (line 7) with a fresh instance, which
+     * scored "fail" then the two counts: 2 and 3 (batches of 5 do not matter) */
+    cr_expect_eq(reward_on(r.out, 9), 2, "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 10), 3, "%s", r.out);
+    cr_expect(strstr(r.err, "reward worker restarted"), "%s", r.err);
+}
+
+Test(reward_isolation, the_worker_is_another_process_and_none_is_left, .timeout = 60)
+{
+    const char *cases[] = {"pid", "crash", "pid", "hang"};
+    write_cases("iso_pid.jsonl", cases, 4);
+    result r;
+    /* --batch 17: a mark to find this command's processes by ("[r]" keeps
+     * pgrep from finding the shell that runs it) */
+    run(&r, FAULTY " -o isolate=true -o timeout_ms=200 --batch 17 < %s/iso_pid.jsonl", WORK);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    double a = reward_on(r.out, 0), b = reward_on(r.out, 2);
+    result left;
+    run(&left, "sleep 0.2; pgrep -f '[r]eward score.*--batch 17' || echo none-left");
+    cr_expect(strstr(left.out, "none-left"), "%s", left.out);
+    cr_expect(a > 1 && b > 1 && a != b, "a restarted worker is a new process: %g, %g", a, b);
+}
+
+Test(reward_isolation, in_process_failures_are_verdicts_too)
+{
+    const char *cases[] = {"nan", "garbage", "ok:1"};
+    write_cases("inproc.jsonl", cases, 3);
+    result r;
+    run(&r, FAULTY " < %s/inproc.jsonl", WORK);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char b[1024];
+    cr_expect(strstr(line_of(r.out, 0, b, sizeof b), "\"failed\":\"nonfinite\""), "%s", b);
+    /* a reason with no NUL is cut to the buffer; bad component names dropped */
+    cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "\"reward\":0.25,\"fine\":3.0"), "%s", b);
+    cr_expect_eq(reward_on(r.out, 2), 1);
+    write_file(WORK "/inproc_fail.jsonl", "{\"response\": \"ok:1\"}\n{\"response\": \"fail\"}\n");
+    run(&r, FAULTY " < %s/inproc_fail.jsonl", WORK);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    /* in process, a failing call costs its whole batch */
+    cr_expect(strstr(line_of(r.out, 0, b, sizeof b), "\"failed\":\"error\""), "%s", b);
+    cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "\"failed\":\"error\""), "%s", b);
+}
+
+Test(reward_isolation, a_plugin_that_does_not_start_is_a_plugin_error)
+{
+    result r;
+    run(&r, FAULTY " -o isolate=true -o fail_create=true < /dev/null");
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "fail_create is set"), "%s", r.err);
+}
+
+Test(reward_isolation, a_run_with_an_isolated_reward, .timeout = 120)
+{
+    result r;
+    run(&r, "cd %s && rm -rf riso && %s run %s/etc/quickstart.cfg -o trainer.steps=2 "
+            "-o trainer.sft.steps=1 -o eval.limit=4 -o rewards.0.isolate=true "
+            "-o rewards.0.timeout_ms=5000 -o 'run.out_dir=\"riso\"' -o 'run.name=\"r\"'",
+        WORK, TERN, SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char metrics[65536];
+    slurp(WORK "/riso/r/metrics.jsonl", metrics, sizeof metrics);
+    cr_expect(strstr(metrics, "\"stage\":\"rl\",\"step\":2"), "%s", metrics);
+    cr_expect(strstr(metrics, "reward/accuracy"), "the isolated plugin's components reach "
+              "the metrics: %s", metrics);
+}
