@@ -8,6 +8,8 @@ packages=(
   libconfig-dev libjansson-dev       # libtern: config files, JSON
   libopenblas-dev                    # the transformer model plugin (BLAS)
   libsqlite3-dev                     # the sqlite buffer plugin
+  libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
+  libpng-dev                         # the vision reward plugin (PNG images)
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
   lintian dpkg-dev file make         # packaging tests (.deb, lintian, plain-make example)
