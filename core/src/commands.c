@@ -10,6 +10,7 @@
 #include "data/task_file.h"
 #include "loop/master.h"
 #include "loop/run_settings.h"
+#include "reward/rewarder.h"
 #include "session.h"
 #include "tern/libtern.h"
 
@@ -84,6 +85,17 @@ int tern_cmd_check(const tern_invocation *inv)
         return TERN_EXIT_USAGE;
     tern_session s;
     int code = open_session(inv, &s, 1);
+    if (code == TERN_EXIT_OK) {
+        /* the rewards as a run routes them: isolated ones start their workers */
+        tern_rewarder rw;
+        tern_error_clear();
+        int rc = tern_rewarder_open(&rw, &s);
+        if (rc != TERN_OK) {
+            fprintf(err_of(inv), "%s\n", tern_error_message());
+            code = exit_code(rc);
+        }
+        tern_rewarder_close(&rw);
+    }
     if (code == TERN_EXIT_OK && config_lookup(&s.config.cfg, "data.train"))
         code = check_run_sections(inv, &s);
     if (code == TERN_EXIT_OK) {
