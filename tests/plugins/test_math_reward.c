@@ -1,15 +1,21 @@
 /* test_math_reward.c: the `math` reward plugin through its ops table, started
  * the way a run starts it (harness.h): a corpus of (response, gold, verdict)
- * over every answer form, number form and trap; components and reasons; the
- * settings; hostile responses (a megabyte of digits, unbalanced braces,
- * invalid UTF-8, NULs); batches and concurrent callers. */
+ * over every answer form, number form and trap, here and in
+ * tests/corpora/math.jsonl; components and reasons; the settings (answer
+ * field, forms and their order, tolerance, random points, percent rule);
+ * hostile answers (a megabyte of digits or of maths, 100,000-deep brackets,
+ * unbalanced braces, invalid UTF-8, NULs, huge exponents, undefined values,
+ * unsupported syntax), each judged with a reason in well under a second;
+ * batches and concurrent callers. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "corpus.h"
 #include "errmsg.h"
 #include "harness.h"
 #include "task.h"
@@ -150,7 +156,7 @@ static const math_case corpus[] = {
     {"\\boxed{(1, 0)}", "\"1000\"", 0},
     {"\\boxed{(1, 0)}", "\"(1,  0)\"", 1}, /* text: whitespace runs collapse */
     {"\\boxed{x+1}", "\"x+1\"", 1},
-    {"\\boxed{x+1}", "\"x + 1\"", 0}, /* ...but do not vanish */
+    {"\\boxed{x+1}", "\"x + 1\"", 1}, /* equal as expressions (was 0 as text) */
     {"\\boxed{3.14}", "\"3\"", 0},
     {"\\boxed{3}", "\"3.14\"", 0},
     {"#### 1,00", "\"100\"", 0},  /* not the strict thousands form */
@@ -201,6 +207,23 @@ Test(math_reward, corpus_verdicts)
         tern_task_free(t);
     }
     cr_log_info("math corpus: %zu cases, %zu wrong", N_CORPUS, wrong);
+    harness_close(&h);
+}
+
+/* tests/corpora/math.jsonl: a case per rule (see "why" on each line), with
+ * near misses that must score 0, all through the plugin as a run loads it. */
+Test(math_reward, corpus_file_is_judged_right)
+{
+    harness h;
+    open_math(&h, "");
+    corpus_result res;
+    int rc = corpus_run(&h, TERN_TEST_SOURCE_DIR "/tests/corpora/math.jsonl", &res);
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    cr_log_info("math corpus: %zu/%zu right", res.right, res.cases);
+    printf("math corpus: %zu/%zu right\n", res.right, res.cases);
+    cr_assert_geq(res.cases, 200, "the corpus has %zu cases", res.cases);
+    cr_assert_eq(res.right, res.cases, "math corpus: %zu/%zu right; first miss: %s", res.right,
+                 res.cases, res.first_wrong);
     harness_close(&h);
 }
 
@@ -404,7 +427,7 @@ Test(math_reward, descriptor_declares_a_thread_safe_reward)
     open_math(&h, "");
     const tern_plugin_descriptor *d = h.entry->plugin->desc;
     cr_assert_str_eq(d->name, "math");
-    cr_assert_str_eq(d->version, "1.0.0");
+    cr_assert_str_eq(d->version, "2.0.0");
     cr_assert_eq(d->kind, TERN_KIND_REWARD);
     cr_assert(d->caps & TERN_CAP_THREAD_SAFE);
     cr_assert_eq(d->abi_major, TERN_ABI_MAJOR);
@@ -608,5 +631,406 @@ Test(math_reward, one_instance_scores_from_many_threads)
     }
     for (size_t i = 0; i < N_CORPUS; i++)
         tern_task_free(tasks[i]);
+    harness_close(&h);
+}
+
+/* ---- the settings of the fuller verifier ---------------------------------------- */
+
+static double reward_of(const harness *h, const char *gold_json, const char *response)
+{
+    tern_task *t = task_with_answer(gold_json);
+    tern_reward_result r = score_text(h, t, response);
+    assert_reason_clean(&r);
+    tern_task_free(t);
+    return r.reward;
+}
+
+Test(math_reward, answer_forms_sets_the_order_of_forms)
+{
+    harness h;
+    open_math(&h, "answer_forms = [\"hashes\", \"boxed\"];");
+    cr_assert_eq(reward_of(&h, "\"8\"", "\\boxed{7}\n#### 8"), 1.0, "#### is tried first");
+    cr_assert_eq(reward_of(&h, "\"7\"", "\\boxed{7}\n#### 8"), 0.0);
+    cr_assert_eq(reward_of(&h, "\"7\"", "\\boxed{7}"), 1.0, "a box is still found");
+    tern_task *t = task_with_answer("\"5\"");
+    tern_reward_result r = score_text(&h, t, "The answer is 5");
+    cr_assert_eq(r.reward, 0.0, "answer_is is not listed: %s", r.reason);
+    cr_assert_str_eq(r.reason, "no answer found");
+    tern_task_free(t);
+    harness_close(&h);
+
+    /* final_line alone: the last line, when it reads as maths */
+    open_math(&h, "answer_forms = [\"final_line\"];");
+    t = task_with_answer("\"0.5\"");
+    r = score_text(&h, t, "Some reasoning here.\n\\frac{1}{2}");
+    cr_assert_eq(r.reward, 1.0, "%s", r.reason);
+    cr_assert_eq(component(&r, "format"), 0.0, "a final line shows no intent to answer");
+    cr_assert_str_eq(r.reason, "final line \\frac{1}{2} equals gold 0.5");
+    r = score_text(&h, t, "the half is 1/2 so that is it");
+    cr_assert_eq(r.reward, 0.0, "prose is not a final-line answer: %s", r.reason);
+    tern_task_free(t);
+    harness_close(&h);
+
+    /* last_number before boxed */
+    open_math(&h, "answer_forms = (\"last_number\", \"boxed\");");
+    cr_assert_eq(reward_of(&h, "\"3\"", "\\boxed{2} and then 3"), 1.0);
+    harness_close(&h);
+}
+
+Test(math_reward, answer_forms_is_checked_when_the_reward_is_created)
+{
+    static const struct {
+        const char *settings, *message;
+    } bad[] = {
+        {"answer_forms = [\"boxed\", \"last_line\"];", "unknown form \"last_line\""},
+        {"answer_forms = [\"boxed\", \"boxed\"];", "names \"boxed\" twice"},
+        {"fallback_last_number = false; answer_forms = [\"boxed\", \"last_number\"];",
+         "fallback_last_number is false"},
+        {"fallback_last_number = false; answer_forms = [\"final_line\"];",
+         "fallback_last_number is false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        harness h;
+        cr_assert_eq(harness_open(&h, "math", TERN_KIND_REWARD, bad[i].settings), TERN_ECONFIG,
+                     "%s", bad[i].settings);
+        cr_assert(strstr(h.error, "answer_forms"), "%s", h.error);
+        cr_assert(strstr(h.error, bad[i].message), "%s: %s", bad[i].settings, h.error);
+        harness_close(&h);
+    }
+    harness h;
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "answer_forms = \"boxed\";"), TERN_OK);
+    cr_assert(strstr(h.error, "answer_forms"), "%s", h.error);
+    harness_close(&h);
+}
+
+Test(math_reward, fallback_off_drops_the_final_line_too)
+{
+    harness h;
+    open_math(&h, "fallback_last_number = false;");
+    tern_task *t = task_with_answer("\"42\"");
+    tern_reward_result r = score_text(&h, t, "Working...\nx = 42");
+    cr_assert_eq(r.reward, 0.0, "%s", r.reason);
+    cr_assert_str_eq(r.reason, "no answer found (fallback_last_number is off)");
+    tern_task_free(t);
+    harness_close(&h);
+    open_math(&h, "");
+    cr_assert_eq(reward_of(&h, "\"42\"", "Working...\nx = 42"), 1.0);
+    harness_close(&h);
+}
+
+Test(math_reward, tolerance_applies_to_irrational_answers_only)
+{
+    harness h;
+    open_math(&h, "");
+    cr_assert_eq(reward_of(&h, "\"\\\\pi\"", "\\boxed{3.14}"), 0.0);
+    cr_assert_eq(reward_of(&h, "\"\\\\pi\"", "\\boxed{3.14159265}"), 1.0);
+    harness_close(&h);
+    open_math(&h, "tolerance = 1e-4;");
+    cr_assert_eq(reward_of(&h, "\"\\\\pi\"", "\\boxed{3.1416}"), 1.0, "2.3e-6 off");
+    cr_assert_eq(reward_of(&h, "\"\\\\pi\"", "\\boxed{3.14}"), 0.0, "5.1e-4 off");
+    harness_close(&h);
+    open_math(&h, "tolerance = 0.01;");
+    cr_assert_eq(reward_of(&h, "\"\\\\pi\"", "\\boxed{3.14}"), 1.0);
+    /* two rationals are never compared within a tolerance */
+    cr_assert_eq(reward_of(&h, "\"1/3\"", "\\boxed{0.333}"), 0.0);
+    harness_close(&h);
+    open_math(&h, "tolerance = 0;");
+    cr_assert_eq(reward_of(&h, "\"\\\\sqrt{2}\"", "\\boxed{\\frac{2}{\\sqrt{2}}}"), 1.0,
+                 "equal values within round-off");
+    harness_close(&h);
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "tolerance = 0.5;"), TERN_OK);
+    cr_assert(strstr(h.error, "tolerance"), "%s", h.error);
+    harness_close(&h);
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "tolerence = 0.1;"), TERN_OK);
+    cr_assert(strstr(h.error, "did you mean 'tolerance'"), "%s", h.error);
+    harness_close(&h);
+}
+
+Test(math_reward, random_points_decides_how_hard_expressions_are_checked)
+{
+    harness h;
+    open_math(&h, "");
+    cr_assert_eq(reward_of(&h, "\"x\"", "\\boxed{|x|}"), 0.0, "x < 0 tells them apart");
+    cr_assert_eq(reward_of(&h, "\"x^2+2x+1\"", "\\boxed{(x+1)^2}"), 1.0);
+    harness_close(&h);
+    /* one point, positive: |x| and x agree there (the documented weakness of few points) */
+    open_math(&h, "random_points = 1;");
+    cr_assert_eq(reward_of(&h, "\"x\"", "\\boxed{|x|}"), 1.0);
+    cr_assert_eq(reward_of(&h, "\"x^2+2x+1\"", "\\boxed{(x+1)^2}"), 1.0);
+    cr_assert_eq(reward_of(&h, "\"x^2+2x+2\"", "\\boxed{(x+1)^2}"), 0.0);
+    harness_close(&h);
+    open_math(&h, "random_points = 16;");
+    cr_assert_eq(reward_of(&h, "\"x\"", "\\boxed{|x|}"), 0.0);
+    harness_close(&h);
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "random_points = 17;"), TERN_OK);
+    cr_assert(strstr(h.error, "random_points"), "%s", h.error);
+    harness_close(&h);
+}
+
+Test(math_reward, percent_either_or_fraction)
+{
+    harness h;
+    open_math(&h, "");
+    cr_assert_eq(reward_of(&h, "\"0.1\"", "\\boxed{10\\%}"), 1.0);
+    cr_assert_eq(reward_of(&h, "\"10\"", "\\boxed{10\\%}"), 1.0);
+    tern_task *t = task_with_answer("\"10\"");
+    tern_reward_result r = score_text(&h, t, "\\boxed{10\\%}");
+    cr_assert_str_eq(r.reason, "boxed answer 10\\% equals gold 10 (as percent)");
+    tern_task_free(t);
+    harness_close(&h);
+    open_math(&h, "percent = \"fraction\";");
+    cr_assert_eq(reward_of(&h, "\"0.1\"", "\\boxed{10\\%}"), 1.0);
+    cr_assert_eq(reward_of(&h, "\"10\"", "\\boxed{10\\%}"), 0.0);
+    cr_assert_eq(reward_of(&h, "\"10\\\\%\"", "\\boxed{10}"), 0.0);
+    harness_close(&h);
+    cr_assert_neq(harness_open(&h, "math", TERN_KIND_REWARD, "percent = \"both\";"), TERN_OK);
+    cr_assert(strstr(h.error, "percent"), "%s", h.error);
+    harness_close(&h);
+}
+
+Test(math_reward, reasons_say_how_answers_were_compared)
+{
+    harness h;
+    open_math(&h, "");
+    static const struct {
+        const char *gold, *response, *reason;
+    } cases[] = {
+        {"\"\\\\frac{\\\\sqrt{2}}{2}\"", "\\boxed{\\frac{1}{\\sqrt{2}}}",
+         "boxed answer \\frac{1}{\\sqrt{2}} equals gold \\frac{\\sqrt{2}}{2} (numerically)"},
+        {"\"x^2+2x+1\"", "\\boxed{(x+1)^2}",
+         "boxed answer (x+1)^2 equals gold x^2+2x+1 (at random points)"},
+        {"\"1,2\"", "\\boxed{2, 1}", "boxed answer 2, 1 equals gold 1,2 (in any order)"},
+        {"\"1\"", "\\boxed{1/0}", "extracted 1/0 (boxed answer), gold 1; undefined value"},
+        {"\"1\"", "\\boxed{0^0}", "extracted 0^0 (boxed answer), gold 1; undefined value"},
+        {"\"1\"", "\\boxed{10^{10^{10}}}",
+         "extracted 10^{10^{10}} (boxed answer), gold 1; too large to evaluate"},
+        {"\"42\"", "The answer is 42 apples.",
+         "extracted 42 apples (stated answer), gold 42; text answer"},
+        {"\"1/2\"", "\\boxed{\\int_0^1 x\\,dx}",
+         "extracted \\int_0^1 x\\,dx (boxed answer), gold 1/2; cannot parse: unsupported syntax"},
+        {"\"1000\"", "\\boxed{1 000}",
+         "extracted 1 000 (boxed answer), gold 1000; cannot parse: numbers apart with a space"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tern_task *t = task_with_answer(cases[i].gold);
+        tern_reward_result r = score_text(&h, t, cases[i].response);
+        cr_expect_str_eq(r.reason, cases[i].reason, "case %zu", i);
+        assert_reason_clean(&r);
+        tern_task_free(t);
+    }
+    harness_close(&h);
+}
+
+/* ---- hostile answers: a verdict and a reason, quickly -------------------------------- */
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* Scores `response` against `gold` (both raw bytes) with the gold in a JSON
+ * string, and checks the verdict is quick and its reason clean. */
+static tern_reward_result judge_hostile(const harness *h, const char *gold, size_t glen,
+                                        const char *response, size_t rlen, const char *what)
+{
+    /* JSON-escape the gold: quotes, backslashes and control bytes */
+    char *json = malloc(glen * 6 + 32);
+    cr_assert_not_null(json);
+    size_t o = (size_t)sprintf(json, "{\"answer\": \"");
+    for (size_t i = 0; i < glen; i++) {
+        unsigned char c = (unsigned char)gold[i];
+        if (c == '"' || c == '\\')
+            o += (size_t)sprintf(json + o, "\\%c", c);
+        else if (c < 0x20)
+            o += (size_t)sprintf(json + o, "\\u%04x", c);
+        else
+            json[o++] = (char)c;
+    }
+    strcpy(json + o, "\"}");
+    tern_task *t = NULL;
+    cr_assert_eq(tern_task_parse(json, strlen(json), "test", &t), TERN_OK, "%s: %s", what,
+                 tern_error_message());
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tern_reward_result r = score_bytes(h, t, response, rlen);
+    double dt = seconds_since(&t0);
+    cr_expect_lt(dt, 0.5, "%s took %.3f s", what, dt);
+    cr_assert(r.reward == 0.0 || r.reward == 1.0, "%s: reward %g", what, r.reward);
+    assert_reason_clean(&r);
+    tern_task_free(t);
+    free(json);
+    return r;
+}
+
+/* open + a middle + close, n copies of open and of close */
+static char *nested(const char *open, const char *middle, const char *close, size_t n, size_t *len)
+{
+    size_t a = strlen(open), m = strlen(middle), c = strlen(close);
+    char *s = malloc(n * (a + c) + m + 1);
+    cr_assert_not_null(s);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++, o += a)
+        memcpy(s + o, open, a);
+    memcpy(s + o, middle, m);
+    o += m;
+    for (size_t i = 0; i < n; i++, o += c)
+        memcpy(s + o, close, c);
+    s[o] = '\0';
+    *len = o;
+    return s;
+}
+
+Test(math_reward, deep_nesting_is_judged_quickly)
+{
+    harness h;
+    open_math(&h, "");
+    static const struct {
+        const char *open, *middle, *close;
+        size_t n;
+        double reward;
+    } cases[] = {
+        {"{", "1", "}", 100000, 1},           /* a 200 kB group holding 1: the last number */
+        {"(", "1", ")", 100000, 1},
+        {"\\boxed{", "1", "}", 100000, 1},    /* the innermost box holds 1 */
+        {"\\boxed{(", "1", ")}", 100000, 1},  /* the innermost box holds (1) */
+        {"\\boxed{{", "1", "}}", 30, 1},      /* short enough: braces group */
+        {"\\boxed{(", "1", ")}", 30, 1},      /* the outermost box: (((1))) */
+        {"\\boxed{" "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((", "1",
+         "))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))}", 1, 0},
+        {"\\sqrt{", "1", "}", 2000, 1},       /* last number */
+        {"-", "1", "", 100000, 0},            /* -(-(-...1)) past the nesting bound */
+        {"2^{", "1", "}", 600, 1},            /* a final line too long: the last number */
+        {"\\frac{1}{", "1", "}", 600, 1},     /* the last number, 1 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        char *s = nested(cases[i].open, cases[i].middle, cases[i].close, cases[i].n, &len);
+        char what[128];
+        snprintf(what, sizeof what, "case %zu: \"%s\" x %zu", i, cases[i].open, cases[i].n);
+        tern_reward_result r = judge_hostile(&h, "1", 1, s, len, what);
+        cr_expect_eq(r.reward, cases[i].reward, "%s: %s", what, r.reason);
+        /* the same bytes as gold: equal to themselves, and quick */
+        r = judge_hostile(&h, s, len, "\\boxed{1}", 9, what);
+        free(s);
+    }
+    harness_close(&h);
+}
+
+Test(math_reward, hostile_expressions_get_a_verdict_and_a_reason)
+{
+    harness h;
+    open_math(&h, "");
+    static const struct {
+        const char *response, *gold;
+        double reward;
+        const char *in_reason;
+    } cases[] = {
+        {"\\boxed{}", "1", 0, "no answer found"},
+        {"\\boxed{ $ $ }", "1", 0, "no answer found"},
+        {"\\boxed{10^{10^{10}}}", "1", 0, "too large to evaluate"},
+        {"\\boxed{10^{10^{10}}}", "10^{10^{10}}", 1, "same text"},
+        {"\\boxed{2^{2^{2^{2^{2^{2}}}}}}", "2", 0, "too large to evaluate"},
+        {"\\boxed{(-1)^{10^{100}}}", "1", 1, ""},
+        {"\\boxed{1/0}", "1", 0, "undefined value"},
+        {"\\boxed{0/0}", "0", 0, "undefined value"},
+        {"\\boxed{0^0}", "1", 0, "undefined value"},
+        {"\\boxed{0^{-1}}", "0", 0, "undefined value"},
+        {"\\boxed{\\sqrt{-1}}", "1", 0, "undefined value"},
+        {"\\boxed{\\ln 0}", "0", 0, "undefined value"},
+        {"\\boxed{5!}", "120", 1, "equals"},
+        {"\\boxed{(-1)!}", "1", 0, "undefined value"},
+        {"\\boxed{171!}", "1", 0, "too large to evaluate"},
+        {"\\boxed{5!!}", "15", 0, ""},
+        {"\\boxed{\\lim_{x\\to 0} x}", "0", 0, "cannot parse"},
+        {"\\boxed{\\sum_{k=1}^{n} k}", "n(n+1)/2", 0, "cannot parse"},
+        {"\\boxed{x}", "\\int x", 0, "cannot parse"},
+        {"\\boxed{{{{1}", "1", 1, "last number"},
+        {"\\boxed{1}}}}", "1", 1, "boxed"},
+        {"\\boxed{(1}", "1", 0, "cannot parse: unclosed bracket"},
+        {"\\boxed{1)}", "1", 0, "cannot parse: unbalanced brackets"},
+        {"\\boxed{[1, 2)}", "[1,2)", 1, "equals"},
+        {"\\boxed{\xff + 1}", "1", 0, "cannot parse: unsupported syntax"},
+        {"\\boxed{\xc3\x28}", "1", 0, "cannot parse"},
+        {"\\boxed{1 + \\unknowncommand}", "1", 0, "cannot parse: unsupported syntax"},
+        {"\\boxed{a_{n+1}}", "1", 0, "cannot parse: unsupported subscript"},
+        {"\\boxed{x^}", "1", 0, "cannot parse: incomplete expression"},
+        {"\\boxed{a b c d e f g h i j k l m n o p q r}", "1", 0,
+         "cannot parse: too many variables"},
+        {"\\boxed{\\frac{}{}}", "1", 0, "cannot parse"},
+        {"\\boxed{1 = 2 = 3 = 4}", "1", 0, "cannot parse: too many relations"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "case %zu: %s vs %s", i, cases[i].response, cases[i].gold);
+        tern_reward_result r = judge_hostile(&h, cases[i].gold, strlen(cases[i].gold),
+                                             cases[i].response, strlen(cases[i].response), what);
+        cr_expect_eq(r.reward, cases[i].reward, "%s: %s", what, r.reason);
+        cr_expect(strstr(r.reason, cases[i].in_reason), "%s: %s", what, r.reason);
+    }
+    harness_close(&h);
+}
+
+Test(math_reward, nul_bytes_and_invalid_utf8_inside_expressions)
+{
+    harness h;
+    open_math(&h, "");
+    static const char with_nul[] = "\\boxed{x\0 + 1}";
+    tern_reward_result r = judge_hostile(&h, "x+1", 3, with_nul, sizeof with_nul - 1, "NUL");
+    cr_assert_eq(r.reward, 0.0, "%s", r.reason);
+    cr_assert(strstr(r.reason, "x? + 1"), "%s", r.reason);
+    static const char bad[] = "\\boxed{\xed\xa0\x80 \xf8\x88\x80\x80\x80}";
+    r = judge_hostile(&h, "1", 1, bad, sizeof bad - 1, "surrogate and 5-byte sequences");
+    cr_assert_eq(r.reward, 0.0, "%s", r.reason);
+    harness_close(&h);
+}
+
+Test(math_reward, a_megabyte_of_maths_is_judged_in_linear_time)
+{
+    harness h;
+    open_math(&h, "");
+    static const struct {
+        const char *unit, *tail;
+    } cases[] = {
+        {"1+", "1"}, {"x", ""}, {"\\frac12", ""}, {"1,000,", "1"}, {"\\{1, ", "\\}"},
+        {"(1, ", ")"}, {"10^{", "}"}, {"\\text{ cm}", "5"}, {"\\pm", "1"}, {"2\\sqrt", "2"},
+        {"|", "1"}, {"\\left(", ""}, {"x = ", "1"}, {"1 \\cup ", "1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        char *body = repeat(cases[i].unit, MEGABYTE, cases[i].tail, &len);
+        char *boxed = malloc(len + 16);
+        cr_assert_not_null(boxed);
+        int n = sprintf(boxed, "\\boxed{%s}", body);
+        char what[64];
+        snprintf(what, sizeof what, "\"%s\" x 1MB", cases[i].unit);
+        judge_hostile(&h, "1", 1, boxed, (size_t)n, what);
+        judge_hostile(&h, body, len, "\\boxed{1}", 9, what); /* as gold */
+        free(boxed);
+        free(body);
+    }
+    harness_close(&h);
+}
+
+/* A list just under the parsing bound with every element to match: the
+ * matching is quadratic, and the comparison budget keeps it bounded. */
+Test(math_reward, long_lists_stay_within_the_budget)
+{
+    harness h;
+    open_math(&h, "");
+    char resp[4096], gold[4096];
+    size_t ro = (size_t)sprintf(resp, "\\boxed{"), go = 0;
+    for (int i = 0; i < 400; i++) {
+        ro += (size_t)sprintf(resp + ro, "%s%d", i ? ", " : "", i);
+        go += (size_t)sprintf(gold + go, "%s%d", i ? ", " : "", 399 - i);
+    }
+    strcpy(resp + ro, "}");
+    cr_assert_lt(strlen(gold), (size_t)2048);
+    tern_reward_result r = judge_hostile(&h, gold, go, resp, ro + 1, "400 answers");
+    cr_expect(r.reward == 1.0 || strstr(r.reason, "too complex"), "%s", r.reason);
+    gold[go - 1] = '7'; /* ..., 7 instead of 0 */
+    r = judge_hostile(&h, gold, go, resp, ro + 1, "400 answers, one wrong");
+    cr_expect_eq(r.reward, 0.0, "%s", r.reason);
     harness_close(&h);
 }

@@ -21,13 +21,15 @@ static int take(const char *s, size_t b, size_t e, math_answer *out)
 
 /* ---- \boxed{X} --------------------------------------------------------------- */
 
-/* Whether the '{' at s[i] is the argument of \boxed (blanks allowed between). */
+/* Whether the '{' at s[i] is the argument of \boxed or \fbox (blanks allowed
+ * between). */
 static int opens_boxed(const char *s, size_t i)
 {
     size_t j = i;
     while (j > 0 && math_is_space(s[j - 1]))
         j--;
-    return j >= 6 && memcmp(s + j - 6, "\\boxed", 6) == 0;
+    return (j >= 6 && memcmp(s + j - 6, "\\boxed", 6) == 0) ||
+           (j >= 5 && memcmp(s + j - 5, "\\fbox", 5) == 0);
 }
 
 /* The '}' matching the '{' at s[open]; the caller knows there is one. */
@@ -108,13 +110,18 @@ static int ends_sentence(const char *s, size_t len, size_t i)
     return (c == '.' || c == '!' || c == '?') && (i + 1 == len || math_is_space(s[i + 1]));
 }
 
-/* "answer" + blanks + "is" at s[i], as whole words; returns the index after
- * "is", or 0. */
+/* "answer" + blanks + "is", or "answer" + optional '*' + ':', at s[i], as
+ * whole words; returns the index after "is" or ':', or 0. */
 static size_t answer_is_at(const char *s, size_t len, size_t i)
 {
     if (!starts_with_word(s, len, i, "answer") || (i > 0 && math_is_alpha(s[i - 1])))
         return 0;
     size_t q = i + 6, blanks = q;
+    while (q < len && s[q] == '*') /* "**Answer:**" */
+        q++;
+    if (q < len && s[q] == ':')
+        return q + 1;
+    q = blanks;
     while (q < len && math_is_blank(s[q]))
         q++;
     if (q == blanks || !starts_with_word(s, len, q, "is"))
@@ -131,14 +138,16 @@ static int find_answer_is(const char *s, size_t len, math_answer *out)
         size_t q = answer_is_at(s, len, i);
         if (!q)
             continue;
-        while (q < len && math_is_blank(s[q]))
+        int colon = s[q - 1] == ':';
+        while (q < len && (math_is_blank(s[q]) || s[q] == '*'))
             q++;
-        /* "The answer is:" may put the answer on the next line. */
         if (q < len && s[q] == ':') {
             q++;
-            while (q < len && math_is_space(s[q]))
-                q++;
+            colon = 1;
         }
+        /* After a colon the answer may start on the next line. */
+        while (colon && q < len && (math_is_space(s[q]) || s[q] == '*'))
+            q++;
         size_t e = q;
         while (e < len && s[e] != '\n' && !ends_sentence(s, len, e))
             e++;
@@ -146,6 +155,77 @@ static int find_answer_is(const char *s, size_t len, math_answer *out)
             return 1;
     }
     return 0;
+}
+
+/* ---- the final line ----------------------------------------------------------- */
+
+/* Whether a line reads as maths rather than prose (see extract.h). */
+static int reads_as_maths(const char *s, size_t len)
+{
+    if ((len >= 2 && s[0] == '$' && s[len - 1] == '$') ||
+        (len >= 4 && s[0] == '\\' && (s[1] == '[' || s[1] == '(') && s[len - 2] == '\\' &&
+         (s[len - 1] == ']' || s[len - 1] == ')')))
+        return 1;
+    int solid = 0;
+    long depth = 0; /* brackets must balance: "\\boxed{42" is a cut-off line */
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '{' || s[i] == '(' || s[i] == '[')
+            depth++;
+        else if ((s[i] == '}' || s[i] == ')' || s[i] == ']') && --depth < 0)
+            return 0;
+        if (s[i] == '\\') { /* a command's name is not prose */
+            while (i + 1 < len && math_is_alpha(s[i + 1]))
+                i++;
+            solid = 1;
+        } else if (math_is_alpha(s[i]) && i + 1 < len && math_is_alpha(s[i + 1])) {
+            return 0;
+        } else if (math_is_digit(s[i]) || math_is_alpha(s[i])) {
+            solid = 1;
+        } else if (s[i] == ':' || s[i] == '?' ||
+                   ((unsigned char)s[i] < 0x20 && !math_is_space(s[i]))) {
+            return 0;
+        }
+    }
+    return solid && depth == 0;
+}
+
+static int find_final_line(const char *s, size_t len, math_answer *out)
+{
+    size_t e = len;
+    while (e > 0 && math_is_space(s[e - 1]))
+        e--;
+    size_t b = e;
+    while (b > 0 && s[b - 1] != '\n') {
+        if (e - b >= MATH_FINAL_LINE_MAX)
+            return 0; /* too long to be an answer alone: stop looking */
+        b--;
+    }
+    const char *t = s + b;
+    size_t n = e - b;
+    math_answer_clean(&t, &n);
+    if (!n || !reads_as_maths(s + b, e - b))
+        return 0;
+    /* a box that was no answer ("\\boxed{}") does not make its line one */
+    for (size_t i = 0; i < n; i++)
+        if (t[i] == '\\' && ((n - i > 5 && memcmp(t + i + 1, "boxed", 5) == 0) ||
+                             (n - i > 4 && memcmp(t + i + 1, "fbox", 4) == 0)))
+            return 0;
+    /* "4 + 6 = 10": the result after the last '=', unless the left side is
+     * a lone variable ("x = 10", which the comparison reads as 10 anyway). */
+    size_t eq = n;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] == '=')
+            eq = i;
+    if (eq < n) {
+        const char *l = t;
+        size_t ln = eq;
+        math_answer_clean(&l, &ln);
+        if (!(ln == 1 && math_is_alpha(l[0])) && take(t, eq + 1, n, out))
+            return 1;
+    }
+    out->text = t;
+    out->len = n;
+    return 1;
 }
 
 /* ---- the last number -------------------------------------------------------------- */
@@ -185,35 +265,54 @@ static int find_last_number(const char *s, size_t len, math_answer *out)
 
 /* ---- the forms in order ------------------------------------------------------------ */
 
-math_form math_extract(const char *s, size_t len, unsigned forms, math_answer *out)
+static const struct {
+    math_form form;
+    const char *name, *label;
+} forms[MATH_N_FORMS] = {
+    {MATH_FORM_BOXED, "boxed", "boxed answer"},
+    {MATH_FORM_HASHES, "hashes", "#### answer"},
+    {MATH_FORM_ANSWER_IS, "answer_is", "stated answer"},
+    {MATH_FORM_FINAL_LINE, "final_line", "final line"},
+    {MATH_FORM_LAST_NUMBER, "last_number", "last number"},
+};
+
+math_form math_extract(const char *s, size_t len, const math_form *order, size_t n,
+                       math_answer *out)
 {
     memset(out, 0, sizeof *out);
     if (!s)
         return MATH_FORM_NONE;
-    if ((forms & MATH_FORM_BOXED) && find_boxed(s, len, out))
-        out->form = MATH_FORM_BOXED;
-    else if ((forms & MATH_FORM_HASHES) && find_hashes(s, len, out))
-        out->form = MATH_FORM_HASHES;
-    else if ((forms & MATH_FORM_ANSWER_IS) && find_answer_is(s, len, out))
-        out->form = MATH_FORM_ANSWER_IS;
-    else if ((forms & MATH_FORM_LAST_NUMBER) && find_last_number(s, len, out))
-        out->form = MATH_FORM_LAST_NUMBER;
-    return out->form;
+    for (size_t k = 0; k < n; k++) {
+        int found = 0;
+        switch (order[k]) {
+        case MATH_FORM_BOXED: found = find_boxed(s, len, out); break;
+        case MATH_FORM_HASHES: found = find_hashes(s, len, out); break;
+        case MATH_FORM_ANSWER_IS: found = find_answer_is(s, len, out); break;
+        case MATH_FORM_FINAL_LINE: found = find_final_line(s, len, out); break;
+        case MATH_FORM_LAST_NUMBER: found = find_last_number(s, len, out); break;
+        case MATH_FORM_NONE: break;
+        }
+        if (found) {
+            out->form = order[k];
+            return out->form;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    return MATH_FORM_NONE;
+}
+
+math_form math_form_named(const char *name)
+{
+    for (size_t k = 0; k < MATH_N_FORMS; k++)
+        if (strcmp(name, forms[k].name) == 0)
+            return forms[k].form;
+    return MATH_FORM_NONE;
 }
 
 const char *math_form_label(math_form form)
 {
-    switch (form) {
-    case MATH_FORM_BOXED:
-        return "boxed answer";
-    case MATH_FORM_HASHES:
-        return "#### answer";
-    case MATH_FORM_ANSWER_IS:
-        return "stated answer";
-    case MATH_FORM_LAST_NUMBER:
-        return "last number";
-    case MATH_FORM_NONE:
-        break;
-    }
+    for (size_t k = 0; k < MATH_N_FORMS; k++)
+        if (forms[k].form == form)
+            return forms[k].label;
     return "no answer";
 }

@@ -1,14 +1,22 @@
 /* extract.h: finding the final answer in a response (private to the math plugin).
  *
- * Forms, in priority order; the first form present wins, and within a form
+ * The forms, each with its setting name; a response is searched for them in
+ * a configured order (math.c), the first form present wins, and within a form
  * the last occurrence in the text wins (models restate and correct
  * themselves, the final statement is the answer):
- *   1. \boxed{X}           balanced braces, nesting allowed; unbalanced is no match
- *   2. #### X              X is the rest of the line
- *   3. ... answer is X     case-insensitive ("The answer is", "The final answer
- *                          is"), optional ':'; X runs to the end of the sentence
- *                          ('.', '!' or '?' before whitespace) or of the line
- *   4. the last number     (see number.h), only when asked for
+ *   boxed        \boxed{X} or \fbox{X}, balanced braces, nesting allowed;
+ *                unbalanced is no match
+ *   hashes       #### X: X is the rest of the line
+ *   answer_is    "... answer is X" or "answer: X", case-insensitive ("The
+ *                final answer is", "**Answer:**"); X runs to the end of the
+ *                sentence ('.', '!' or '?' before whitespace) or of the line
+ *   final_line   the last non-blank line, when it reads as maths: at most
+ *                MATH_FINAL_LINE_MAX bytes, and either wrapped in $...$, \[...\]
+ *                or \(...\), or with no run of two letters outside a LaTeX
+ *                command ("x = 5", "\frac{1}{2}", but not "So 5"). After an
+ *                '=' whose left side is not a lone variable, X is what
+ *                follows the last '=' ("4 + 6 = 10" gives 10)
+ *   last_number  the last number (see number.h)
  * An occurrence whose X is empty once cleaned does not count.
  *
  * Every scan reads only s[0..len) and does work linear in len, whatever the
@@ -18,17 +26,20 @@
 
 #include <stddef.h>
 
-/* How an answer was found; also bits of the `forms` mask of math_extract. */
+/* How an answer was found. */
 typedef enum math_form {
     MATH_FORM_NONE = 0,
     MATH_FORM_BOXED = 1,
     MATH_FORM_HASHES = 2,
     MATH_FORM_ANSWER_IS = 4,
-    MATH_FORM_LAST_NUMBER = 8
+    MATH_FORM_FINAL_LINE = 8,
+    MATH_FORM_LAST_NUMBER = 16
 } math_form;
 
 /* The forms that show the model meant to state an answer (the format component). */
 #define MATH_FORMS_EXPLICIT (MATH_FORM_BOXED | MATH_FORM_HASHES | MATH_FORM_ANSWER_IS)
+#define MATH_N_FORMS 5
+#define MATH_FINAL_LINE_MAX 200
 
 typedef struct math_answer {
     math_form form;
@@ -36,9 +47,14 @@ typedef struct math_answer {
     size_t len;
 } math_answer;
 
-/* Look for the forms whose bits are in `forms`, in priority order. Returns the
- * form found (also in out->form), MATH_FORM_NONE when none matched. */
-math_form math_extract(const char *s, size_t len, unsigned forms, math_answer *out);
+/* Look for the forms order[0..n) in that order. Returns the form found (also
+ * in out->form), MATH_FORM_NONE when none matched. */
+math_form math_extract(const char *s, size_t len, const math_form *order, size_t n,
+                       math_answer *out);
+
+/* The form a setting names ("boxed", "hashes", "answer_is", "final_line",
+ * "last_number"), MATH_FORM_NONE for another name. */
+math_form math_form_named(const char *name);
 
 /* How a reason names the form: "boxed answer", "#### answer", ... */
 const char *math_form_label(math_form form);

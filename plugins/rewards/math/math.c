@@ -1,10 +1,13 @@
 /* math.c: the `math` reward plugin: descriptor, settings, and the verdict on
- * each response of a batch. Finding the answer is in extract.c, reading and
- * comparing numbers in number.c; the user's guide is docs/rewards.md.
+ * each response of a batch. Finding the answer is in extract.c, judging it
+ * against the gold answer in equiv.c (and the files it names); the user's
+ * guide is docs/rewards.md.
  *
- * The plugin keeps no mutable state: an instance is its two settings, and
- * score() works on the caller's stack only, so it is reentrant and the
- * descriptor says TERN_CAP_THREAD_SAFE. */
+ * The plugin keeps no mutable state: an instance is its settings, and
+ * score() works on the caller's stack and on blocks it frees before
+ * returning, so it is reentrant and the descriptor says TERN_CAP_THREAD_SAFE.
+ * The random points of a comparison are a function of the variable names
+ * (equiv.c), never of a shared generator. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,8 @@
 #include <tern/reward.h>
 
 #include "ascii.h"
+#include "equiv.h"
+#include "expr.h"
 #include "extract.h"
 #include "number.h"
 
@@ -23,6 +28,9 @@ typedef struct math_state {
     tern_ctx *ctx;
     const char *answer_field; /* owned by the host until destroy() */
     int fallback_last_number;
+    math_form forms[MATH_N_FORMS]; /* the answer forms, in the order tried */
+    size_t n_forms;
+    math_opts opts;
 } math_state;
 
 /* Bytes of an answer quoted in a reason: two quotes and the words around them
@@ -95,8 +103,7 @@ static void excerpt(char *dst, const char *s, size_t len)
  * literal itself when the task holds one (a double rounds integers past
  * 2^53), else the fewest digits that read back as v, written without an
  * exponent ("0.1", not "0.10000000000000001" or "1e-01"). */
-static void number_text(const tern_task *task, const char *field, double v, char *buf,
-                        size_t cap)
+static void number_text(const tern_task *task, const char *field, double v, char *buf, size_t cap)
 {
     char *json = host->task_json(task, field);
     if (json) {
@@ -152,8 +159,9 @@ static int read_gold(const math_state *st, const tern_task *task, gold *g, char 
     }
     /* A worked solution as gold (GSM8K's "... #### 72", MATH's "...
      * \boxed{5}") stands for its final answer. */
+    static const math_form gold_forms[] = {MATH_FORM_BOXED, MATH_FORM_HASHES};
     math_answer a;
-    if (math_extract(g->text, g->len, MATH_FORM_BOXED | MATH_FORM_HASHES, &a)) {
+    if (math_extract(g->text, g->len, gold_forms, 2, &a)) {
         g->text = a.text;
         g->len = a.len;
     } else
@@ -175,13 +183,27 @@ static int all_space(const char *s, size_t len)
     return 1;
 }
 
-static void score_one(const math_state *st, const tern_reward_item *item, tern_reward_result *r)
+/* The reason into r->reason: formatted at full length, then cut at a
+ * character boundary, so that it stays valid UTF-8 (the excerpts are; the
+ * rest is ASCII). */
+static void set_reason(tern_reward_result *r, const char *text)
+{
+    size_t n = strlen(text);
+    if (n >= sizeof r->reason) {
+        n = sizeof r->reason - 1;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(r->reason, text, n);
+    r->reason[n] = '\0';
+}
+
+static int score_one(const math_state *st, const tern_reward_item *item, tern_reward_result *r)
 {
     const char *resp = item->response;
     size_t len = resp ? item->response_len : 0;
-    unsigned forms = MATH_FORMS_EXPLICIT | (st->fallback_last_number ? MATH_FORM_LAST_NUMBER : 0u);
     math_answer a;
-    math_extract(resp, len, forms, &a);
+    math_extract(resp, len, st->forms, st->n_forms, &a);
     int format = (a.form & MATH_FORMS_EXPLICIT) != 0, correct = 0;
 
     gold g;
@@ -193,21 +215,27 @@ static void score_one(const math_state *st, const tern_reward_item *item, tern_r
         snprintf(r->reason, sizeof r->reason, "no answer found%s",
                  st->fallback_last_number ? "" : " (fallback_last_number is off)");
     } else {
-        correct = math_answers_equal(a.text, a.len, g.text, g.len);
-        char got[EXCERPT_MAX + 4], want[EXCERPT_MAX + 4];
+        math_verdict v;
+        if (math_equivalent(a.text, a.len, g.text, g.len, &st->opts, &v) != 0)
+            return host->fail(st->ctx, TERN_ENOMEM, "math: out of memory comparing answers");
+        correct = v.equal;
+        char got[EXCERPT_MAX + 4], want[EXCERPT_MAX + 4], text[3 * TERN_REWARD_REASON_MAX];
         excerpt(got, a.text, a.len);
         excerpt(want, g.text, g.len);
         if (correct)
-            snprintf(r->reason, sizeof r->reason, "%s %s equals gold %s",
-                     math_form_label(a.form), got, want);
+            snprintf(text, sizeof text, "%s %s equals gold %s%s%s%s", math_form_label(a.form), got,
+                     want, v.note[0] ? " (" : "", v.note, v.note[0] ? ")" : "");
         else
-            snprintf(r->reason, sizeof r->reason, "extracted %s (%s), gold %s", got,
-                     math_form_label(a.form), want);
+            snprintf(text, sizeof text, "extracted %s (%s), gold %s%s%s%s%s", got,
+                     math_form_label(a.form), want, v.note[0] ? "; " : "", v.note,
+                     v.why ? ": " : "", v.why ? v.why : "");
+        set_reason(r, text);
     }
     r->reward = correct ? 1.0 : 0.0;
     r->n_components = 2;
     r->components[0] = (tern_reward_component){.name = "accuracy", .value = correct};
     r->components[1] = (tern_reward_component){.name = "format", .value = format};
+    return TERN_OK;
 }
 
 static int math_score(void *state, const tern_reward_item *items, tern_reward_result *results,
@@ -217,35 +245,95 @@ static int math_score(void *state, const tern_reward_item *items, tern_reward_re
     if (n && (!items || !results))
         return host->fail(st->ctx, TERN_EINVAL,
                           "math: score() was given no items or results for %zu responses", n);
-    for (size_t i = 0; i < n; i++)
-        score_one(st, &items[i], &results[i]);
+    for (size_t i = 0; i < n; i++) {
+        int rc = score_one(st, &items[i], &results[i]);
+        if (rc != TERN_OK)
+            return rc;
+    }
     return TERN_OK;
 }
 
 /* ---- Instance ------------------------------------------------------------------- */
 
+/* The answer forms in the order tried: `answer_forms` when given, else
+ * boxed, hashes, answer_is, then final_line and last_number unless
+ * fallback_last_number is off. */
+static int read_forms(tern_ctx *ctx, math_state *st)
+{
+    size_t n = 0;
+    int rc = host->get_count(ctx, "answer_forms", &n);
+    if (rc != TERN_OK)
+        return rc;
+    if (n == 0) {
+        static const math_form defaults[] = {MATH_FORM_BOXED, MATH_FORM_HASHES, MATH_FORM_ANSWER_IS,
+                                             MATH_FORM_FINAL_LINE, MATH_FORM_LAST_NUMBER};
+        st->n_forms = st->fallback_last_number ? 5 : 3;
+        memcpy(st->forms, defaults, st->n_forms * sizeof defaults[0]);
+        return TERN_OK;
+    }
+    if (n > MATH_N_FORMS)
+        return host->setting_error(ctx, "answer_forms", "names %zu forms; there are only %d", n,
+                                   MATH_N_FORMS);
+    unsigned seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        char key[64];
+        const char *name = NULL;
+        snprintf(key, sizeof key, "answer_forms.%zu", i);
+        if ((rc = host->get_string(ctx, key, &name)) != TERN_OK)
+            return rc;
+        math_form f = math_form_named(name);
+        if (f == MATH_FORM_NONE)
+            return host->setting_error(ctx, "answer_forms",
+                                       "unknown form \"%s\"; the forms are boxed, hashes, "
+                                       "answer_is, final_line and last_number",
+                                       name);
+        if (seen & f)
+            return host->setting_error(ctx, "answer_forms", "names \"%s\" twice", name);
+        if (!st->fallback_last_number && (f == MATH_FORM_FINAL_LINE || f == MATH_FORM_LAST_NUMBER))
+            return host->setting_error(ctx, "answer_forms",
+                                       "lists \"%s\" while fallback_last_number is false; drop "
+                                       "one of the two",
+                                       name);
+        seen |= f;
+        st->forms[st->n_forms++] = f;
+    }
+    return TERN_OK;
+}
+
 static int math_create(tern_ctx *ctx, void **state)
 {
     *state = NULL;
-    const char *field = NULL;
-    int fallback = 1;
-    /* The core checked and defaulted both keys; a failure here is the core's
+    math_state tmp = {.ctx = ctx};
+    const char *percent = NULL;
+    int64_t points = 0;
+    /* The core checked and defaulted every key; a failure here is the core's
      * and it left the message. */
-    int rc = host->get_string(ctx, "answer_field", &field);
+    int rc = host->get_string(ctx, "answer_field", &tmp.answer_field);
     if (rc == TERN_OK)
-        rc = host->get_bool(ctx, "fallback_last_number", &fallback);
+        rc = host->get_bool(ctx, "fallback_last_number", &tmp.fallback_last_number);
+    if (rc == TERN_OK)
+        rc = host->get_float(ctx, "tolerance", &tmp.opts.tolerance);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "random_points", &points);
+    if (rc == TERN_OK)
+        rc = host->get_string(ctx, "percent", &percent);
     if (rc != TERN_OK)
         return rc;
-    if (!field[0])
+    if (!tmp.answer_field[0])
         return host->setting_error(ctx, "answer_field",
                                    "must name the task field holding the gold answer, e.g. "
                                    "\"answer\"");
+    tmp.opts.points = (int)points;
+    tmp.opts.percent_either = strcmp(percent, "either") == 0;
+    if ((rc = read_forms(ctx, &tmp)) != TERN_OK)
+        return rc;
     math_state *st = malloc(sizeof *st);
     if (!st)
         return host->fail(ctx, TERN_ENOMEM, "math: out of memory creating the reward");
-    *st = (math_state){.ctx = ctx, .answer_field = field, .fallback_last_number = fallback};
-    host->log(ctx, TERN_LOG_DEBUG, "gold answers from task field '%s', last-number fallback %s",
-              field, fallback ? "on" : "off");
+    *st = tmp;
+    host->log(ctx, TERN_LOG_DEBUG,
+              "gold answers from task field '%s', %zu answer forms, tolerance %g, %d points",
+              st->answer_field, st->n_forms, st->opts.tolerance, st->opts.points);
     *state = st;
     return TERN_OK;
 }
@@ -261,8 +349,23 @@ static const tern_setting_spec settings[] = {
                         "fields (\"meta.answer\")"),
     TERN_SETTING(.name = "fallback_last_number", .type = TERN_SETTING_BOOL, .def = "true",
                  .aka = "last_number|fallback",
-                 .doc = "with no \\boxed{}, #### or 'answer is' in a response, judge its last "
-                        "number"),
+                 .doc = "with no \\boxed{}, #### or 'answer is' in a response, judge its final "
+                        "line or last number"),
+    TERN_SETTING(.name = "answer_forms", .type = TERN_SETTING_STRINGS,
+                 .aka = "forms|extract|extraction|order",
+                 .doc = "answer forms in the order tried: boxed, hashes, answer_is, final_line, "
+                        "last_number (default: all five, the last two only with "
+                        "fallback_last_number)"),
+    TERN_SETTING(.name = "tolerance", .type = TERN_SETTING_FLOAT, .def = "1e-6", .min = 0,
+                 .max = 0.1, .aka = "rel_tol|rtol|tol",
+                 .doc = "relative tolerance when either answer is not rational (pi, roots, "
+                        "variables); rationals compare exactly"),
+    TERN_SETTING(.name = "random_points", .type = TERN_SETTING_INT, .def = "8", .min = 1,
+                 .max = MATH_MAX_POINTS, .aka = "points|samples",
+                 .doc = "points at which answers with variables are compared"),
+    TERN_SETTING(.name = "percent", .type = TERN_SETTING_STRING, .def = "\"either\"",
+                 .choices = "either|fraction",
+                 .doc = "\"either\": 10% equals 0.1 and 10; \"fraction\": 10% equals 0.1 only"),
     TERN_SETTINGS_END};
 
 static const tern_reward_ops ops = {
@@ -278,8 +381,9 @@ static const tern_plugin_descriptor descriptor = {
     .abi_minor = TERN_ABI_MINOR,
     .kind = TERN_KIND_REWARD,
     .name = "math",
-    .version = "1.0.0",
-    .summary = "final-answer check: \\boxed{}, #### or 'the answer is', exact number comparison",
+    .version = "2.0.0",
+    .summary = "final-answer check: \\boxed{}, ####, 'answer is'; numbers, LaTeX, expressions, "
+               "sets and intervals",
     .caps = TERN_CAP_THREAD_SAFE,
     .ops = &ops,
     .settings = settings,

@@ -166,11 +166,29 @@ static void strip_period(const char **s, size_t *len)
     }
 }
 
+/* Drops the delimiters `open` and `close` around the whole text. */
+static int strip_pair(const char **s, size_t *len, const char *open, const char *close)
+{
+    size_t o = strlen(open), c = strlen(close);
+    if (*len < o + c || memcmp(*s, open, o) != 0 || memcmp(*s + *len - c, close, c) != 0)
+        return 0;
+    *s += o;
+    *len -= o + c;
+    trim(s, len);
+    return 1;
+}
+
 void math_answer_clean(const char **s, size_t *len)
 {
     trim(s, len);
     /* The period may sit outside or inside the dollars: "$5$." and "$5.$". */
     strip_period(s, len);
+    /* Markdown bold and display-maths delimiters around the whole answer;
+     * a bounded number of rounds keeps this linear. */
+    for (int round = 0; round < 4; round++)
+        if (!strip_pair(s, len, "**", "**") && !strip_pair(s, len, "\\[", "\\]") &&
+            !strip_pair(s, len, "\\(", "\\)"))
+            break;
     if (*len >= 2 && (*s)[0] == '\\' && (*s)[1] == '$') {
         *s += 2;
         *len -= 2;
@@ -304,35 +322,15 @@ static int to_rational(const math_number *n, rational *r)
     return 1;
 }
 
-/* Text equality with each run of whitespace read as one space (both trimmed). */
-static int same_text(const char *a, size_t al, const char *b, size_t bl)
+int math_numbers_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
-    size_t i = 0, j = 0;
-    while (i < al && j < bl) {
-        if (math_is_space(a[i]) && math_is_space(b[j])) {
-            while (i < al && math_is_space(a[i]))
-                i++;
-            while (j < bl && math_is_space(b[j]))
-                j++;
-            continue;
-        }
-        if (a[i++] != b[j++])
-            return 0;
-    }
-    return i == al && j == bl;
-}
-
-int math_answers_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-    math_answer_clean(&a, &alen);
-    math_answer_clean(&b, &blen);
     math_number x, y;
-    if (math_number_parse(a, alen, &x) && math_number_parse(b, blen, &y)) {
-        if (!x.is_fraction && !y.is_fraction)
-            return decimals_equal(&x.num, &y.num);
-        rational rx, ry;
-        if (to_rational(&x, &rx) && to_rational(&y, &ry))
-            return rx.neg == ry.neg && rx.num == ry.num && rx.den == ry.den;
-    }
-    return same_text(a, alen, b, blen);
+    if (!math_number_parse(a, alen, &x) || !math_number_parse(b, blen, &y))
+        return -1;
+    if (!x.is_fraction && !y.is_fraction)
+        return decimals_equal(&x.num, &y.num);
+    rational rx, ry;
+    if (to_rational(&x, &rx) && to_rational(&y, &ry))
+        return rx.neg == ry.neg && rx.num == ry.num && rx.den == ry.den;
+    return -1; /* past 64 bits or over zero: the parser decides */
 }

@@ -11,11 +11,10 @@
  * cleaned of surrounding whitespace, `$` (and a leading `\$`) and one trailing
  * period, so "$5", "$5$" and "42." are numbers too.
  *
- * Comparison is exact, never with a floating-point tolerance: two decimals
- * compare by their significant digits (any length); when either side is a
- * fraction both become reduced 64-bit rationals; answers that are not both
- * numbers, or whose rationals overflow 64 bits, compare as text with runs of
- * whitespace collapsed to one space. */
+ * Comparison is exact: two decimals compare by their significant digits (any
+ * length, so a megabyte of digits is judged exactly); when either side is a
+ * fraction both become reduced 64-bit rationals. Everything else goes to the
+ * fuller comparison of equiv.h. */
 #ifndef MATH_NUMBER_H
 #define MATH_NUMBER_H
 
@@ -23,8 +22,8 @@
 
 /* A decimal numeral as written, not evaluated: spans into the scanned text. */
 typedef struct math_decimal {
-    int neg;               /* a '-' sign was written */
-    const char *int_part;  /* digits, with ',' between thousands groups; may be empty (".5") */
+    int neg; /* a '-' sign was written */
+    const char *int_part; /* digits, with ',' between thousands groups; may be empty (".5") */
     size_t int_len;
     const char *frac_part; /* digits after the '.', as written (trailing zeros kept) */
     size_t frac_len;
@@ -47,10 +46,13 @@ size_t math_number_scan(const char *s, size_t len, size_t pos, math_number *out)
 int math_number_parse(const char *s, size_t len, math_number *out);
 
 /* Narrow the text (s, len) to the answer proper: trims whitespace, one trailing
- * period, and surrounding `$` signs (and a leading `\$`). */
+ * period, surrounding `$` signs (and a leading `\$`), and `**`, `\[ \]` or
+ * `\( \)` around the whole answer. */
 void math_answer_clean(const char **s, size_t *len);
 
-/* 1 when the answers a and b (cleaned or not) are equal by the rule above. */
-int math_answers_equal(const char *a, size_t alen, const char *b, size_t blen);
+/* When a and b (cleaned) are both numbers by the grammar above: 1 if equal, 0
+ * if not, compared exactly. -1 when either is not such a number, or a
+ * fraction does not fit 64 bits: then the parser (expr.h) decides. */
+int math_numbers_compare(const char *a, size_t alen, const char *b, size_t blen);
 
 #endif
