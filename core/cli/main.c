@@ -91,7 +91,8 @@ static const command commands[] = {
      "  --plugin P   the model plugin (default transformer)\n"
      "  --threads N  threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text."},
-    {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR",
+    {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR\n"
+             "  tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR",
      "Write the synthetic arithmetic tasks of the quickstart to\n"
      "OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl, one JSON task per\n"
      "line ({\"id\":\"arith-train-00001\",\"domain\":\"math\",\"prompt\":\"37+45=\",\n"
@@ -105,6 +106,14 @@ static const command commands[] = {
      "N + M must not exceed the distinct problems (for + alone: (K+1)^2).\n"
      "OUT_DIR is created if missing (parents too); an existing file is never\n"
      "overwritten. The task format: docs/data.md.\n"
+     "shapes: write N pictures of a few coloured shapes, OUT_DIR/images/\n"
+     "shape-00001.png ..., and OUT_DIR/shapes.jsonl with four vision tasks each\n"
+     "(count_regions, color_at, grounding, counting; domain \"vision\", judged\n"
+     "by the vision reward, which finds the images beside the tasks file).\n"
+     "  --seed S   same seed and options, same files (default 1)\n"
+     "  --n N      pictures, 1 to 100000 (default 100)\n"
+     "  --size PX  width and height in pixels, 32 to 1024 (default 64)\n"
+     "No file is ever overwritten. The pictures and tasks: docs/data.md.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage or a file exists."},
     {"timeline", "tern timeline RUN_DIR [-o FILE] [--steps N] [--from S --to S] [--width PX]",
      "Draw the run's trace.json as a timeline (SVG): a lane per explorer, the\n"
@@ -504,16 +513,58 @@ static int score_cmd(int argc, char **argv)
     return tern_cmd_score(&inv, &sa);
 }
 
+/* `tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR` (argv[0] is "shapes") */
+static int data_shapes_cmd(int argc, char **argv, const char *cmd)
+{
+    tern_shapes_args sa = {.size = sizeof sa, .seed = 1, .n_images = 100, .size_px = 64};
+    const char *v = NULL;
+    long long n = 0;
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return print_help(cmd);
+        if ((m = flag_value(argc, argv, &i, "--seed", &v, cmd)) != 0) {
+            if (m < 0 || parse_seed(cmd, "--seed", v, &seed) != 0)
+                return TERN_EXIT_USAGE;
+            sa.seed = seed;
+        } else if ((m = flag_value(argc, argv, &i, "--n", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--n", v, 1, 100000, &n) != 0)
+                return TERN_EXIT_USAGE;
+            sa.n_images = (unsigned long long)n;
+        } else if ((m = flag_value(argc, argv, &i, "--size", &v, cmd)) != 0) {
+            if (m < 0 || parse_whole(cmd, "--size", v, 32, 1024, &n) != 0)
+                return TERN_EXIT_USAGE;
+            sa.size_px = (int)n;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_errorf(cmd, "unknown option '%s'", a);
+        } else if (sa.out_dir) {
+            return usage_errorf(cmd, "unexpected argument '%s'", a);
+        } else {
+            sa.out_dir = a;
+        }
+    }
+    if (!sa.out_dir || !*sa.out_dir)
+        return usage_errorf(cmd, "data shapes needs OUT_DIR, the directory to write the tasks "
+                            "and images to");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_data_shapes(&inv, &sa);
+}
+
 /* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR` */
 static int data_cmd(int argc, char **argv)
 {
     const char *cmd = "data";
     if (argc < 1)
-        return usage_errorf(cmd, "data needs a subcommand: arith");
+        return usage_errorf(cmd, "data needs a subcommand: arith or shapes");
     if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)
         return print_help(cmd);
+    if (strcmp(argv[0], "shapes") == 0)
+        return data_shapes_cmd(argc, argv, cmd);
     if (strcmp(argv[0], "arith") != 0)
-        return usage_errorf(cmd, "unknown subcommand 'data %s' (there is: arith)", argv[0]);
+        return usage_errorf(cmd, "unknown subcommand 'data %s' (there are: arith, shapes)",
+                            argv[0]);
     tern_arith_args da = {.size = sizeof da, .seed = 1, .n_train = 2000, .n_eval = 200,
                           .max_operand = 49, .ops = "+"};
     const char *v = NULL;

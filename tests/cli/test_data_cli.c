@@ -175,7 +175,7 @@ Test(data_cli, bad_flags_exit_2_and_write_nothing)
     cr_expect(strstr(r.err, "tern: data needs a subcommand: arith"), "%s", r.err);
     run(&r, "%s data frob db", TERN);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "tern: unknown subcommand 'data frob' (there is: arith)"), "%s",
+    cr_expect(strstr(r.err, "tern: unknown subcommand 'data frob' (there are: arith, shapes)"), "%s",
               r.err);
     cr_expect(strstr(r.err, "usage: tern data arith"), "%s", r.err);
 }

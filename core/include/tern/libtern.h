@@ -189,6 +189,43 @@ typedef struct tern_arith_args {
  * what this call created. */
 TERN_API int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a);
 
+/* What `tern data shapes` does; build it as
+ *   tern_shapes_args a = {.size = sizeof a, .seed = 1, .n_images = 100, .size_px = 64,
+ *                         .out_dir = "data/shapes"};
+ * (the command's defaults). Members are appended only; `size` tells which
+ * this caller knows. */
+typedef struct tern_shapes_args {
+    size_t size;                    /* sizeof(tern_shapes_args) as built by the caller */
+    unsigned long long seed;        /* same seed and arguments: the same bytes */
+    unsigned long long n_images;    /* pictures (1..100000); four tasks each */
+    int size_px;                    /* width and height of each picture, 32..1024 pixels */
+    const char *out_dir;            /* the directory to write the tasks and images to */
+} tern_shapes_args;
+
+/* `tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR`: write N
+ * synthetic pictures, PX x PX PNG files OUT_DIR/images/shape-00001.png, ...
+ * (3 to 6 filled rectangles, circles and triangles in named colours on
+ * white; no two shapes touch), and OUT_DIR/shapes.jsonl with four vision
+ * tasks per picture (docs/data.md), in this order: count_regions ("How many
+ * red shapes...", judged by counting the colour's regions in the image),
+ * color_at (the colour name at a point), grounding (the box of the one shape
+ * of its colour, stored as "box") and counting (shapes of a kind, stored as
+ * "answer"). A task line reads {"id":"shapes-00001-count_regions",
+ * "domain":"vision","prompt":"...","image":"images/shape-00001.png",
+ * "type":"count_regions","color":"red","answer":""}; image paths are
+ * relative to the tasks file, which is how the `vision` reward resolves
+ * them. OUT_DIR (and images/) is created, parents too, if missing. Nothing is
+ * ever overwritten: if the tasks file or any of the N images exists, exit 2
+ * and nothing is touched. Every file is written to a temporary name and
+ * renamed into place when all are written (images first, the tasks file
+ * last); the PNG encoder is libtern's own. Prints the tasks file, the images
+ * directory and the seed to `out`. config_path and the overrides of `inv`
+ * are not used. 0 when written; 2 for bad arguments (a message saying what
+ * and how to fix), an existing file, or an OUT_DIR or OUT_DIR/images that
+ * is not a directory; 1 when a file cannot be written ("PATH: cannot write:
+ * <reason>"), after removing whatever this call created. */
+TERN_API int tern_cmd_data_shapes(const tern_invocation *inv, const tern_shapes_args *a);
+
 /* What `tern timeline` does; build it as
  *   tern_timeline_args a = {.size = sizeof a, .run_dir = "runs/quick"};
  * (the command's defaults: the whole run, 1200 pixels wide, written to

@@ -97,15 +97,24 @@ static void format_destroy(void *state)
     free(st);
 }
 
-/* Whether the whole of s[0..n) matches the expression. REG_STARTEND bounds
- * the match by n (the response need not end with a NUL, and a NUL inside it
- * is an ordinary byte); POSIX leftmost-longest matching finds a match of the
- * whole response whenever there is one. */
+/* Whether the whole of s[0..n) matches the expression: 1, 0, or -1 out of
+ * memory. REG_STARTEND bounds the match by n, so a NUL inside the response
+ * is an ordinary byte; the copy ends with a NUL all the same, because some
+ * regexec() wrappers (AddressSanitizer's) read up to one. POSIX
+ * leftmost-longest matching finds a match of the whole response whenever
+ * there is one. */
 static int regex_whole(const regex_t *re, const char *s, size_t n)
 {
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
     regmatch_t m[1] = {{.rm_so = 0, .rm_eo = (regoff_t)n}};
-    return regexec(re, s, 1, m, REG_STARTEND) == 0 && m[0].rm_so == 0 &&
-           (size_t)m[0].rm_eo == n;
+    int ok = regexec(re, copy, 1, m, REG_STARTEND) == 0 && m[0].rm_so == 0 &&
+             (size_t)m[0].rm_eo == n;
+    free(copy);
+    return ok;
 }
 
 static int format_score(void *state, const tern_reward_item *items, tern_reward_result *res,
@@ -127,6 +136,9 @@ static int format_score(void *state, const tern_reward_item *items, tern_reward_
             ok = st->use_regex ? regex_whole(&st->re, it->response, it->response_len)
                                : template_match(&st->tpl, it->response, it->response_len,
                                                 st->nonempty);
+            if (ok < 0)
+                return host->fail(NULL, TERN_ENOMEM, "format: out of memory copying a "
+                                  "%zu-byte response", it->response_len);
             /* the template is the user's own text: quote at most 100 bytes */
             snprintf(r->reason, sizeof r->reason, "%s the %s %.100s",
                      ok ? "matches" : "does not match", st->use_regex ? "regex" : "template",
