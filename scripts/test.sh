@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to the whole test suite: install
 # what is missing, then build and run every test twice, plainly and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of
-# the settings layer, the safetensors reader and the experience decoder.
+# the settings layer, the safetensors reader, the experience decoder and the
+# reward plugins' parsers (math, k12, vision, format).
 # Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,12 +22,13 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 
-secs=${TERN_FUZZ_SECONDS:-60}
-echo "== fuzz the settings layer, the safetensors reader and the experience decoder (libFuzzer, ${secs} s each)"
+secs=${TERN_FUZZ_SECONDS:-40}
+targets="settings safetensors experience math k12 vision format"
+echo "== fuzz the settings layer, the safetensors reader, the experience decoder and the reward parsers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_settings fuzz_safetensors fuzz_experience
-for target in settings safetensors experience; do
+cmake --build build-fuzz -j "$jobs" --target $(printf 'fuzz_%s ' $targets)
+for target in $targets; do
   corpus=tests/fuzz/corpus; [ $target != settings ] && corpus=tests/fuzz/corpus_$target
   mkdir -p build-fuzz/corpus_$target
   build-fuzz/tests/fuzz/fuzz_$target -artifact_prefix=build-fuzz/ -max_total_time="$secs" \
