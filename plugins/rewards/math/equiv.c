@@ -95,6 +95,56 @@ static const char *note_of(unsigned seen)
     return "";
 }
 
+/* A number as written: a literal, a signed one, or a fraction of them. */
+static int literal(const math_ws *ws, int32_t i)
+{
+    const math_node *n = &ws->node[i];
+    if (n->op == N_NEG)
+        n = &ws->node[n->a];
+    if (n->op == N_DIV)
+        return literal(ws, n->a) && literal(ws, n->b);
+    return n->op == N_NUM;
+}
+
+/* A mixed number: an integer, then a fraction of literals (3\frac{1}{2}). */
+static int mixed(const math_ws *ws, const math_node *n)
+{
+    const math_node *w = &ws->node[n->a], *f = &ws->node[n->b];
+    if (w->op == N_NEG)
+        w = &ws->node[w->a];
+    return w->op == N_NUM && f->op == N_DIV && ws->node[f->a].op == N_NUM &&
+           ws->node[f->b].op == N_NUM;
+}
+
+/* Whether the tree at i adds, subtracts or multiplies written numbers:
+ * 37+45, 3*4, 2(3). A mixed number is a number; powers and roots (2^{10},
+ * \sqrt{8}) are closed forms, compared by value. */
+static int undone_arithmetic(const math_ws *ws, int32_t i)
+{
+    if (i < 0)
+        return 0;
+    const math_node *n = &ws->node[i];
+    switch (n->op) {
+    case N_NUM: case N_VAR: case N_PI: case N_E: case N_INF:
+        return 0;
+    case N_ADD: case N_SUB: case N_MUL:
+        if (literal(ws, n->a) && literal(ws, n->b) && (n->op != N_ADD || !mixed(ws, n)))
+            return 1;
+        break;
+    case N_TUPLE: case N_SET: case N_LIST: case N_UNION:
+        for (int32_t c = n->a; c >= 0; c = ws->node[c].next)
+            if (undone_arithmetic(ws, c))
+                return 1;
+        return 0;
+    default:
+        break;
+    }
+    return undone_arithmetic(ws, n->a) ||
+           (n->op != N_FUNC && n->op != N_NEG && n->op != N_SQRT && n->op != N_PCT &&
+            n->op != N_ABS && n->op != N_FACT && n->op != N_PMU && n->op != N_MPU &&
+            undone_arithmetic(ws, n->b));
+}
+
 /* Steps 4 and 5 of equiv.h, on answers of at most MATH_EXPR_MAX bytes. */
 static int compare_parsed(const char *a, size_t alen, const char *b, size_t blen,
                           const math_opts *o, math_verdict *v)
@@ -129,6 +179,12 @@ static int compare_parsed(const char *a, size_t alen, const char *b, size_t blen
     if (ra < 0 || rb < 0) {
         v->note = "cannot parse";
         v->why = ra < 0 ? why_a : why_b;
+        goto out;
+    }
+    /* A gold that is a number wants a number: restating the question
+     * ("37+45" for 82) must not earn the reward. */
+    if (literal(ws, rb) && undone_arithmetic(ws, ra)) {
+        v->note = "arithmetic left undone";
         goto out;
     }
     int points = ws->nvars ? o->points : 1;

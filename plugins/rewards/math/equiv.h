@@ -7,7 +7,8 @@
  *   3. longer than MATH_EXPR_MAX bytes: not parsed, so not equal;
  *   4. tokenised (latex.h) the same, or both text answers (words) that are
  *      the same ignoring case and braces;
- *   5. parsed (expr.h) and compared by value (compare.h): exact rationals
+ *   5. parsed (expr.h); an answer that restates arithmetic for a gold that
+ *      is a number is not equal; then compared by value (compare.h): exact rationals
  *      when both are rational, floating point within `tolerance` otherwise,
  *      random points for variables, tuples in order, sets and lists of
  *      answers in any order, intervals with their ends, equations up to a
@@ -36,7 +37,10 @@ typedef struct math_verdict {
     const char *why; /* why an answer did not parse, or NULL */
 } math_verdict;
 
-/* Judge answer a against answer b (cleaned here). Symmetric. Returns 0, or
+/* Judge answer a against the gold answer b (cleaned here). Symmetric but for
+ * one rule: when b is a written number (a literal, signed, or a fraction of
+ * literals), a may not do arithmetic on written numbers ("37+45" is not 82:
+ * note "arithmetic left undone"). Returns 0, or
  * -1 when out of memory (v then says not equal). */
 int math_equivalent(const char *a, size_t alen, const char *b, size_t blen, const math_opts *o,
                     math_verdict *v);
