@@ -145,13 +145,13 @@ static void check_text(const char *s, size_t n)
     if (anls != -1 && !(anls >= 0 && anls <= 1 && sim >= 0 && sim <= 1))
         abort();
     char reason[160];
-    vis_excerpt(reason, sizeof reason, s, n, 100);
+    reward_excerpt(reason, sizeof reason, s, n, 100);
     size_t rl = strlen(reason);
     memcpy(reason + rl, s, n < sizeof reason - rl ? n : sizeof reason - rl);
     reason[sizeof reason - 1] = '\0';
     vis_clean_reason(reason, sizeof reason);
     for (size_t i = 0; reason[i];) {
-        size_t u = vis_utf8_length((const unsigned char *)reason + i, strlen(reason + i));
+        size_t u = reward_utf8_length((const unsigned char *)reason + i, strlen(reason + i));
         if (!u || (u == 1 && ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)))
             abort();
         i += u;

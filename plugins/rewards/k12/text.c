@@ -5,32 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-size_t k12_utf8_length(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        lo = c == 0xE0 ? 0xA0 : 0x80;
-        hi = c == 0xED ? 0x9F : 0xBF;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t k = 2; k < len; k++)
-        if (s[k] < 0x80 || s[k] > 0xBF)
-            return 0;
-    return len;
-}
-
 int k12_starts(const char *s, size_t len, size_t i, const char *w)
 {
     size_t n = strlen(w);
@@ -59,7 +33,7 @@ void k12_excerpt(char *dst, const char *s, size_t len)
     size_t o = 0, i = 0;
     while (i < len) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t n = k12_utf8_length(u, len - i);
+        size_t n = reward_utf8_length(u, len - i);
         if (o + (n ? n : 1) > K12_EXCERPT_MAX) {
             memcpy(dst + o, "...", 3);
             o += 3;

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "../common/reward_text.h"
+
 static inline int k12_is_digit(char c) { return c >= '0' && c <= '9'; }
 static inline int k12_is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 static inline int k12_is_alpha(char c) { return (c >= 'a' && c <= 'z') || k12_is_upper(c); }
@@ -18,10 +20,6 @@ static inline int k12_is_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 static inline char k12_lower(char c) { return k12_is_upper(c) ? (char)(c - 'A' + 'a') : c; }
-
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if it is not one
- * (Unicode table 3-7: no overlongs, surrogates or code points past U+10FFFF). */
-size_t k12_utf8_length(const unsigned char *s, size_t n);
 
 /* Does s[i..len) start with the bytes of `w`? */
 int k12_starts(const char *s, size_t len, size_t i, const char *w);
@@ -36,7 +34,9 @@ int k12_word_ci(const char *s, size_t len, size_t i, const char *w);
 
 /* s[0..len) into dst[K12_EXCERPT_MAX + 4] as printable, valid UTF-8: control
  * characters and invalid bytes become '?', whitespace a space, and "..."
- * marks a cut, which always falls between two characters. */
+ * marks a cut, which always falls between two characters. Stricter than
+ * reward_excerpt() (../common/reward_text.h): C1 controls and the Unicode
+ * line and paragraph separators are replaced too. */
 void k12_excerpt(char *dst, const char *s, size_t len);
 
 /* printf into dst[cap]; a reason too long is cut between two characters, so

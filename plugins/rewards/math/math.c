@@ -16,6 +16,7 @@
 #include <tern/plugin.h>
 #include <tern/reward.h>
 
+#include "../common/reward_text.h"
 #include "ascii.h"
 #include "equiv.h"
 #include "expr.h"
@@ -41,61 +42,6 @@ typedef struct math_state {
 #define NUMBER_TEXT_MAX 400
 
 /* ---- Reasons ------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if it is not one
- * (Unicode table 3-7: no overlongs, surrogates or code points past U+10FFFF). */
-static size_t utf8_length(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        lo = c == 0xE0 ? 0xA0 : 0x80;
-        hi = c == 0xED ? 0x9F : 0xBF;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t k = 2; k < len; k++)
-        if (s[k] < 0x80 || s[k] > 0xBF)
-            return 0;
-    return len;
-}
-
-/* s[0..len) quoted into dst[EXCERPT_MAX + 4] as printable, valid UTF-8:
- * control bytes and invalid bytes become '?', whitespace a space, and "..."
- * marks a cut. The core stores reasons in JSON, and a reason must stay
- * readable whatever bytes the response held. */
-static void excerpt(char *dst, const char *s, size_t len)
-{
-    size_t o = 0, i = 0;
-    while (i < len) {
-        const unsigned char *u = (const unsigned char *)s + i;
-        size_t n = utf8_length(u, len - i);
-        if (o + (n ? n : 1) > EXCERPT_MAX) {
-            memcpy(dst + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (n == 1 && (u[0] < 0x20 || u[0] == 0x7F))
-            dst[o++] = math_is_space((char)u[0]) ? ' ' : '?';
-        else if (n) {
-            memcpy(dst + o, u, n);
-            o += n;
-        } else
-            dst[o++] = '?';
-        i += n ? n : 1;
-    }
-    dst[o] = '\0';
-}
 
 /* ---- The gold answer -------------------------------------------------------- */
 
@@ -220,8 +166,8 @@ static int score_one(const math_state *st, const tern_reward_item *item, tern_re
             return host->fail(st->ctx, TERN_ENOMEM, "math: out of memory comparing answers");
         correct = v.equal;
         char got[EXCERPT_MAX + 4], want[EXCERPT_MAX + 4], text[3 * TERN_REWARD_REASON_MAX];
-        excerpt(got, a.text, a.len);
-        excerpt(want, g.text, g.len);
+        reward_excerpt(got, sizeof got, a.text, a.len, EXCERPT_MAX);
+        reward_excerpt(want, sizeof want, g.text, g.len, EXCERPT_MAX);
         if (correct)
             snprintf(text, sizeof text, "%s %s equals gold %s%s%s%s", math_form_label(a.form), got,
                      want, v.note[0] ? " (" : "", v.note, v.note[0] ? ")" : "");

@@ -11,32 +11,6 @@ static int is_alnum(int c) { return is_digit(c) || is_letter(c); }
 static int is_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
-size_t vis_utf8_length(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        lo = c == 0xE0 ? 0xA0 : 0x80;
-        hi = c == 0xED ? 0x9F : 0xBF;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t k = 2; k < len; k++)
-        if (s[k] < 0x80 || s[k] > 0xBF)
-            return 0;
-    return len;
-}
-
 /* Does s[i..n) start with the ASCII text t, in any case? */
 static int starts_ci(const char *s, size_t n, size_t i, const char *t)
 {
@@ -435,7 +409,7 @@ static size_t normalise(const char *s, size_t len, uint32_t *cp, size_t cap, siz
             all++;
             pending_space = 0;
         }
-        size_t k = vis_utf8_length(u, len - i);
+        size_t k = reward_utf8_length(u, len - i);
         uint32_t v;
         if (k == 0) {
             v = 0xDC00u + u[0]; /* an invalid byte stands for itself */
@@ -502,35 +476,6 @@ double vis_anls(const char *pred, size_t pred_len, const char *gold, size_t gold
 
 /* ---- Reasons ----------------------------------------------------------------------- */
 
-void vis_excerpt(char *dst, size_t cap, const char *s, size_t len, size_t max)
-{
-    size_t o = 0, i = 0;
-    if (!cap)
-        return;
-    if (max + 4 > cap)
-        max = cap > 4 ? cap - 4 : 0;
-    while (i < len) {
-        const unsigned char *u = (const unsigned char *)s + i;
-        size_t n = vis_utf8_length(u, len - i);
-        if (o + (n ? n : 1) > max) {
-            if (o + 3 < cap) {
-                memcpy(dst + o, "...", 3);
-                o += 3;
-            }
-            break;
-        }
-        if (n == 1 && (u[0] < 0x20 || u[0] == 0x7F))
-            dst[o++] = is_space(u[0]) ? ' ' : '?';
-        else if (n) {
-            memcpy(dst + o, u, n);
-            o += n;
-        } else
-            dst[o++] = '?';
-        i += n ? n : 1;
-    }
-    dst[o] = '\0';
-}
-
 void vis_clean_reason(char *r, size_t cap)
 {
     size_t len = strnlen(r, cap);
@@ -539,7 +484,7 @@ void vis_clean_reason(char *r, size_t cap)
     size_t i = 0;
     while (i < len) {
         const unsigned char *u = (const unsigned char *)r + i;
-        size_t n = vis_utf8_length(u, len - i);
+        size_t n = reward_utf8_length(u, len - i);
         if (n == 0) {
             /* a sequence cut at the end by truncation is dropped */
             if (u[0] >= 0xC2 && len - i < 4) {

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "../common/reward_text.h"
+
 /* The part of s[0..len) a verdict reads: the text inside the last
  * <answer>...</answer> (tags in any ASCII case; to the end when the last
  * <answer> is not closed), or all of it when there is no <answer>. */
@@ -78,16 +80,8 @@ int vis_gold_choice(const char *s, size_t len, char *letter, int *is_yesno);
 double vis_anls(const char *pred, size_t pred_len, const char *gold, size_t gold_len,
                 double *similarity);
 
-/* s[0..len) quoted into dst[cap] as printable valid UTF-8 (control and
- * invalid bytes become '?', whitespace a space, "..." marks a cut; at most
- * `max` bytes of text). */
-void vis_excerpt(char *dst, size_t cap, const char *s, size_t len, size_t max);
-
 /* Make a finished reason printable, valid UTF-8 in place (bytes that are
  * not, and a sequence cut by truncation, become '?' or are dropped). */
 void vis_clean_reason(char *r, size_t cap);
-
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if invalid. */
-size_t vis_utf8_length(const unsigned char *s, size_t n);
 
 #endif

@@ -109,7 +109,7 @@ static int task_has(const tern_task *task, const char *key)
 /* s[0..len) quoted for a reason. */
 static const char *quote(char *buf, const char *s, size_t len)
 {
-    vis_excerpt(buf, EXCERPT_MAX + 4, s, len, EXCERPT_MAX);
+    reward_excerpt(buf, EXCERPT_MAX + 4, s, len, EXCERPT_MAX);
     return buf;
 }
 
@@ -120,14 +120,14 @@ static void path_excerpt(char *dst, size_t cap, const char *path)
 {
     size_t n = strlen(path), keep = 56;
     if (n <= keep) {
-        vis_excerpt(dst, cap, path, n, keep);
+        reward_excerpt(dst, cap, path, n, keep);
         return;
     }
     const char *tail = path + n - keep;
     while (((unsigned char)*tail & 0xC0) == 0x80)
         tail++;
     char part[64];
-    vis_excerpt(part, sizeof part, tail, strlen(tail), keep);
+    reward_excerpt(part, sizeof part, tail, strlen(tail), keep);
     snprintf(dst, cap, "...%s", part);
 }
 
