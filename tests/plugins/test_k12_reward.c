@@ -15,6 +15,7 @@
 #include "corpus.h"
 #include "errmsg.h"
 #include "harness.h"
+#include "reward_case.h"
 #include "task.h"
 #include "tern/reward.h"
 
@@ -29,55 +30,18 @@ static const tern_reward_ops *open_k12(harness *h, const char *settings)
     return harness_ops(h);
 }
 
-static tern_task *task_of(const char *json)
-{
-    tern_task *t = NULL;
-    int rc = tern_task_parse(json, strlen(json), "test", &t);
-    cr_assert_eq(rc, TERN_OK, "task %s: %s", json, tern_error_message());
-    return t;
-}
-
-/* Scores response[0..len) alone. The bytes are copied into a heap block of
- * exactly len bytes with no NUL after them, so AddressSanitizer catches any
- * read past response_len. */
-static tern_reward_result score_bytes(const harness *h, const tern_task *task,
-                                      const char *response, size_t len)
-{
-    const tern_reward_ops *ops = harness_ops(h);
-    char *copy = malloc(len ? len : 1);
-    cr_assert_not_null(copy);
-    memcpy(copy, response, len);
-    tern_reward_item item = {.size = sizeof item, .task = task, .response = copy,
-                             .response_len = len};
-    tern_reward_result r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    cr_assert_eq(ops->score(h->state, &item, &r, 1), TERN_OK, "%s", tern_error_message());
-    free(copy);
-    return r;
-}
-
 static tern_reward_result score_text(const harness *h, const tern_task *task, const char *response)
 {
-    return score_bytes(h, task, response, strlen(response));
+    return reward_score_bytes(h, task, response, strlen(response));
 }
 
 /* Scores `response` against the task `task_json`. */
 static tern_reward_result judge(const harness *h, const char *task_json, const char *response)
 {
-    tern_task *t = task_of(task_json);
+    tern_task *t = reward_task_of(task_json);
     tern_reward_result r = score_text(h, t, response);
     tern_task_free(t);
     return r;
-}
-
-static double component(const tern_reward_result *r, const char *name)
-{
-    for (uint32_t i = 0; i < r->n_components; i++)
-        if (strcmp(r->components[i].name, name) == 0)
-            return r->components[i].value;
-    cr_assert_fail("no component '%s' in the result (%u components)", name, r->n_components);
-    return -1;
 }
 
 /* Length of the valid UTF-8 sequence at s, 0 if invalid. */
@@ -183,19 +147,19 @@ Test(k12_reward, components_and_reasons_say_what_was_judged)
     tern_reward_result r = judge(&h, "{\"answer\": \"B\"}", "The answer is (B).");
     cr_assert_eq(r.reward, 1.0);
     cr_assert_eq(r.n_components, 2);
-    cr_assert_eq(component(&r, "accuracy"), 1.0);
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "accuracy"), 1.0);
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert_str_eq(r.reason, "choice: stated answer B equals gold B");
 
     r = judge(&h, "{\"answer\": \"B\"}", "\\boxed{C}");
     cr_assert_eq(r.reward, 0.0);
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert_str_eq(r.reason, "choice: boxed answer C, gold B");
 
     /* the last line judges, but shows no intent to answer: format 0 */
     r = judge(&h, "{\"answer\": \"B\"}", "Let me think.\nB");
     cr_assert_eq(r.reward, 1.0);
-    cr_assert_eq(component(&r, "format"), 0.0);
+    cr_assert_eq(reward_component(&r, "format"), 0.0);
     cr_assert_str_eq(r.reason, "choice: last line B equals gold B");
 
     r = judge(&h, "{\"answer\": \"B\"}", "No idea, sorry");
@@ -204,8 +168,8 @@ Test(k12_reward, components_and_reasons_say_what_was_judged)
 
     r = judge(&h, "{\"answer\": \"ACD\", \"partial_credit\": \"half_for_subset\"}", "答案：AC");
     cr_assert_eq(r.reward, 0.5);
-    cr_assert_eq(component(&r, "accuracy"), 0.0, "accuracy is 1 only when fully right");
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "accuracy"), 0.0, "accuracy is 1 only when fully right");
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert_str_eq(r.reason, "choice: stated answer AC, gold ACD: a subset, half credit");
 
     r = judge(&h, "{\"answer\": \"ACD\", \"partial_credit\": \"fraction\"}", "AC");
@@ -238,7 +202,7 @@ Test(k12_reward, components_and_reasons_say_what_was_judged)
 
     r = judge(&h, "{\"answer\": \"B\"}", "");
     cr_assert_eq(r.reward, 0.0);
-    cr_assert_eq(component(&r, "format"), 0.0);
+    cr_assert_eq(reward_component(&r, "format"), 0.0);
     cr_assert_str_eq(r.reason, "empty response");
     harness_close(&h);
 }
@@ -312,7 +276,7 @@ Test(k12_reward, a_task_at_fault_is_a_verdict_with_a_reason)
         tern_reward_result r = judge(&h, cases[i].task, "The answer is \\boxed{B}");
         cr_expect_eq(r.reward, 0.0, "%s", cases[i].task);
         cr_expect_str_eq(r.reason, cases[i].reason, "%s", cases[i].task);
-        cr_expect_eq(component(&r, "format"), 1.0, "format judges the response alone: %s",
+        cr_expect_eq(reward_component(&r, "format"), 1.0, "format judges the response alone: %s",
                      cases[i].task);
         assert_reason_clean(&r);
     }
@@ -458,20 +422,6 @@ Test(k12_reward, descriptor_declares_a_thread_safe_reward)
 
 #define MEGABYTE (1024u * 1024u)
 
-/* Whole copies of `unit` filling at most n bytes, then `tail`. */
-static char *repeat(const char *unit, size_t n, const char *tail, size_t *len)
-{
-    size_t u = strlen(unit), t = strlen(tail);
-    n -= n % u;
-    char *s = malloc(n + t + 1);
-    cr_assert_not_null(s);
-    for (size_t i = 0; i < n; i++)
-        s[i] = unit[i % u];
-    memcpy(s + n, tail, t + 1);
-    *len = n + t;
-    return s;
-}
-
 /* Each of these would take minutes with work quadratic in the length: a
  * megabyte for finding the answer, just under the 64 KiB an answer may have
  * for reading it. */
@@ -525,13 +475,13 @@ Test(k12_reward, megabytes_of_hostile_text_take_linear_time)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char json[64];
         snprintf(json, sizeof json, "{\"answer\": \"%s\"}", cases[i].gold);
-        tern_task *t = task_of(json);
+        tern_task *t = reward_task_of(json);
         size_t len;
-        char *s = repeat(cases[i].unit, cases[i].size, cases[i].tail, &len);
-        tern_reward_result r = score_bytes(&h, t, s, len);
+        char *s = reward_repeat(cases[i].unit, cases[i].size, cases[i].tail, &len);
+        tern_reward_result r = reward_score_bytes(&h, t, s, len);
         cr_expect_eq(r.reward, cases[i].reward, "case %zu: \"%s\" x %zu + \"%s\": %s", i,
                      cases[i].unit, cases[i].size, cases[i].tail, r.reason);
-        cr_expect_eq(component(&r, "format"), cases[i].format, "case %zu: \"%s\": %s", i,
+        cr_expect_eq(reward_component(&r, "format"), cases[i].format, "case %zu: \"%s\": %s", i,
                      cases[i].unit, r.reason);
         assert_reason_clean(&r);
         free(s);
@@ -545,21 +495,21 @@ Test(k12_reward, a_long_answer_is_a_verdict_and_the_reason_is_cut_on_a_character
     harness h;
     open_k12(&h, "");
     size_t len;
-    char *s = repeat("B", 70000, "", &len);
-    tern_task *t = task_of("{\"answer\": \"B\"}");
-    tern_reward_result r = score_bytes(&h, t, s, len);
+    char *s = reward_repeat("B", 70000, "", &len);
+    tern_task *t = reward_task_of("{\"answer\": \"B\"}");
+    tern_reward_result r = reward_score_bytes(&h, t, s, len);
     cr_assert_eq(r.reward, 0.0);
     cr_assert_str_eq(r.reason, "choice: last line is longer than 65536 bytes (70000)");
     tern_task_free(t);
     free(s);
 
     /* long CJK answers and golds: the reason fits and ends on a character */
-    s = repeat("\xe5\x85\x89", 3000, "", &len); /* 光 x 1000 */
+    s = reward_repeat("\xe5\x85\x89", 3000, "", &len); /* 光 x 1000 */
     char *json = malloc(len + 32);
     cr_assert_not_null(json);
     snprintf(json, len + 32, "{\"answer\": \"%s\"}", s);
-    t = task_of(json);
-    r = score_bytes(&h, t, s, len);
+    t = reward_task_of(json);
+    r = reward_score_bytes(&h, t, s, len);
     cr_assert_eq(r.reward, 1.0, "%s", r.reason);
     assert_reason_clean(&r);
     cr_assert(strstr(r.reason, "..."), "%s", r.reason);
@@ -567,7 +517,7 @@ Test(k12_reward, a_long_answer_is_a_verdict_and_the_reason_is_cut_on_a_character
     s[len - 2] = '\x85';
     s[len - 3] = '\xe5';
     s[0] = 'x';
-    r = score_bytes(&h, t, s, len);
+    r = reward_score_bytes(&h, t, s, len);
     cr_assert_eq(r.reward, 0.0, "%s", r.reason);
     assert_reason_clean(&r);
     tern_task_free(t);
@@ -580,13 +530,13 @@ Test(k12_reward, invalid_utf8_is_judged_and_kept_out_of_reasons)
 {
     harness h;
     open_k12(&h, "");
-    tern_task *t = task_of("{\"answer\": \"B\"}");
+    tern_task *t = reward_task_of("{\"answer\": \"B\"}");
     tern_reward_result r = score_text(&h, t, "\xff\xfe reasoning \xc3\nThe answer is B.");
     cr_assert_eq(r.reward, 1.0, "%s", r.reason);
 
     r = score_text(&h, t, "The answer is \xff\xc3(\xed\xa0\x80.");
     cr_assert_eq(r.reward, 0.0);
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert(strstr(r.reason, "is not option letters"), "%s", r.reason);
     assert_reason_clean(&r);
 
@@ -595,7 +545,7 @@ Test(k12_reward, invalid_utf8_is_judged_and_kept_out_of_reasons)
     cr_assert_eq(r.reward, 1.0, "%s", r.reason);
     tern_task_free(t);
 
-    t = task_of("{\"answer\": \"caf\\u00e9\"}");
+    t = reward_task_of("{\"answer\": \"caf\\u00e9\"}");
     r = score_text(&h, t, "The answer is caf\xe9.");
     cr_assert_eq(r.reward, 0.0, "Latin-1 bytes are not UTF-8: %s", r.reason);
     assert_reason_clean(&r);
@@ -609,22 +559,22 @@ Test(k12_reward, nul_bytes_inside_response_len_are_ordinary_bytes)
 {
     harness h;
     open_k12(&h, "");
-    tern_task *t = task_of("{\"answer\": \"B\"}");
+    tern_task *t = reward_task_of("{\"answer\": \"B\"}");
     static const char after_nul[] = "The answer is A.\0 The answer is B.";
-    tern_reward_result r = score_bytes(&h, t, after_nul, sizeof after_nul - 1);
+    tern_reward_result r = reward_score_bytes(&h, t, after_nul, sizeof after_nul - 1);
     cr_assert_eq(r.reward, 1.0, "the statement after the NUL counts: %s", r.reason);
 
     static const char inside[] = "\\boxed{\0B}";
-    r = score_bytes(&h, t, inside, sizeof inside - 1);
+    r = reward_score_bytes(&h, t, inside, sizeof inside - 1);
     cr_assert_eq(r.reward, 1.0, "a NUL reads as a space: %s", r.reason);
     static const char only[] = "\0\0\0";
-    r = score_bytes(&h, t, only, sizeof only - 1);
+    r = reward_score_bytes(&h, t, only, sizeof only - 1);
     cr_assert_eq(r.reward, 0.0);
     assert_reason_clean(&r);
     tern_task_free(t);
-    t = task_of("{\"answer\": \"42\"}");
+    t = reward_task_of("{\"answer\": \"42\"}");
     static const char digits[] = "#### 4\0" "2";
-    r = score_bytes(&h, t, digits, sizeof digits - 1);
+    r = reward_score_bytes(&h, t, digits, sizeof digits - 1);
     cr_assert_eq(r.reward, 0.0, "4<NUL>2 is not 42: %s", r.reason);
     assert_reason_clean(&r);
     tern_task_free(t);
@@ -635,14 +585,14 @@ Test(k12_reward, reads_nothing_past_response_len)
 {
     harness h;
     const tern_reward_ops *ops = open_k12(&h, "");
-    tern_task *t = task_of("{\"answer\": \"B\"}");
+    tern_task *t = reward_task_of("{\"answer\": \"B\"}");
     /* The closing brace lies just past response_len: the box is unclosed. */
     static const char text[] = "\\boxed{B}";
     tern_reward_item item = {.size = sizeof item, .task = t, .response = text,
                              .response_len = sizeof text - 2};
     tern_reward_result r = {.size = sizeof r};
     cr_assert_eq(ops->score(h.state, &item, &r, 1), TERN_OK);
-    cr_assert_eq(component(&r, "format"), 0.0, "%s", r.reason);
+    cr_assert_eq(reward_component(&r, "format"), 0.0, "%s", r.reason);
     cr_assert_eq(r.reward, 0.0, "%s", r.reason);
 
     /* A missing response is an empty one, whatever its length says. */

@@ -18,6 +18,7 @@
 #include "corpus.h"
 #include "errmsg.h"
 #include "harness.h"
+#include "reward_case.h"
 #include "task.h"
 #include "tern/reward.h"
 
@@ -30,56 +31,19 @@ static const tern_reward_ops *open_math(harness *h, const char *settings)
     return harness_ops(h);
 }
 
-static tern_task *task_of(const char *json)
-{
-    tern_task *t = NULL;
-    int rc = tern_task_parse(json, strlen(json), "test", &t);
-    cr_assert_eq(rc, TERN_OK, "task %s: %s", json, tern_error_message());
-    return t;
-}
-
 /* {"answer": <gold_json>} */
 static tern_task *task_with_answer(const char *gold_json)
 {
     char *json = NULL;
     cr_assert_geq(asprintf(&json, "{\"answer\": %s}", gold_json), 0);
-    tern_task *t = task_of(json);
+    tern_task *t = reward_task_of(json);
     free(json);
     return t;
 }
 
-/* Scores response[0..len) alone. The bytes are copied into a heap block of
- * exactly len bytes with no NUL after them, so AddressSanitizer catches any
- * read past response_len. */
-static tern_reward_result score_bytes(const harness *h, const tern_task *task,
-                                      const char *response, size_t len)
-{
-    const tern_reward_ops *ops = harness_ops(h);
-    char *copy = malloc(len ? len : 1);
-    cr_assert_not_null(copy);
-    memcpy(copy, response, len);
-    tern_reward_item item = {.size = sizeof item, .task = task, .response = copy,
-                             .response_len = len};
-    tern_reward_result r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    cr_assert_eq(ops->score(h->state, &item, &r, 1), TERN_OK, "%s", tern_error_message());
-    free(copy);
-    return r;
-}
-
 static tern_reward_result score_text(const harness *h, const tern_task *task, const char *response)
 {
-    return score_bytes(h, task, response, strlen(response));
-}
-
-static double component(const tern_reward_result *r, const char *name)
-{
-    for (uint32_t i = 0; i < r->n_components; i++)
-        if (strcmp(r->components[i].name, name) == 0)
-            return r->components[i].value;
-    cr_assert_fail("no component '%s' in the result (%u components)", name, r->n_components);
-    return -1;
+    return reward_score_bytes(h, task, response, strlen(response));
 }
 
 /* Reasons are stored in JSON by the core: they must be ended, printable and
@@ -202,7 +166,7 @@ Test(math_reward, corpus_verdicts)
         cr_expect_eq(r.reward, corpus[i].reward,
                      "case %zu: response \"%s\", gold %s: reward %g, expected %g (%s)", i,
                      corpus[i].response, corpus[i].gold, r.reward, corpus[i].reward, r.reason);
-        cr_expect_eq(component(&r, "accuracy"), corpus[i].reward, "case %zu", i);
+        cr_expect_eq(reward_component(&r, "accuracy"), corpus[i].reward, "case %zu", i);
         assert_reason_clean(&r);
         tern_task_free(t);
     }
@@ -281,34 +245,34 @@ Test(math_reward, components_and_reasons_say_what_was_judged)
     tern_reward_result r = score_text(&h, t, "Adding up: \\boxed{42}");
     cr_assert_eq(r.reward, 1.0);
     cr_assert_eq(r.n_components, 2);
-    cr_assert_eq(component(&r, "accuracy"), 1.0);
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "accuracy"), 1.0);
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert_str_eq(r.reason, "boxed answer 42 equals gold 42");
 
     r = score_text(&h, t, "#### 41");
     cr_assert_eq(r.reward, 0.0);
-    cr_assert_eq(component(&r, "accuracy"), 0.0);
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "accuracy"), 0.0);
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert_str_eq(r.reason, "extracted 41 (#### answer), gold 42");
 
     r = score_text(&h, t, "The answer is 42.");
-    cr_assert_eq(component(&r, "format"), 1.0);
+    cr_assert_eq(reward_component(&r, "format"), 1.0);
     cr_assert_str_eq(r.reason, "stated answer 42 equals gold 42");
 
     /* the last number judges, but shows no intent to answer: format 0 */
     r = score_text(&h, t, "I think it is 42");
     cr_assert_eq(r.reward, 1.0);
-    cr_assert_eq(component(&r, "format"), 0.0);
+    cr_assert_eq(reward_component(&r, "format"), 0.0);
     cr_assert_str_eq(r.reason, "last number 42 equals gold 42");
 
     r = score_text(&h, t, "I think it is 41 or so");
-    cr_assert_eq(component(&r, "accuracy"), 0.0);
+    cr_assert_eq(reward_component(&r, "accuracy"), 0.0);
     cr_assert(strstr(r.reason, "extracted 41"), "%s", r.reason);
     cr_assert(strstr(r.reason, "gold 42"), "%s", r.reason);
 
     r = score_text(&h, t, "I have no idea.");
     cr_assert_eq(r.reward, 0.0);
-    cr_assert_eq(component(&r, "format"), 0.0);
+    cr_assert_eq(reward_component(&r, "format"), 0.0);
     cr_assert_str_eq(r.reason, "no answer found");
 
     r = score_text(&h, t, "");
@@ -346,11 +310,11 @@ Test(math_reward, a_task_without_gold_is_a_verdict_with_a_reason)
         {"{\"answer\": \"  $ \"}", "task field 'answer' is empty"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tern_task *t = task_of(cases[i].task);
+        tern_task *t = reward_task_of(cases[i].task);
         tern_reward_result r = score_text(&h, t, "\\boxed{4}");
         cr_assert_eq(r.reward, 0.0, "%s", cases[i].task);
         cr_assert_str_eq(r.reason, cases[i].reason);
-        cr_assert_eq(component(&r, "format"), 1.0, "format judges the response alone");
+        cr_assert_eq(reward_component(&r, "format"), 1.0, "format judges the response alone");
         tern_task_free(t);
     }
     harness_close(&h);
@@ -362,11 +326,11 @@ Test(math_reward, answer_field_names_the_gold_field)
 {
     harness h;
     open_math(&h, "answer_field = \"solution\";");
-    tern_task *t = task_of("{\"solution\": \"9\", \"answer\": \"8\"}");
+    tern_task *t = reward_task_of("{\"solution\": \"9\", \"answer\": \"8\"}");
     cr_assert_eq(score_text(&h, t, "\\boxed{9}").reward, 1.0);
     cr_assert_eq(score_text(&h, t, "\\boxed{8}").reward, 0.0);
     tern_task_free(t);
-    t = task_of("{\"answer\": \"9\"}");
+    t = reward_task_of("{\"answer\": \"9\"}");
     tern_reward_result r = score_text(&h, t, "\\boxed{9}");
     cr_assert_eq(r.reward, 0.0);
     cr_assert_str_eq(r.reason, "task has no answer field 'solution'");
@@ -374,7 +338,7 @@ Test(math_reward, answer_field_names_the_gold_field)
     harness_close(&h);
 
     open_math(&h, "answer_field = \"meta.gold\";");
-    t = task_of("{\"meta\": {\"gold\": 3}}");
+    t = reward_task_of("{\"meta\": {\"gold\": 3}}");
     cr_assert_eq(score_text(&h, t, "#### 3").reward, 1.0);
     tern_task_free(t);
     harness_close(&h);
@@ -439,29 +403,15 @@ Test(math_reward, descriptor_declares_a_thread_safe_reward)
 
 #define MEGABYTE (1024u * 1024u)
 
-/* Whole copies of `unit` filling at most n bytes, then `tail`. */
-static char *repeat(const char *unit, size_t n, const char *tail, size_t *len)
-{
-    size_t u = strlen(unit), t = strlen(tail);
-    n -= n % u;
-    char *s = malloc(n + t + 1);
-    cr_assert_not_null(s);
-    for (size_t i = 0; i < n; i++)
-        s[i] = unit[i % u];
-    memcpy(s + n, tail, t + 1);
-    *len = n + t;
-    return s;
-}
-
 Test(math_reward, a_megabyte_of_digits_is_judged_exactly)
 {
     harness h;
     open_math(&h, "");
     size_t len;
-    char *digits = repeat("7", MEGABYTE, "", &len);
+    char *digits = reward_repeat("7", MEGABYTE, "", &len);
 
     tern_task *t = task_with_answer("\"42\"");
-    tern_reward_result r = score_bytes(&h, t, digits, len);
+    tern_reward_result r = reward_score_bytes(&h, t, digits, len);
     cr_assert_eq(r.reward, 0.0);
     cr_assert(strstr(r.reason, "..."), "a long answer is cut in the reason: %s", r.reason);
     assert_reason_clean(&r);
@@ -471,11 +421,11 @@ Test(math_reward, a_megabyte_of_digits_is_judged_exactly)
     char *json = malloc(len + 32);
     cr_assert_not_null(json);
     snprintf(json, len + 32, "{\"answer\": \"%s\"}", digits);
-    t = task_of(json);
-    r = score_bytes(&h, t, digits, len);
+    t = reward_task_of(json);
+    r = reward_score_bytes(&h, t, digits, len);
     cr_assert_eq(r.reward, 1.0, "%s", r.reason);
     digits[len / 2] = '8';
-    cr_assert_eq(score_bytes(&h, t, digits, len).reward, 0.0);
+    cr_assert_eq(reward_score_bytes(&h, t, digits, len).reward, 0.0);
     tern_task_free(t);
     free(json);
     free(digits);
@@ -505,11 +455,11 @@ Test(math_reward, megabytes_of_unclosed_forms_take_linear_time)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len;
-        char *s = repeat(cases[i].unit, MEGABYTE, cases[i].tail, &len);
-        tern_reward_result r = score_bytes(&h, t, s, len);
+        char *s = reward_repeat(cases[i].unit, MEGABYTE, cases[i].tail, &len);
+        tern_reward_result r = reward_score_bytes(&h, t, s, len);
         cr_expect_eq(r.reward, cases[i].reward, "\"%s\" x 1MB + \"%s\": %s", cases[i].unit,
                      cases[i].tail, r.reason);
-        cr_expect_eq(component(&r, "format"), cases[i].format, "\"%s\" x 1MB: %s",
+        cr_expect_eq(reward_component(&r, "format"), cases[i].format, "\"%s\" x 1MB: %s",
                      cases[i].unit, r.reason);
         assert_reason_clean(&r);
         free(s);
@@ -544,11 +494,11 @@ Test(math_reward, nul_bytes_inside_response_len_are_ordinary_bytes)
     open_math(&h, "");
     tern_task *t = task_with_answer("\"42\"");
     static const char after_nul[] = "#### 7\0 \\boxed{42}";
-    tern_reward_result r = score_bytes(&h, t, after_nul, sizeof after_nul - 1);
+    tern_reward_result r = reward_score_bytes(&h, t, after_nul, sizeof after_nul - 1);
     cr_assert_eq(r.reward, 1.0, "the box after the NUL counts: %s", r.reason);
 
     static const char inside[] = "\\boxed{4\0" "2}";
-    r = score_bytes(&h, t, inside, sizeof inside - 1);
+    r = reward_score_bytes(&h, t, inside, sizeof inside - 1);
     cr_assert_eq(r.reward, 0.0, "4<NUL>2 is not 42: %s", r.reason);
     cr_assert(strstr(r.reason, "4?2"), "%s", r.reason);
     assert_reason_clean(&r);
@@ -567,7 +517,7 @@ Test(math_reward, reads_nothing_past_response_len)
                              .response_len = sizeof text - 2};
     tern_reward_result r = {.size = sizeof r};
     cr_assert_eq(ops->score(h.state, &item, &r, 1), TERN_OK);
-    cr_assert_eq(component(&r, "format"), 0.0, "%s", r.reason);
+    cr_assert_eq(reward_component(&r, "format"), 0.0, "%s", r.reason);
     cr_assert_str_eq(r.reason, "last number 42 equals gold 42");
     tern_task_free(t);
     harness_close(&h);
@@ -664,7 +614,7 @@ Test(math_reward, answer_forms_sets_the_order_of_forms)
     t = task_with_answer("\"0.5\"");
     r = score_text(&h, t, "Some reasoning here.\n\\frac{1}{2}");
     cr_assert_eq(r.reward, 1.0, "%s", r.reason);
-    cr_assert_eq(component(&r, "format"), 0.0, "a final line shows no intent to answer");
+    cr_assert_eq(reward_component(&r, "format"), 0.0, "a final line shows no intent to answer");
     cr_assert_str_eq(r.reason, "final line \\frac{1}{2} equals gold 0.5");
     r = score_text(&h, t, "the half is 1/2 so that is it");
     cr_assert_eq(r.reward, 0.0, "prose is not a final-line answer: %s", r.reason);
@@ -854,7 +804,7 @@ static tern_reward_result judge_hostile(const harness *h, const char *gold, size
                  tern_error_message());
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    tern_reward_result r = score_bytes(h, t, response, rlen);
+    tern_reward_result r = reward_score_bytes(h, t, response, rlen);
     double dt = seconds_since(&t0);
     cr_expect_lt(dt, 0.5, "%s took %.3f s", what, dt);
     cr_assert(r.reward == 0.0 || r.reward == 1.0, "%s: reward %g", what, r.reward);
@@ -999,7 +949,7 @@ Test(math_reward, a_megabyte_of_maths_is_judged_in_linear_time)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len;
-        char *body = repeat(cases[i].unit, MEGABYTE, cases[i].tail, &len);
+        char *body = reward_repeat(cases[i].unit, MEGABYTE, cases[i].tail, &len);
         char *boxed = malloc(len + 16);
         cr_assert_not_null(boxed);
         int n = sprintf(boxed, "\\boxed{%s}", body);

@@ -22,6 +22,7 @@
 #include "corpus.h"
 #include "errmsg.h"
 #include "harness.h"
+#include "reward_case.h"
 #include "image.h"
 #include "palette.h"
 #include "regions.h"
@@ -39,14 +40,6 @@ static const tern_reward_ops *open_vision(harness *h, const char *settings)
     int rc = harness_open(h, "vision", TERN_KIND_REWARD, settings);
     cr_assert_eq(rc, TERN_OK, "harness_open(\"%s\"): %s", settings, h->error);
     return harness_ops(h);
-}
-
-static tern_task *task_of(const char *json)
-{
-    tern_task *t = NULL;
-    int rc = tern_task_parse(json, strlen(json), "test", &t);
-    cr_assert_eq(rc, TERN_OK, "task %s: %s", json, tern_error_message());
-    return t;
 }
 
 /* Reasons are stored in JSON by the core: ended, non-empty, printable, valid UTF-8. */
@@ -70,17 +63,7 @@ static void assert_reason_clean(const tern_reward_result *r)
 static tern_reward_result score_bytes(const harness *h, const tern_task *task,
                                       const char *response, size_t len)
 {
-    const tern_reward_ops *ops = harness_ops(h);
-    char *copy = malloc(len ? len : 1);
-    cr_assert_not_null(copy);
-    memcpy(copy, response, len);
-    tern_reward_item item = {.size = sizeof item, .task = task, .response = copy,
-                             .response_len = len};
-    tern_reward_result r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    cr_assert_eq(ops->score(h->state, &item, &r, 1), TERN_OK, "%s", tern_error_message());
-    free(copy);
+    tern_reward_result r = reward_score_bytes(h, task, response, len);
     assert_reason_clean(&r);
     cr_assert(isfinite(r.reward) && r.reward >= 0 && r.reward <= 1, "reward %g", r.reward);
     return r;
@@ -96,20 +79,11 @@ static double reward_of(const char *settings, const char *json, const char *resp
 {
     harness h;
     open_vision(&h, settings);
-    tern_task *t = task_of(json);
+    tern_task *t = reward_task_of(json);
     tern_reward_result r = score_text(&h, t, response);
     tern_task_free(t);
     harness_close(&h);
     return r.reward;
-}
-
-static double component(const tern_reward_result *r, const char *name)
-{
-    for (uint32_t i = 0; i < r->n_components; i++)
-        if (strcmp(r->components[i].name, name) == 0)
-            return r->components[i].value;
-    cr_assert_fail("no component '%s' in the result (%u components)", name, r->n_components);
-    return -1;
 }
 
 static int has_component(const tern_reward_result *r, const char *name)
@@ -118,20 +92,6 @@ static int has_component(const tern_reward_result *r, const char *name)
         if (strcmp(r->components[i].name, name) == 0)
             return 1;
     return 0;
-}
-
-/* Whole copies of `unit` filling at most n bytes, then `tail`. */
-static char *repeat(const char *unit, size_t n, const char *tail, size_t *len)
-{
-    size_t u = strlen(unit), t = strlen(tail);
-    n -= n % u;
-    char *s = malloc(n + t + 1);
-    cr_assert_not_null(s);
-    for (size_t i = 0; i < n; i++)
-        s[i] = unit[i % u];
-    memcpy(s + n, tail, t + 1);
-    *len = n + t;
-    return s;
 }
 
 static uint8_t *slurp_file(const char *path, size_t *len)
@@ -178,12 +138,12 @@ Test(vision_reward, corpus_components_and_reasons)
     ssize_t len;
     int cases = 0;
     while ((len = getline(&line, &cap, f)) > 1) {
-        tern_task *t = task_of(line);
+        tern_task *t = reward_task_of(line);
         const char *resp = tern_task_string(t, "response");
         double expect = 0;
         cr_assert_eq(tern_task_number(t, "expect", &expect), TERN_OK);
         tern_reward_result r = score_text(&h, t, resp);
-        double acc = component(&r, "accuracy"), fmt = component(&r, "format");
+        double acc = reward_component(&r, "accuracy"), fmt = reward_component(&r, "format");
         cr_assert(acc == 0 || acc == 1, "%s", line);
         cr_assert(fmt == 0 || fmt == 1, "%s", line);
         if (expect == 1)
@@ -231,18 +191,18 @@ Test(vision_reward, grounding_components_and_reasons)
 {
     harness h;
     open_vision(&h, "");
-    tern_task *t = task_of("{\"type\":\"grounding\",\"box\":[0,0,10,10]}");
+    tern_task *t = reward_task_of("{\"type\":\"grounding\",\"box\":[0,0,10,10]}");
     tern_reward_result r = score_text(&h, t, "[0, 0, 10, 5]");
     cr_assert_eq(r.reward, 0.5);
     cr_assert_eq(r.n_components, 3);
-    cr_assert_eq(component(&r, "iou"), 0.5);
-    cr_assert_eq(component(&r, "accuracy"), 1, "IoU >= 0.5 is accurate");
-    cr_assert_eq(component(&r, "format"), 1);
+    cr_assert_eq(reward_component(&r, "iou"), 0.5);
+    cr_assert_eq(reward_component(&r, "accuracy"), 1, "IoU >= 0.5 is accurate");
+    cr_assert_eq(reward_component(&r, "format"), 1);
     cr_assert_str_eq(r.reason, "IoU 0.500: box [0, 0, 10, 5], gold [0, 0, 10, 10]");
     r = score_text(&h, t, "[0, 0, 10, 4.9]");
-    cr_assert_eq(component(&r, "accuracy"), 0);
+    cr_assert_eq(reward_component(&r, "accuracy"), 0);
     r = score_text(&h, t, "nothing");
-    cr_assert_eq(component(&r, "format"), 0);
+    cr_assert_eq(reward_component(&r, "format"), 0);
     cr_assert_str_eq(r.reason, "no box [x1, y1, x2, y2] in the response; gold [0, 0, 10, 10]");
     r = score_text(&h, t, "[nan, 0, 10, 10]");
     cr_assert_eq(r.reward, 0);
@@ -258,33 +218,33 @@ Test(vision_reward, other_types_components_and_reasons)
 {
     harness h;
     open_vision(&h, ROOT_SETTING);
-    tern_task *t = task_of("{\"type\":\"counting\",\"answer\":\"3\"}");
+    tern_task *t = reward_task_of("{\"type\":\"counting\",\"answer\":\"3\"}");
     tern_reward_result r = score_text(&h, t, "I see 3.");
     cr_assert_eq(r.n_components, 2);
     cr_assert_str_eq(r.reason, "count 3 is right; gold 3");
     r = score_text(&h, t, "no idea");
-    cr_assert_eq(component(&r, "format"), 0);
+    cr_assert_eq(reward_component(&r, "format"), 0);
     cr_assert_str_eq(r.reason, "no count in the response; gold 3");
     tern_task_free(t);
 
-    t = task_of("{\"type\":\"ocr\",\"answer\":\"stop\"}");
+    t = reward_task_of("{\"type\":\"ocr\",\"answer\":\"stop\"}");
     r = score_text(&h, t, "stp");
-    cr_assert_eq(component(&r, "anls"), 0.75);
-    cr_assert_eq(component(&r, "accuracy"), 1);
+    cr_assert_eq(reward_component(&r, "anls"), 0.75);
+    cr_assert_eq(reward_component(&r, "accuracy"), 1);
     cr_assert_str_eq(r.reason, "ANLS 0.750: \"stp\" against gold \"stop\"");
     tern_task_free(t);
 
-    t = task_of("{\"type\":\"count_regions\",\"image\":\"blocks.png\",\"color\":\"red\"}");
+    t = reward_task_of("{\"type\":\"count_regions\",\"image\":\"blocks.png\",\"color\":\"red\"}");
     r = score_text(&h, t, "4");
     cr_assert_str_eq(r.reason, "count 4 is wrong; the image has 3 red regions");
     tern_task_free(t);
 
-    t = task_of("{\"type\":\"color_at\",\"image\":\"blocks.png\",\"point\":[18,4]}");
+    t = reward_task_of("{\"type\":\"color_at\",\"image\":\"blocks.png\",\"point\":[18,4]}");
     r = score_text(&h, t, "blue");
     cr_assert_str_eq(r.reason, "response blue is right: pixel (18, 4) is blue (0,0,255)");
     tern_task_free(t);
 
-    t = task_of("{\"type\":\"choice\",\"answer\":\"B\"}");
+    t = reward_task_of("{\"type\":\"choice\",\"answer\":\"B\"}");
     r = score_text(&h, t, "The answer is C");
     cr_assert_str_eq(r.reason, "option C is wrong; gold B");
     tern_task_free(t);
@@ -298,8 +258,8 @@ Test(vision_reward, scores_a_batch_and_refuses_missing_arrays)
     cr_assert_eq(ops->score(h.state, NULL, NULL, 0), TERN_OK);
     cr_assert_eq(ops->score(h.state, NULL, NULL, 2), TERN_EINVAL);
     cr_assert(strstr(tern_error_message(), "vision"), "%s", tern_error_message());
-    tern_task *a = task_of("{\"type\":\"count_regions\",\"image\":\"blocks.png\",\"color\":\"red\"}");
-    tern_task *b = task_of("{\"type\":\"grounding\",\"box\":[0,0,4,4]}");
+    tern_task *a = reward_task_of("{\"type\":\"count_regions\",\"image\":\"blocks.png\",\"color\":\"red\"}");
+    tern_task *b = reward_task_of("{\"type\":\"grounding\",\"box\":[0,0,4,4]}");
     tern_reward_item items[4] = {
         {.size = sizeof items[0], .task = a, .response = "3", .response_len = 1},
         {.size = sizeof items[0], .task = b, .response = "[0,0,4,2]", .response_len = 9},
@@ -334,7 +294,7 @@ Test(vision_reward, box_scale_converts_response_coordinates)
     /* a scale needs the image's size */
     harness h;
     open_vision(&h, "box_scale = \"qwen\";");
-    tern_task *t = task_of("{\"type\":\"grounding\",\"box\":[6,4,12,8]}");
+    tern_task *t = reward_task_of("{\"type\":\"grounding\",\"box\":[6,4,12,8]}");
     tern_reward_result r = score_text(&h, t, "[250, 250, 500, 500]");
     cr_assert_eq(r.reward, 0);
     cr_assert_str_eq(r.reason, "task has no 'image' field (the image's path)");
@@ -387,7 +347,7 @@ Test(vision_reward, max_pixels_refuses_large_images)
 {
     harness h;
     open_vision(&h, ROOT_SETTING "max_pixels = 383;"); /* blocks.png has 384 */
-    tern_task *t = task_of("{\"type\":\"color_at\",\"image\":\"blocks.png\",\"point\":[0,0]}");
+    tern_task *t = reward_task_of("{\"type\":\"color_at\",\"image\":\"blocks.png\",\"point\":[0,0]}");
     tern_reward_result r = score_text(&h, t, "white");
     cr_assert_eq(r.reward, 0);
     cr_assert(strstr(r.reason, "24x16 is over the limit of 383 pixels (max_pixels)"), "%s",
@@ -505,7 +465,7 @@ Test(vision_reward, relative_images_resolve_against_the_tasks_file)
 
     harness h;
     open_vision(&h, "");
-    tern_task *t = task_of(json);
+    tern_task *t = reward_task_of(json);
     tern_task_set_origin(t, origin);
     tern_reward_result r = score_text(&h, t, "red");
     cr_assert_eq(r.reward, 1, "%s", r.reason);
@@ -526,7 +486,7 @@ Test(vision_reward, relative_images_resolve_against_the_tasks_file)
 
     /* image_root wins over the origin */
     open_vision(&h, "image_root = \"/nonexistent\";");
-    t = task_of(json);
+    t = reward_task_of(json);
     tern_task_set_origin(t, origin);
     r = score_text(&h, t, "red");
     cr_assert_eq(r.reward, 0);
@@ -536,14 +496,14 @@ Test(vision_reward, relative_images_resolve_against_the_tasks_file)
     char abs_json[1024];
     snprintf(abs_json, sizeof abs_json,
              "{\"type\":\"color_at\",\"image\":\"%s\",\"point\":[2,2]}", img);
-    t = task_of(abs_json);
+    t = reward_task_of(abs_json);
     cr_assert_eq(score_text(&h, t, "red").reward, 1);
     tern_task_free(t);
     harness_close(&h);
 
     /* image_root with a trailing slash */
     open_vision(&h, "image_root = \"" IMAGES "/\";");
-    t = task_of("{\"type\":\"color_at\",\"image\":\"blocks.png\",\"point\":[2,2]}");
+    t = reward_task_of("{\"type\":\"color_at\",\"image\":\"blocks.png\",\"point\":[2,2]}");
     cr_assert_eq(score_text(&h, t, "red").reward, 1);
     tern_task_free(t);
     harness_close(&h);
@@ -575,7 +535,7 @@ Test(vision_reward, image_field_problems_are_verdicts)
     harness h;
     open_vision(&h, ROOT_SETTING);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tern_task *t = task_of(cases[i].task);
+        tern_task *t = reward_task_of(cases[i].task);
         tern_reward_result r = score_text(&h, t, "red");
         cr_expect_eq(r.reward, 0, "%s", cases[i].task);
         cr_expect_str_eq(r.reason, cases[i].reason);
@@ -595,7 +555,7 @@ Test(vision_reward, long_image_paths_are_cut_in_reasons)
     snprintf(json, sizeof json, "{\"type\":\"color_at\",\"image\":\"%s\",\"point\":[0,0]}", name);
     harness h;
     open_vision(&h, "");
-    tern_task *t = task_of(json);
+    tern_task *t = reward_task_of(json);
     tern_reward_result r = score_text(&h, t, "red");
     cr_assert_eq(r.reward, 0);
     cr_assert(strstr(r.reason, "...ddd"), "%s", r.reason);
@@ -644,13 +604,13 @@ Test(vision_reward, megabytes_of_hostile_text_are_judged_quickly, .timeout = 120
     open_vision(&h, ROOT_SETTING);
     tern_task *tasks[N_HOSTILE_TASKS];
     for (size_t k = 0; k < N_HOSTILE_TASKS; k++)
-        tasks[k] = task_of(hostile_tasks[k]);
+        tasks[k] = reward_task_of(hostile_tasks[k]);
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         size_t len;
         const char *unit = inputs[i].unit[0] ? inputs[i].unit : "\0";
         char *s;
         if (inputs[i].unit[0]) {
-            s = repeat(unit, MEGABYTE, inputs[i].tail, &len);
+            s = reward_repeat(unit, MEGABYTE, inputs[i].tail, &len);
         } else { /* NUL bytes */
             s = calloc(MEGABYTE, 1);
             cr_assert_not_null(s);
@@ -675,13 +635,13 @@ Test(vision_reward, a_megabyte_of_digits_is_a_verdict)
     harness h;
     open_vision(&h, "");
     size_t len;
-    char *digits = repeat("7", MEGABYTE, "", &len);
-    tern_task *t = task_of("{\"type\":\"counting\",\"answer\":\"7\"}");
+    char *digits = reward_repeat("7", MEGABYTE, "", &len);
+    tern_task *t = reward_task_of("{\"type\":\"counting\",\"answer\":\"7\"}");
     tern_reward_result r = score_bytes(&h, t, digits, len);
     cr_assert_eq(r.reward, 0);
     cr_assert(strstr(r.reason, "..."), "the count is cut in the reason: %s", r.reason);
     tern_task_free(t);
-    t = task_of("{\"type\":\"grounding\",\"box\":[0,0,10,10]}");
+    t = reward_task_of("{\"type\":\"grounding\",\"box\":[0,0,10,10]}");
     r = score_bytes(&h, t, digits, len);
     cr_assert_eq(r.reward, 0);
     tern_task_free(t);
@@ -695,10 +655,10 @@ Test(vision_reward, a_megabyte_of_digits_is_a_verdict)
         o += len;
         box[o++] = k < 3 ? ',' : ']';
     }
-    t = task_of("{\"type\":\"grounding\",\"box\":[0,0,10,10]}");
+    t = reward_task_of("{\"type\":\"grounding\",\"box\":[0,0,10,10]}");
     r = score_bytes(&h, t, box, o);
     cr_assert_eq(r.reward, 0);
-    cr_assert_eq(component(&r, "format"), 0);
+    cr_assert_eq(reward_component(&r, "format"), 0);
     cr_assert(strstr(r.reason, "nan"), "%s", r.reason);
     tern_task_free(t);
     free(box);
@@ -710,19 +670,19 @@ Test(vision_reward, invalid_utf8_is_read_as_bytes_and_kept_out_of_reasons)
 {
     harness h;
     open_vision(&h, "");
-    tern_task *t = task_of("{\"type\":\"ocr\",\"answer\":\"ab\"}");
+    tern_task *t = reward_task_of("{\"type\":\"ocr\",\"answer\":\"ab\"}");
     tern_reward_result r = score_text(&h, t, "a\xff");
     cr_assert_eq(r.reward, 0.5, "the bad byte is one code point: %s", r.reason);
     cr_assert(strstr(r.reason, "\"a?\""), "%s", r.reason);
     r = score_text(&h, t, "a\xe4\xbd"); /* a sequence cut short: two code points */
     cr_assert_eq(r.reward, 0, "%s", r.reason);
     tern_task_free(t);
-    t = task_of("{\"type\":\"counting\",\"answer\":\"3\"}");
+    t = reward_task_of("{\"type\":\"counting\",\"answer\":\"3\"}");
     r = score_bytes(&h, t, "\x80\x00" "3\x1b", 4);
     cr_assert_eq(r.reward, 1, "NULs and control bytes are just bytes: %s", r.reason);
     tern_task_free(t);
     /* a long multi-byte answer is cut on a character boundary */
-    t = task_of("{\"type\":\"ocr\",\"answer\":\"x\"}");
+    t = reward_task_of("{\"type\":\"ocr\",\"answer\":\"x\"}");
     r = score_text(&h, t, "你好你好你好你好你好你好你好你好你好你好你好你好你好你好你好你好");
     cr_assert_eq(r.reward, 0);
     cr_assert(strstr(r.reason, "..."), "%s", r.reason);
@@ -735,7 +695,7 @@ Test(vision_reward, reads_only_response_len_bytes)
 {
     harness h;
     const tern_reward_ops *ops = open_vision(&h, "");
-    tern_task *t = task_of("{\"type\":\"counting\",\"answer\":\"3\"}");
+    tern_task *t = reward_task_of("{\"type\":\"counting\",\"answer\":\"3\"}");
     const char *text = "3 and then 4";
     tern_reward_item item = {.size = sizeof item, .task = t, .response = text, .response_len = 1};
     tern_reward_result r = {.size = sizeof r};
@@ -790,7 +750,7 @@ Test(vision_reward, concurrent_callers_agree)
     for (int i = 0; i < THREADS; i++) {
         w[i].h = &h;
         for (size_t k = 0; k < N_HOSTILE_TASKS; k++)
-            w[i].tasks[k] = task_of(hostile_tasks[k]);
+            w[i].tasks[k] = reward_task_of(hostile_tasks[k]);
         cr_assert_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
     }
     static const double expect[N_HOSTILE_TASKS] = {0.5, 1, 1, 1, 1, 0.75, 1, 1};
@@ -1070,7 +1030,7 @@ Test(vision_parts, anls)
     cr_assert_eq(sim, 0);
     /* long strings: compared on their first VIS_ANLS_MAX_CHARS */
     size_t len;
-    char *a = repeat("x", 5000, "", &len), *b = repeat("x", 4000, "", &len);
+    char *a = reward_repeat("x", 5000, "", &len), *b = reward_repeat("x", 4000, "", &len);
     cr_assert_eq(vis_anls(a, 5000, b, 4000, &sim), 1);
     cr_assert_eq(vis_anls(a, 5000, "x", 1, &sim), 0, "the lengths alone say < 0.5");
     free(a);

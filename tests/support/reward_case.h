@@ -1,0 +1,27 @@
+/* reward_case.h: the small steps of reward plugin tests (test_math_reward,
+ * test_k12_reward, test_vision_reward): a task from JSON, one response
+ * scored through an instance opened with harness_open(), a named component,
+ * a long hostile response. Each fails the calling test on error. */
+#ifndef TERN_TEST_REWARD_CASE_H
+#define TERN_TEST_REWARD_CASE_H
+
+#include <stddef.h>
+
+#include "harness.h"
+#include "task.h"
+#include "tern/reward.h"
+
+/* The task parsed from `json` (free it with tern_task_free). */
+tern_task *reward_task_of(const char *json);
+/* Score response[0..len) alone. The bytes are copied into a heap block of
+ * exactly len bytes with no NUL after them, so AddressSanitizer catches any
+ * read past response_len. */
+tern_reward_result reward_score_bytes(const harness *h, const tern_task *task,
+                                      const char *response, size_t len);
+/* The value of component `name` (the test fails if there is none). */
+double reward_component(const tern_reward_result *r, const char *name);
+/* `unit` repeated to n bytes (rounded down to whole units), then `tail`;
+ * *len is the length. Free the result. */
+char *reward_repeat(const char *unit, size_t n, const char *tail, size_t *len);
+
+#endif
