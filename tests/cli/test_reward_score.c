@@ -176,8 +176,8 @@ Test(reward_isolation, the_worker_is_another_process_and_none_is_left, .timeout 
 
 Test(reward_isolation, in_process_failures_are_verdicts_too)
 {
-    const char *cases[] = {"nan", "garbage", "ok:1"};
-    write_cases("inproc.jsonl", cases, 3);
+    const char *cases[] = {"nan", "garbage", "ok:1", "overlong"};
+    write_cases("inproc.jsonl", cases, 4);
     result r;
     run(&r, FAULTY " < %s/inproc.jsonl", WORK);
     cr_assert_eq(r.code, 0, "%s", r.err);
@@ -186,6 +186,8 @@ Test(reward_isolation, in_process_failures_are_verdicts_too)
     /* a reason with no NUL is cut to the buffer; bad component names dropped */
     cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "\"reward\":0.25,\"fine\":3.0"), "%s", b);
     cr_expect_eq(reward_on(r.out, 2), 1);
+    /* an overlong form and a surrogate are not UTF-8 a JSON writer takes */
+    cr_expect(strstr(line_of(r.out, 3, b, sizeof b), "\"reason\":\"?? and ??? ok\""), "%s", b);
     write_file(WORK "/inproc_fail.jsonl", "{\"response\": \"ok:1\"}\n{\"response\": \"fail\"}\n");
     run(&r, FAULTY " < %s/inproc_fail.jsonl", WORK);
     cr_assert_eq(r.code, 0, "%s", r.err);

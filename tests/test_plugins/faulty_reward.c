@@ -7,6 +7,7 @@
  *   slow:MS   sleep MS ms, then reward 1
  *   nan       reward NaN              fail    return a failure status
  *   garbage   components with a bad name and no name, a reason with no NUL
+ *   overlong  reward 1, a reason holding an overlong UTF-8 form and a surrogate
  *   pid       reward = the scoring process's id
  *   count     reward = how many responses this instance has scored
  * Setting `fail_create = true` makes create() fail. Not thread-safe (no
@@ -85,6 +86,9 @@ static int faulty_score(void *state, const tern_reward_item *items, tern_reward_
             r->components[2] = (tern_reward_component){"fine", 3};
             r->n_components = 3;
             memset(r->reason, 'x', sizeof r->reason); /* no NUL */
+        } else if (is(it, "overlong")) {
+            r->reward = 1;
+            strcpy(r->reason, "\xC0\xAF and \xED\xA0\x80 ok");
         } else if (is(it, "pid")) {
             r->reward = (double)getpid();
         } else if (is(it, "count")) {

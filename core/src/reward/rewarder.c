@@ -11,6 +11,7 @@
 #include "log.h"
 #include "task.h"
 #include "tern/plugin.h"
+#include "utf8.h"
 
 /* Isolated responses get this long unless `timeout_ms` says otherwise. */
 #define DEFAULT_TIMEOUT_MS 10000
@@ -126,16 +127,15 @@ int tern_rewarder_check_domains(const tern_rewarder *rw, const tern_task_set *se
 }
 
 /* Copy a plugin's reason into a verdict: bytes that are not printable ASCII
- * or part of valid UTF-8 become '?', so that logs and JSON stay sound. */
+ * or part of valid UTF-8 (utf8.h: no overlongs or surrogates, which JSON
+ * writers refuse) become '?', so that logs and JSON stay sound. */
 static void keep_reason(char *dst, const char *src)
 {
     size_t n = strnlen(src, TERN_REWARD_REASON_MAX - 1), o = 0;
     for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)src[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        int ok = len > 0 && i + len <= n && (len > 1 || (c >= 0x20 && c != 0x7f));
-        for (size_t k = 1; ok && k < len; k++)
-            ok = ((unsigned char)src[i + k] >> 6) == 2;
+        const unsigned char *u = (const unsigned char *)src + i;
+        size_t len = u[0] < 0x80 ? 1 : tern_utf8_len(u, n - i);
+        int ok = len > 1 || (len == 1 && u[0] >= 0x20 && u[0] != 0x7f);
         if (ok) {
             memcpy(dst + o, src + i, len);
             o += len, i += len;
