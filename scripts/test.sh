@@ -3,7 +3,8 @@
 # what is missing, then build and run every test twice, plainly and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of
 # the settings layer, the safetensors reader, the experience decoder and the
-# reward plugins' parsers (math, k12, vision, format).
+# reward plugins' parsers (math, k12, vision, format, code) and the code
+# reward's sandbox messages.
 # Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +23,8 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 
-secs=${TERN_FUZZ_SECONDS:-40}
-targets="settings safetensors experience math k12 vision format"
+secs=${TERN_FUZZ_SECONDS:-30}
+targets="settings safetensors experience math k12 vision format code sandbox_wire"
 echo "== fuzz the settings layer, the safetensors reader, the experience decoder and the reward parsers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null

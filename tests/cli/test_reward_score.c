@@ -98,6 +98,35 @@ Test(reward_score, options_reach_the_plugin)
     cr_expect_eq(reward_on(r.out, 0), 1, "%s", r.out);
 }
 
+Test(reward_score, code_runs_programs_from_the_command_line)
+{
+    /* the plugin's own tests (test_code_reward) cover the sandbox; this is
+     * the command: a pass, a partial pass, a C program and a task error */
+    write_file(WORK "/rs_code.jsonl",
+               "{\"language\": \"python\", \"tests\": [{\"stdin\": \"2\", \"stdout\": \"4\"}], "
+               "\"response\": \"```python\\nprint(int(input()) * 2)\\n```\"}\n"
+               "{\"asserts\": [\"assert f(1) == 1\", \"assert f(2) == 4\"], "
+               "\"response\": \"```py\\ndef f(x):\\n    return x\\n```\"}\n"
+               "{\"language\": \"c\", \"tests\": [{\"stdout\": \"hi\"}], "
+               "\"response\": \"```c\\n#include <stdio.h>\\nint main(void) { puts(\\\"hi\\\"); }\\n```\"}\n"
+               "{\"language\": \"cobol\", \"tests\": [], \"response\": \"x\"}\n");
+    result r;
+    run(&r, "%s reward score --plugin code -o time_ms=3000 < %s/rs_code.jsonl", TERN, WORK);
+    if (r.code != 0 && strstr(r.err, "cannot run sandboxes here")) {
+        const char *ci = getenv("CI");
+        cr_assert(!ci || strcmp(ci, "true") != 0, "CI must be able to make sandboxes: %s", r.err);
+        cr_skip_test("this machine cannot make sandboxes: %s", r.err);
+    }
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    char b[1024];
+    cr_expect_eq(reward_on(r.out, 0), 1, "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 1), 0.5, "%s", r.out);
+    cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "assert 2: AssertionError"), "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 2), 1, "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 3), 0, "%s", r.out);
+    cr_expect(strstr(line_of(r.out, 3, b, sizeof b), "language 'cobol'"), "%s", r.out);
+}
+
 Test(reward_score, bad_usage_is_exit_2_with_a_message)
 {
     result r;
