@@ -149,7 +149,11 @@ static int start(sandbox_pool *p, const sandbox_request *req, run *r)
         sigfillset(&all);
         posix_spawnattr_setsigmask(&at, &none);
         posix_spawnattr_setsigdefault(&at, &all);
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        /* its own process group: a Ctrl-C at tern's terminal is tern's to
+         * handle (it winds down); the helper dies with tern (PDEATHSIG) */
+        posix_spawnattr_setpgroup(&at, 0);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                          POSIX_SPAWN_SETPGROUP);
         char parent[24];
         snprintf(parent, sizeof parent, "%ld", (long)getpid());
         char *argv[] = {p->helper, "--parent", parent, NULL};
