@@ -74,7 +74,7 @@ static unsigned long kept_flags(const char *path)
 }
 
 /* Shows host path `src` at ROOT + dst, read-only unless `device`. */
-static int bind(const char *src, const char *dst, int device, char *why, size_t cap)
+static int bind_path(const char *src, const char *dst, int device, char *why, size_t cap)
 {
     struct stat st;
     if (stat(src, &st) != 0)
@@ -130,7 +130,7 @@ static int top_level(char *why, size_t cap)
             if (symlink(target, link) != 0)
                 return fail(why, cap, "symlink %s", names[i]);
         } else if (S_ISDIR(st.st_mode)) {
-            if (bind(names[i], names[i], 0, why, cap) != 0)
+            if (bind_path(names[i], names[i], 0, why, cap) != 0)
                 return -1;
         }
     }
@@ -144,7 +144,7 @@ static int devices(char *why, size_t cap)
     if (make_dirs("/dev", why, cap) != 0)
         return -1;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (bind(names[i], names[i], 1, why, cap) != 0)
+        if (bind_path(names[i], names[i], 1, why, cap) != 0)
             return -1;
     /* /dev/fd needs /proc, which the sandbox does not have */
     return 0;
@@ -212,7 +212,7 @@ int sandbox_box_enter(const sandbox_request *req, char *why, size_t cap)
             errno = EINVAL;
             return fail(why, cap, "bind %.80s (/ and paths under /tmp cannot be bound)", b);
         }
-        if (bind(b, b, 0, why, cap) != 0)
+        if (bind_path(b, b, 0, why, cap) != 0)
             return -1;
     }
     if (writable(req, why, cap) != 0)

@@ -173,19 +173,8 @@ static int read_until(int fd, sandbox_buf *out, uint64_t deadline_ms)
                     break;
                 return -1;
             }
-            size_t need = out->len + (size_t)n;
-            if (need > out->cap) {
-                size_t cap = out->cap ? out->cap * 2 : 65536;
-                while (cap < need)
-                    cap *= 2;
-                uint8_t *d = realloc(out->data, cap);
-                if (!d)
-                    return -1;
-                out->data = d;
-                out->cap = cap;
-            }
-            memcpy(out->data + out->len, buf, (size_t)n);
-            out->len += (size_t)n;
+            if (sandbox_buf_append(out, buf, (size_t)n) != 0)
+                return -1;
         }
     }
 }
@@ -294,19 +283,8 @@ static int read_request(sandbox_buf *in)
             errno = EFBIG;
             return -1;
         }
-        size_t need = in->len + (size_t)n;
-        if (need > in->cap) {
-            size_t cap = in->cap ? in->cap * 2 : 65536;
-            while (cap < need)
-                cap *= 2;
-            uint8_t *d = realloc(in->data, cap);
-            if (!d)
-                return -1;
-            in->data = d;
-            in->cap = cap;
-        }
-        memcpy(in->data + in->len, buf, (size_t)n);
-        in->len += (size_t)n;
+        if (sandbox_buf_append(in, buf, (size_t)n) != 0)
+            return -1;
     }
 }
 

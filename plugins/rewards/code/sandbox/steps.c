@@ -56,8 +56,11 @@ static void exec_program(const sandbox_step *s, const struct sock_fprog *filter,
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL);
+        sigaction(sig, &dfl, NULL);
 
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 ||
         (aux_fd >= 0 && dup2(aux_fd, 3) < 0))

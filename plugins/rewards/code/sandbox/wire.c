@@ -14,10 +14,10 @@ void sandbox_buf_free(sandbox_buf *b)
     *b = (sandbox_buf){0};
 }
 
-static void put(sandbox_buf *b, const void *p, size_t n)
+int sandbox_buf_append(sandbox_buf *b, const void *p, size_t n)
 {
     if (b->oom)
-        return;
+        return -1;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n)
@@ -25,7 +25,7 @@ static void put(sandbox_buf *b, const void *p, size_t n)
         uint8_t *d = realloc(b->data, cap);
         if (!d) {
             b->oom = 1;
-            return;
+            return -1;
         }
         b->data = d;
         b->cap = cap;
@@ -33,6 +33,12 @@ static void put(sandbox_buf *b, const void *p, size_t n)
     if (n)
         memcpy(b->data + b->len, p, n);
     b->len += n;
+    return 0;
+}
+
+static void put(sandbox_buf *b, const void *p, size_t n)
+{
+    sandbox_buf_append(b, p, n);
 }
 
 static void put_u32(sandbox_buf *b, uint32_t v)

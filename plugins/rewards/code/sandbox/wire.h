@@ -115,6 +115,8 @@ typedef struct sandbox_buf {
 } sandbox_buf;
 
 void sandbox_buf_free(sandbox_buf *b);
+/* Appends p[0..n): 0, or -1 out of memory (and b->oom set). */
+int sandbox_buf_append(sandbox_buf *b, const void *p, size_t n);
 
 /* Serialize into *out (appended): 0, or -1 out of memory. */
 int sandbox_request_encode(const sandbox_request *req, sandbox_buf *out);
