@@ -34,8 +34,8 @@
 #include "tern/reward.h"
 
 #define WORK TERN_TEST_WORK_DIR "/code_reward"
-/* short limits keep the suite quick; the memory bomb still needs a moment
- * while fork bombs hold both cores */
+/* short limits keep the suite quick, with room for a loaded machine (the
+ * suite runs two tests at a time, under sanitizers too) */
 #define LIMITS "time_ms = 3000; memory_mb = 256; tmpfs_mb = 32;"
 #define SETTINGS LIMITS "pool = 2;"
 
@@ -216,7 +216,10 @@ static int count_with(const char *word)
 Test(code_reward, hostile_corpus_is_contained)
 {
     harness h;
-    open_code(&h, SETTINGS);
+    /* one run at a time: without cgroups a fork bomb takes every core it
+     * can until its time limit (docs/sandbox.md), and a run beside it would
+     * be judged on a starved machine */
+    open_code(&h, LIMITS "pool = 1;");
     mkdir(WORK, 0755);
     const char *secret = WORK "/secret.txt", *outside = WORK "/outside.txt";
     FILE *f = fopen(secret, "w");
