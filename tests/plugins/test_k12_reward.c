@@ -650,28 +650,6 @@ Test(k12_reward, scores_an_empty_batch_and_refuses_missing_arrays)
     harness_close(&h);
 }
 
-typedef struct worker {
-    const harness *h;
-    tern_reward_item *items;
-    tern_reward_result *results;
-    size_t n;
-    int rc;
-} worker;
-
-static void *score_worker(void *arg)
-{
-    worker *w = arg;
-    const tern_reward_ops *ops = harness_ops(w->h);
-    for (int round = 0; round < 10 && w->rc == TERN_OK; round++) {
-        for (size_t i = 0; i < w->n; i++) {
-            memset(&w->results[i], 0, sizeof w->results[i]);
-            w->results[i].size = sizeof w->results[i];
-        }
-        w->rc = ops->score(w->h->state, w->items, w->results, w->n);
-    }
-    return NULL;
-}
-
 /* TERN_CAP_THREAD_SAFE: one instance scores from several threads at once. */
 Test(k12_reward, one_instance_scores_from_many_threads)
 {
@@ -680,10 +658,10 @@ Test(k12_reward, one_instance_scores_from_many_threads)
     size_t n;
     k12_case *cases = load_corpus(&n);
     enum { THREADS = 4 };
-    worker w[THREADS];
+    reward_worker w[THREADS];
     pthread_t th[THREADS];
     for (int k = 0; k < THREADS; k++) {
-        w[k] = (worker){.h = &h, .n = n, .rc = TERN_OK,
+        w[k] = (reward_worker){.h = &h, .rounds = 10, .n = n, .rc = TERN_OK,
                         .items = calloc(n, sizeof(tern_reward_item)),
                         .results = calloc(n, sizeof(tern_reward_result))};
         cr_assert(w[k].items && w[k].results);
@@ -694,7 +672,7 @@ Test(k12_reward, one_instance_scores_from_many_threads)
                                                .response = c->response,
                                                .response_len = strlen(c->response)};
         }
-        cr_assert_eq(pthread_create(&th[k], NULL, score_worker, &w[k]), 0);
+        cr_assert_eq(pthread_create(&th[k], NULL, reward_worker_run, &w[k]), 0);
     }
     for (int k = 0; k < THREADS; k++) {
         pthread_join(th[k], NULL);

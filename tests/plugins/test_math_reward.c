@@ -525,28 +525,6 @@ Test(math_reward, reads_nothing_past_response_len)
 
 /* ---- concurrency ----------------------------------------------------------- */
 
-typedef struct worker {
-    const harness *h;
-    tern_reward_item *items;
-    tern_reward_result *results;
-    size_t n;
-    int rc;
-} worker;
-
-static void *score_worker(void *arg)
-{
-    worker *w = arg;
-    const tern_reward_ops *ops = harness_ops(w->h);
-    for (int round = 0; round < 20 && w->rc == TERN_OK; round++) {
-        for (size_t i = 0; i < w->n; i++) {
-            memset(&w->results[i], 0, sizeof w->results[i]);
-            w->results[i].size = sizeof w->results[i];
-        }
-        w->rc = ops->score(w->h->state, w->items, w->results, w->n);
-    }
-    return NULL;
-}
-
 /* TERN_CAP_THREAD_SAFE: one instance scores from several threads at once. */
 Test(math_reward, one_instance_scores_from_many_threads)
 {
@@ -556,10 +534,10 @@ Test(math_reward, one_instance_scores_from_many_threads)
     tern_task *tasks[N_CORPUS];
     for (size_t i = 0; i < N_CORPUS; i++)
         tasks[i] = task_with_answer(corpus[i].gold);
-    worker w[THREADS];
+    reward_worker w[THREADS];
     pthread_t th[THREADS];
     for (int k = 0; k < THREADS; k++) {
-        w[k] = (worker){.h = &h, .n = N_CORPUS, .rc = TERN_OK,
+        w[k] = (reward_worker){.h = &h, .rounds = 20, .n = N_CORPUS, .rc = TERN_OK,
                         .items = calloc(N_CORPUS, sizeof(tern_reward_item)),
                         .results = calloc(N_CORPUS, sizeof(tern_reward_result))};
         cr_assert(w[k].items && w[k].results);
@@ -568,7 +546,7 @@ Test(math_reward, one_instance_scores_from_many_threads)
                                                .task = tasks[i],
                                                .response = corpus[i].response,
                                                .response_len = strlen(corpus[i].response)};
-        cr_assert_eq(pthread_create(&th[k], NULL, score_worker, &w[k]), 0);
+        cr_assert_eq(pthread_create(&th[k], NULL, reward_worker_run, &w[k]), 0);
     }
     for (int k = 0; k < THREADS; k++) {
         pthread_join(th[k], NULL);

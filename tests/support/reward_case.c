@@ -54,3 +54,17 @@ char *reward_repeat(const char *unit, size_t n, const char *tail, size_t *len)
     *len = n + t;
     return s;
 }
+
+void *reward_worker_run(void *arg)
+{
+    reward_worker *w = arg;
+    const tern_reward_ops *ops = harness_ops(w->h);
+    for (int round = 0; round < w->rounds && w->rc == TERN_OK; round++) {
+        for (size_t i = 0; i < w->n; i++) {
+            memset(&w->results[i], 0, sizeof w->results[i]);
+            w->results[i].size = sizeof w->results[i];
+        }
+        w->rc = ops->score(w->h->state, w->items, w->results, w->n);
+    }
+    return NULL;
+}
