@@ -30,6 +30,7 @@
 
 #include "errmsg.h"
 #include "harness.h"
+#include "reward_case.h"
 #include "task.h"
 #include "tern/reward.h"
 
@@ -264,18 +265,11 @@ Test(code_reward, hostile_corpus_is_contained)
 
 /* ---- Scoring and settings ---------------------------------------------------------- */
 
-static tern_reward_result score_one(harness *h, const char *task_json, const char *response)
+static tern_reward_result score_one(const harness *h, const char *task_json,
+                                    const char *response)
 {
-    tern_task *t = NULL;
-    cr_assert_eq(tern_task_parse(task_json, strlen(task_json), "test", &t), TERN_OK, "%s",
-                 tern_error_message());
-    tern_reward_item it = {.size = sizeof it, .task = t, .response = response,
-                           .response_len = strlen(response)};
-    tern_reward_result r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    const tern_reward_ops *ops = harness_ops(h);
-    cr_assert_eq(ops->score(h->state, &it, &r, 1), TERN_OK, "%s", tern_error_message());
+    tern_task *t = reward_task_of(task_json);
+    tern_reward_result r = reward_score_bytes(h, t, response, strlen(response));
     tern_task_free(t);
     return r;
 }
@@ -291,10 +285,8 @@ Test(code_reward, scoring_all_or_fraction)
     tern_reward_result r = score_one(&h, TWO_CASES, PLUS_ONE);
     cr_expect_float_eq(r.reward, 0.5, 1e-9, "%s", r.reason);
     cr_expect_eq(r.n_components, 2);
-    cr_expect_str_eq(r.components[0].name, "accuracy");
-    cr_expect_float_eq(r.components[0].value, 0.0, 1e-9);
-    cr_expect_str_eq(r.components[1].name, "pass_rate");
-    cr_expect_float_eq(r.components[1].value, 0.5, 1e-9);
+    cr_expect_float_eq(reward_component(&r, "accuracy"), 0.0, 1e-9);
+    cr_expect_float_eq(reward_component(&r, "pass_rate"), 0.5, 1e-9);
     harness_close(&h);
 
     open_code(&h, SETTINGS "scoring = \"all\";");

@@ -64,15 +64,19 @@ static uint64_t get_u(tern_ctx *ctx, const char *key)
     return (uint64_t)v;
 }
 
+/* Whether path is dir or lies under it. */
+static int under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
 /* Whether path (resolved) lies in one of the binds. */
 static int visible(const code_state *st, const char *resolved)
 {
-    for (size_t i = 0; i < st->cfg.n_binds; i++) {
-        size_t n = strlen(st->cfg.binds[i]);
-        if (strncmp(resolved, st->cfg.binds[i], n) == 0 &&
-            (resolved[n] == '/' || resolved[n] == '\0'))
+    for (size_t i = 0; i < st->cfg.n_binds; i++)
+        if (under(resolved, st->cfg.binds[i]))
             return 1;
-    }
     return 0;
 }
 
@@ -117,12 +121,10 @@ static int read_binds(tern_ctx *ctx, code_state *st)
             return host->setting_error(ctx, "binds", "'%s': %s", b, errno ? strerror(errno) :
                                        "a symbolic link: give the path it leads to");
         static const char *const reserved[] = {"/tmp", "/box", "/dev", "/proc"};
-        for (size_t r = 0; r < sizeof reserved / sizeof *reserved; r++) {
-            size_t k = strlen(reserved[r]);
-            if (strncmp(b, reserved[r], k) == 0 && (b[k] == '/' || b[k] == '\0'))
+        for (size_t r = 0; r < sizeof reserved / sizeof *reserved; r++)
+            if (under(b, reserved[r]))
                 return host->setting_error(ctx, "binds", "'%s': %s is the sandbox's own", b,
                                            reserved[r]);
-        }
         st->binds[n++] = b;
     }
     st->cfg.binds = st->binds;
