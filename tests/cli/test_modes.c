@@ -98,6 +98,7 @@ static void check_mode(const mode *m)
     for (int i = 0; i < STEPS; i++)
         train_ts[i] = -1;
     int explorer_waits = 0, syncs = 0, skips = 0;
+    char first_wait[160] = "";
 
     size_t i;
     json_t *e;
@@ -140,8 +141,10 @@ static void check_mode(const mode *m)
             json_t *a = json_object_get(e, "args");
             cr_expect(json_is_string(json_object_get(a, "for")), "%s: a wait says what for",
                       m->name);
-            if (json_object_get(a, "explorer"))
-                explorer_waits++;
+            if (json_object_get(a, "explorer") && explorer_waits++ == 0)
+                snprintf(first_wait, sizeof first_wait, "for %s, %.0f us at %.0f us",
+                         json_string_value(json_object_get(a, "for")),
+                         json_number_value(json_object_get(e, "dur")), ts);
         } else if (strcmp(name, "sync") == 0) {
             syncs++;
             cr_expect_str_eq(json_string_value(json_object_get(json_object_get(e, "args"),
@@ -191,8 +194,8 @@ static void check_mode(const mode *m)
             cr_expect_gt(explorer_waits, 0, "%s: the synchronous explorer waits for weights",
                          m->name);
     } else {
-        cr_expect_eq(explorer_waits, 0, "%s: an explorer waited in an asynchronous mode",
-                     m->name);
+        cr_expect_eq(explorer_waits, 0, "%s: an explorer waited in an asynchronous mode "
+                     "(%d times; the first %s)", m->name, explorer_waits, first_wait);
     }
     if (m->explorers > 1) {
         int used[64] = {0};

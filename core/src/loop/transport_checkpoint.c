@@ -223,28 +223,34 @@ static int ckpt_publish(void *impl, const tern_model_ops *ops, void *model, int6
 }
 
 /* Wait until the version wanted is published (version -1: any); *target:
- * the version to read. */
-static int wait_for(ckpt *c, int64_t version, int64_t *target)
+ * the version to read; *blocked_ns: how long it was not yet there (0 when it
+ * was at the first look: reading LATEST on a busy disk is no wait). */
+static int wait_for(ckpt *c, int64_t version, int64_t *target, uint64_t *blocked_ns)
 {
+    uint64_t since = 0; /* when the version was first seen missing */
+    int rc;
     for (;;) {
         int64_t disk;
-        int rc = read_latest(c, &disk);
+        rc = read_latest(c, &disk);
         pthread_mutex_lock(&c->lock);
         if (rc == TERN_OK && disk > c->newest)
             c->newest = disk;
         if (c->closed) {
             pthread_mutex_unlock(&c->lock);
-            return tern_errorf(TERN_ECLOSED, "the weight transport of %s is closed", c->dir);
+            rc = tern_errorf(TERN_ECLOSED, "the weight transport of %s is closed", c->dir);
+            break;
         }
         if (rc != TERN_OK) {
             pthread_mutex_unlock(&c->lock);
-            return rc;
+            break;
         }
         if (version < 0 ? c->newest >= 0 : c->newest >= version) {
             *target = version < 0 ? c->newest : version;
             pthread_mutex_unlock(&c->lock);
-            return TERN_OK;
+            break;
         }
+        if (!since)
+            since = now_ns();
         /* woken by a publish here, or after POLL_MS to look at LATEST again */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -256,6 +262,8 @@ static int wait_for(ckpt *c, int64_t version, int64_t *target)
         pthread_cond_timedwait(&c->published, &c->lock, &ts);
         pthread_mutex_unlock(&c->lock);
     }
+    *blocked_ns = since ? now_ns() - since : 0;
+    return rc;
 }
 
 static int ckpt_load(void *impl, const tern_model_ops *ops, void *model, int64_t version,
@@ -265,9 +273,9 @@ static int ckpt_load(void *impl, const tern_model_ops *ops, void *model, int64_t
     uint64_t waited = 0;
     for (;;) {
         int64_t target = -1;
-        uint64_t t0 = now_ns();
-        int rc = wait_for(c, version, &target);
-        waited += now_ns() - t0;
+        uint64_t blocked = 0;
+        int rc = wait_for(c, version, &target, &blocked);
+        waited += blocked;
         if (waited_ns)
             *waited_ns = waited;
         if (rc != TERN_OK)

@@ -109,12 +109,16 @@ static int memory_load(void *impl, const tern_model_ops *ops, void *model, int64
                        int64_t *loaded, uint64_t *waited_ns)
 {
     memory *m = impl;
-    uint64_t t0 = now_ns();
+    /* only the time the version was not there is a wait, not the lock */
+    uint64_t t0 = 0;
     pthread_mutex_lock(&m->lock);
-    while (!m->closed && (version < 0 ? m->newest < 0 : m->newest < version))
+    while (!m->closed && (version < 0 ? m->newest < 0 : m->newest < version)) {
+        if (!t0)
+            t0 = now_ns();
         pthread_cond_wait(&m->published, &m->lock);
+    }
     if (waited_ns)
-        *waited_ns = now_ns() - t0;
+        *waited_ns = t0 ? now_ns() - t0 : 0;
     if (m->closed) {
         pthread_mutex_unlock(&m->lock);
         return TERN_ECLOSED;
