@@ -98,6 +98,13 @@ typedef struct tern_special_tokens {
     int32_t pad;  /* padding, never trained on */
 } tern_special_tokens;
 
+/* One turn of a conversation (ABI 1.4), for encode_chat. */
+typedef struct tern_chat_message {
+    size_t size;         /* set by the caller to sizeof(tern_chat_message) */
+    const char *role;    /* "system", "user" or "assistant" */
+    const char *content; /* UTF-8 text, NUL-terminated; owned by the caller */
+} tern_chat_message;
+
 typedef struct tern_model_ops {
     size_t size; /* sizeof(tern_model_ops) as built */
 
@@ -143,6 +150,22 @@ typedef struct tern_model_ops {
     /* Fill *out (out->size set by the caller). Optional (NULL): then a run
      * cannot know where a response ends and refuses to train. */
     int (*special_tokens)(void *state, tern_special_tokens *out);
+
+    /* ---- appended in ABI 1.4 (check TERN_HAS(ops, encode_chat)) ---- */
+
+    /* The token ids of a conversation as the model's chat template formats
+     * it, ending with the generation prompt (the assistant's turn opened),
+     * BOS included where the model wants one. msgs[n]: the turns, in order
+     * (a run passes an optional system turn, then the task's prompt as the
+     * user turn). *ids (and *text, when text is not NULL: the formatted
+     * text, NUL-terminated, *text_len bytes without the NUL) are allocated
+     * by the model: free them with free_buffer. A model with a chat
+     * template reports that template's end-of-turn token as its EOS in
+     * special_tokens, so responses and supervised targets end there.
+     * Optional (NULL): the core tokenizes the user turn with add_bos = 1 and
+     * refuses a system turn. */
+    int (*encode_chat)(void *state, const tern_chat_message *msgs, size_t n, int32_t **ids,
+                       size_t *n_ids, char **text, size_t *text_len);
 } tern_model_ops;
 
 #ifdef __cplusplus

@@ -165,6 +165,12 @@ static int check_fields(const tern_task *t, const char *where)
     if (strcmp(type, "string") != 0)
         return tern_errorf(TERN_EINVAL, "%s: \"prompt\" is %s; give a string", where,
                            with_article(type, art, sizeof art));
+    /* optional: the system turn of a chat-templated prompt (docs/data.md) */
+    type = tern_task_type(t, "system");
+    if (type && strcmp(type, "string") != 0)
+        return tern_errorf(TERN_EINVAL, "%s: \"system\" is %s; give a string (the system turn "
+                           "before the prompt) or leave it out", where,
+                           with_article(type, art, sizeof art));
 
     type = tern_task_type(t, "answer");
     if (!type)

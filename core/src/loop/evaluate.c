@@ -32,7 +32,8 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
         tasks[i] = run->eval.tasks[from + i];
         const char *p = tern_task_string(tasks[i], "prompt");
         size_t np = 0;
-        if ((rc = tern_model_tokenize(&run->evaluator, "evaluation", p, 1, &prompts[i], &np)))
+        if ((rc = tern_model_prompt(&run->evaluator, "evaluation", tern_task_system(run, tasks[i]),
+                                    p, &prompts[i], &np)))
             break;
         req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
                                     .prompt_len = np, .n_samples = 1,

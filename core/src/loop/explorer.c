@@ -90,8 +90,8 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     for (uint32_t i = 0; i < job->n; i++) {
         out->task_index[i] = job->task_index[i];
         size_t n = 0;
-        rc = tern_model_tokenize(h, "explorer", job->prompt[i], 1,
-                                 &out->prompt_tokens[i], &n);
+        rc = tern_model_prompt(h, "explorer", job->system[i], job->prompt[i],
+                               &out->prompt_tokens[i], &n);
         if (rc != TERN_OK)
             goto done;
         out->prompt_len[i] = (uint32_t)n;

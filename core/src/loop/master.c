@@ -72,6 +72,16 @@ static char *field_text(const tern_task *t, const char *key)
     return j ? j : strdup("");
 }
 
+/* A copy of task t's system turn (NULL for none); *ok cleared when out of memory. */
+static char *system_text(const tern_run *run, const tern_task *t, int *ok)
+{
+    const char *s = tern_task_system(run, t);
+    char *c = s ? strdup(s) : NULL;
+    if (s && !c)
+        *ok = 0;
+    return c;
+}
+
 /* ---- jobs -------------------------------------------------------------------- */
 
 static int push_sft_job(tern_run *run, master *ms)
@@ -87,12 +97,14 @@ static int push_sft_job(tern_run *run, master *ms)
     j->n = n;
     j->prompt = calloc(n, sizeof *j->prompt);
     j->answer = calloc(n, sizeof *j->answer);
-    int ok = j->prompt && j->answer;
+    j->system = calloc(n, sizeof *j->system);
+    int ok = j->prompt && j->answer && j->system;
     for (uint32_t i = 0; ok && i < n; i++) {
         const tern_task *t = run->train.tasks[deal(run, &ms->sft_deal, j->step * n + i)];
         j->prompt[i] = field_text(t, "prompt");
         j->answer[i] = field_text(t, "answer");
-        ok = j->prompt[i] && j->answer[i];
+        j->system[i] = system_text(run, t, &ok);
+        ok = ok && j->prompt[i] && j->answer[i];
     }
     if (!ok || tern_queue_push(&run->trainer_jobs, j) != TERN_OK) {
         tern_msg_free(j);
@@ -134,11 +146,14 @@ static int push_explore_job(tern_run *run, master *ms)
     j->n = n;
     j->task_index = calloc(n, sizeof *j->task_index);
     j->prompt = calloc(n, sizeof *j->prompt);
-    int ok = j->task_index && j->prompt;
+    j->system = calloc(n, sizeof *j->system);
+    int ok = j->task_index && j->prompt && j->system;
     for (uint32_t i = 0; ok && i < n; i++) {
         j->task_index[i] = deal(run, &ms->train_deal, j->batch * n + i);
-        j->prompt[i] = field_text(run->train.tasks[j->task_index[i]], "prompt");
-        ok = j->prompt[i] != NULL;
+        const tern_task *t = run->train.tasks[j->task_index[i]];
+        j->prompt[i] = field_text(t, "prompt");
+        j->system[i] = system_text(run, t, &ok);
+        ok = ok && j->prompt[i] != NULL;
     }
     if (!ok || tern_queue_push(&run->explorer_jobs, j) != TERN_OK) {
         tern_msg_free(j);

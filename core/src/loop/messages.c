@@ -26,12 +26,14 @@ void tern_msg_free(void *msg)
         tern_explore_job *j = msg;
         free(j->task_index);
         free_strings(j->prompt, j->n);
+        free_strings(j->system, j->n);
         break;
     }
     case TERN_MSG_SFT_BATCH: {
         tern_sft_job *j = msg;
         free_strings(j->prompt, j->n);
         free_strings(j->answer, j->n);
+        free_strings(j->system, j->n);
         break;
     }
     case TERN_MSG_ROLLOUT: {
@@ -139,6 +141,42 @@ int tern_model_tokenize(const tern_model_handle *m, const char *role, const char
         memcpy(*ids, t, *n * sizeof *t);
     m->ops->free_buffer(m->state, t);
     return *ids ? TERN_OK : tern_errorf(TERN_ENOMEM, "%s: out of memory", role);
+}
+
+int tern_model_prompt(const tern_model_handle *m, const char *role, const char *system,
+                      const char *prompt, int32_t **ids, size_t *n)
+{
+    if (!TERN_HAS(m->ops, encode_chat) || !m->ops->encode_chat) {
+        if (system)
+            return tern_errorf(TERN_EINVAL, "%s: a system turn is given (data.system_prompt or "
+                               "a task's \"system\") but the model plugin has no chat template "
+                               "op (encode_chat, ABI 1.4): remove it or use a model with one",
+                               role);
+        return tern_model_tokenize(m, role, prompt, 1, ids, n);
+    }
+    tern_chat_message msgs[2];
+    size_t k = 0;
+    if (system)
+        msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
+                                        .content = system};
+    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = prompt};
+    int32_t *t = NULL;
+    *ids = NULL;
+    tern_error_clear();
+    int rc = m->ops->encode_chat(m->state, msgs, k, &t, n, NULL, NULL);
+    if (rc != TERN_OK)
+        return tern_role_failed(rc, role, "format the prompt with the chat template");
+    *ids = malloc((*n + 1) * sizeof **ids);
+    if (*ids)
+        memcpy(*ids, t, *n * sizeof *t);
+    m->ops->free_buffer(m->state, t);
+    return *ids ? TERN_OK : tern_errorf(TERN_ENOMEM, "%s: out of memory", role);
+}
+
+const char *tern_task_system(const tern_run *run, const tern_task *t)
+{
+    const char *s = tern_task_string(t, "system");
+    return s ? s : run->set.system_prompt;
 }
 
 int tern_model_text(const tern_model_handle *m, const char *role, const int32_t *tokens,

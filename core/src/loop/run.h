@@ -103,6 +103,7 @@ typedef struct tern_explore_job {
     uint32_t n;             /* tasks */
     uint32_t *task_index;   /* [n] into the train set */
     char **prompt;          /* [n] prompt texts (copies) */
+    char **system;          /* [n] system turns (copies), NULL entries for none */
 } tern_explore_job;
 
 /* master -> trainer: warm-up pairs */
@@ -111,6 +112,7 @@ typedef struct tern_sft_job {
     int64_t step;
     uint32_t n;
     char **prompt, **answer; /* [n] copies */
+    char **system;           /* [n] system turns (copies), NULL entries for none */
 } tern_sft_job;
 
 /* One response of a rollout. */
@@ -196,6 +198,15 @@ int tern_role_failed(int rc, const char *role, const char *what);
  * own (n + 1 entries, for an appended EOS); TERN_OK or a wrapped failure. */
 int tern_model_tokenize(const tern_model_handle *m, const char *role, const char *text, int bos,
                         int32_t **ids, size_t *n);
+/* The model's tokens for a task's prompt: through the model's chat template
+ * (encode_chat, ABI 1.4) as a user turn after `system` (may be NULL), else
+ * tokenized with BOS. Our own array (n + 1 entries); a system turn for a
+ * model without encode_chat is refused with a message. */
+int tern_model_prompt(const tern_model_handle *m, const char *role, const char *system,
+                      const char *prompt, int32_t **ids, size_t *n);
+/* The system turn for task t: its "system" string field, else
+ * data.system_prompt, else NULL. Not a copy. */
+const char *tern_task_system(const tern_run *run, const tern_task *t);
 /* The text of tokens[0..n) as our own NUL-terminated string (the ABI does
  * not promise the NUL); TERN_OK or a wrapped failure. */
 int tern_model_text(const tern_model_handle *m, const char *role, const int32_t *tokens,

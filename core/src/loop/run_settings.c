@@ -24,6 +24,9 @@ const tern_setting_spec tern_data_keys[] = {
                  .doc = "skip and count malformed task lines instead of stopping at the first"),
     TERN_SETTING(.name = "shuffle", .type = TERN_SETTING_BOOL, .def = "true",
                  .doc = "visit the training tasks in a new seeded order every epoch"),
+    TERN_SETTING(.name = "system_prompt", .type = TERN_SETTING_STRING, .aka = "system",
+                 .doc = "system turn before each task's prompt (a task's own \"system\" field "
+                        "wins); needs a model with a chat template"),
     TERN_SETTINGS_END,
 };
 
@@ -230,6 +233,9 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     s->skip_bad = get_bool(data, "skip_bad");
     s->shuffle = get_bool(data, "shuffle");
+    const char *sys = get_string(data, "system_prompt");
+    if (sys && *sys && !(s->system_prompt = strdup(sys)))
+        return tern_errorf(TERN_ENOMEM, "out of memory");
 
     s->batch_tasks = (uint32_t)get_int(ex, "batch_tasks");
     s->group_size = (uint32_t)get_int(ex, "group_size");
@@ -304,6 +310,7 @@ void tern_run_settings_free(tern_run_settings *s)
 {
     free(s->train_path);
     free(s->eval_path);
+    free(s->system_prompt);
     memset(s, 0, sizeof *s);
 }
 

@@ -32,6 +32,7 @@ typedef struct tern_run_settings {
     /* data */
     char *train_path, *eval_path; /* resolved against the config's directory; eval may be NULL */
     int skip_bad, shuffle;
+    char *system_prompt;          /* data.system_prompt, or NULL */
     /* explorer */
     uint32_t batch_tasks, group_size, max_tokens;
     double temperature, top_p;

@@ -87,7 +87,7 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
         int32_t *p = NULL, *a = NULL;
         size_t np = 0, na = 0;
-        rc = tern_model_tokenize(&run->policy, "trainer", job->prompt[i], 1, &p, &np);
+        rc = tern_model_prompt(&run->policy, "trainer", job->system[i], job->prompt[i], &p, &np);
         if (rc == TERN_OK)
             rc = tern_model_tokenize(&run->policy, "trainer", job->answer[i], 0, &a, &na);
         /* target: the answer, then EOS */
