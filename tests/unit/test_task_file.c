@@ -200,6 +200,8 @@ static const bad_case bad_cases[] = {
      "missing \"prompt\"; give the text the model is given"},
     {"{\"id\": 9, \"domain\": \"math\", \"prompt\": {}, \"answer\": \"1\"}",
      "\"prompt\" is an object; give a string"},
+    {"{\"id\": 9, \"domain\": \"math\", \"prompt\": \"x\", \"system\": 1, \"answer\": \"1\"}",
+     "\"system\" is an integer; give a string (the system turn before the prompt)"},
     {"{\"id\": 9, \"domain\": \"math\", \"prompt\": \"x\"}",
      "missing \"answer\"; give the gold answer, a string or a number"},
     {"{\"id\": 9, \"domain\": \"math\", \"prompt\": \"x\", \"answer\": [4]}",
