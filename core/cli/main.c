@@ -77,6 +77,10 @@ static const command commands[] = {
      "  --stop-token ID   end a sample at token ID, which it keeps; repeat for\n"
      "                    more. None by default: a sample runs to --max-tokens\n"
      "                    (give the model's EOS id to stop there)\n"
+     "  --chat            TEXT is a user turn: format it with the model's chat\n"
+     "                    template (model.chat_template, docs/models.md) and end\n"
+     "                    a sample at the end of the assistant's turn too\n"
+     "  --system TEXT     with --chat: a system turn before it\n"
      "  --plugin P        the model plugin (default transformer)\n"
      "  --threads N       threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or prompt."},
@@ -448,6 +452,12 @@ static int generate_cmd(int argc, char **argv)
             if (m < 0 || parse_whole(cmd, "--threads", v, 1, INT32_MAX, &n) != 0)
                 rc = TERN_EXIT_USAGE;
             g.threads = (uint32_t)n;
+        } else if (strcmp(a, "--chat") == 0) {
+            g.chat = 1;
+        } else if ((m = flag_value(argc, argv, &i, "--system", &v, cmd)) != 0) {
+            if (m < 0)
+                rc = TERN_EXIT_USAGE;
+            g.system = v;
         } else if (a[0] == '-' && a[1]) {
             rc = usage_errorf(cmd, "unknown option '%s'", a);
         } else if (g.model_dir) {
@@ -460,6 +470,9 @@ static int generate_cmd(int argc, char **argv)
         rc = usage_errorf(cmd, "generate needs MODEL_DIR, the directory of a saved model");
     if (rc < 0 && !g.prompt)
         rc = usage_errorf(cmd, "generate needs --prompt TEXT");
+    if (rc < 0 && g.system && !g.chat)
+        rc = usage_errorf(cmd, "--system needs --chat (a system turn is part of a chat "
+                          "template)");
     if (rc < 0) {
         g.prompt_len = strlen(g.prompt);
         g.stop = stop;

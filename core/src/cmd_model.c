@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,43 @@ static int tokenize(const tern_invocation *inv, const char *label, model *m, con
     return TERN_EXIT_OK;
 }
 
+/* The prompt as a user turn (after `system`, may be NULL) through the model's
+ * chat template; returns an exit code, the ids in *ids (freed with the
+ * model's free_buffer), and the model's EOS in *eos (-1 when it tells none). */
+static int encode_chat(const tern_invocation *inv, const char *label, model *m,
+                       const char *system, const char *prompt, int32_t **ids, size_t *n,
+                       int32_t *eos)
+{
+    *ids = NULL;
+    *n = 0;
+    *eos = -1;
+    if (!TERN_HAS(m->ops, encode_chat) || !m->ops->encode_chat) {
+        report(inv, label, "the model plugin has no chat template (the encode_chat op of ABI "
+               "1.4): leave out --chat and --system");
+        return TERN_EXIT_USAGE;
+    }
+    tern_chat_message msgs[2];
+    size_t k = 0;
+    if (system)
+        msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
+                                        .content = system};
+    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = prompt};
+    tern_error_clear();
+    int rc = m->ops->encode_chat(m->state, msgs, k, ids, n, NULL, NULL);
+    if (rc != TERN_OK) {
+        report(inv, label, "the model cannot format the prompt with its chat template: %s",
+               op_message());
+        *ids = NULL;
+        *n = 0;
+        return exit_code(rc);
+    }
+    tern_special_tokens sp = {.size = sizeof sp, .bos = -1, .eos = -1, .pad = -1};
+    if (TERN_HAS(m->ops, special_tokens) && m->ops->special_tokens &&
+        m->ops->special_tokens(m->state, &sp) == TERN_OK)
+        *eos = sp.eos;
+    return TERN_EXIT_OK;
+}
+
 /* ---- tern model init ------------------------------------------------------- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -365,6 +403,9 @@ static int check_generate_args(const tern_invocation *inv, const char *label,
         problem = "top_p must be in (0, 1] (1 is off)";
     else if (a->n_stop > 0 && !a->stop)
         problem = "stop is NULL with n_stop > 0";
+    else if (a->size >= offsetof(tern_generate_args, system) + sizeof a->system && a->system &&
+             !a->chat)
+        problem = "a system turn needs chat (--chat): only a chat template has one";
     if (problem) {
         report(inv, label, "%s", problem);
         return TERN_EXIT_USAGE;
@@ -385,11 +426,30 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
     model m;
     code = open_saved_model(inv, label, a->plugin, a->model_dir, a->threads, &m);
 
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    if (code == TERN_EXIT_OK)
+    int32_t *ids = NULL, *stop = NULL;
+    size_t n_ids = 0, n_stop = a->n_stop;
+    int chat = a->size >= offsetof(tern_generate_args, system) + sizeof a->system && a->chat;
+    if (code == TERN_EXIT_OK && chat) {
+        /* the template's text is NUL-terminated: the prompt must be too */
+        char *prompt = strndup(a->prompt ? a->prompt : "", a->prompt_len);
+        stop = malloc((a->n_stop + 1) * sizeof *stop);
+        int32_t eos = -1;
+        if (!prompt || !stop) {
+            report(inv, label, "out of memory");
+            code = TERN_EXIT_FAILURE;
+        } else {
+            code = encode_chat(inv, label, &m, a->system, prompt, &ids, &n_ids, &eos);
+        }
+        free(prompt);
+        if (code == TERN_EXIT_OK) {
+            memcpy(stop, a->stop, a->n_stop * sizeof *stop);
+            if (eos >= 0) /* the assistant's turn ends there */
+                stop[n_stop++] = eos;
+        }
+    } else if (code == TERN_EXIT_OK) {
         code = tokenize(inv, label, &m, "prompt", a->prompt ? a->prompt : "", a->prompt_len,
                         &ids, &n_ids);
+    }
 
     tern_gen_output *outs = NULL;
     size_t n_outs = 0; /* outputs the model filled (to free) */
@@ -412,8 +472,8 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
             .temperature = (float)a->temperature,
             .top_k = a->top_k,
             .top_p = (float)a->top_p,
-            .stop = a->stop,
-            .n_stop = a->n_stop,
+            .stop = chat ? stop : a->stop,
+            .n_stop = n_stop,
             .seed = a->seed,
         };
         tern_error_clear();
@@ -455,6 +515,7 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         m.ops->free_buffer(m.state, outs[i].logprobs);
     }
     free(outs);
+    free(stop);
     if (ids)
         m.ops->free_buffer(m.state, ids);
     if (code == TERN_EXIT_OK && fflush(out) != 0) {

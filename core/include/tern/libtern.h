@@ -126,10 +126,16 @@ typedef struct tern_generate_args {
                                where the plugin stops on its own) */
     size_t n_stop;          /* entries in stop */
     uint32_t threads;       /* the plugin's `threads`; 0: its default */
+    /* appended in 0.1 with ABI 1.4 (check size) */
+    int chat;               /* 1: the prompt is a user turn, formatted with the
+                               model's chat template (its encode_chat op), and a
+                               sample also ends at the model's EOS (the
+                               template's end of turn) */
+    const char *system;     /* with chat: a system turn before it, or NULL */
 } tern_generate_args;
 
 /* `tern generate MODEL_DIR --prompt TEXT [...]`: load the model, tokenize the
- * prompt (with BOS), draw `samples` continuations and print each one
+ * prompt (with BOS; with `chat`, through the model's chat template), draw `samples` continuations and print each one
  * detokenized, as raw bytes (the model may emit invalid UTF-8): with one
  * sample the text and a newline; with more, each after a header line
  * "--- sample I (N tokens, logprob L) ---" (I from 1, L the sum of the
