@@ -220,8 +220,23 @@ Test(hf_config, reads_transformers_5_rope_parameters)
     cr_assert_eq(c.rope_theta, 500000.0f);
     expect_refused(variant("rp_yarn.json", "  \"rope_theta\": 10000.0,\n",
                            "  \"rope_parameters\": {\"rope_theta\": 500000.0, "
+                           "\"rope_type\": \"yarn\", \"factor\": 8.0},\n"),
+                   "key \"rope_parameters.rope_type\" is \"yarn\"",
+                   "\"default\" and \"llama3\" only");
+    /* Llama 3 scaling given the transformers 5 way */
+    path = variant("rp_llama3.json", "  \"rope_theta\": 10000.0,\n",
+                   "  \"rope_parameters\": {\"rope_theta\": 500000.0, \"rope_type\": \"llama3\", "
+                   "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                   "\"original_max_position_embeddings\": 8192},\n");
+    cr_assert_eq(hf_config_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.rope_theta, 500000.0f);
+    cr_assert_eq(c.rope_factor, 8.0f);
+    cr_assert_eq(c.rope_orig_max_pos, 8192);
+    expect_refused(variant("rp_llama3_short.json", "  \"rope_theta\": 10000.0,\n",
+                           "  \"rope_parameters\": {\"rope_theta\": 500000.0, "
                            "\"rope_type\": \"llama3\", \"factor\": 8.0},\n"),
-                   "key \"rope_parameters.rope_type\" is \"llama3\"", "plain RoPE only");
+                   "key \"rope_parameters\" has rope_type \"llama3\" but no \"low_freq_factor\"",
+                   NULL);
     expect_refused(variant("rp_both.json", "  \"pretraining_tp\": 1,\n",
                            "  \"rope_parameters\": {\"rope_theta\": 500000.0},\n"),
                    "keys \"rope_theta\" (10000) and \"rope_parameters.rope_theta\" (500000) "
@@ -239,8 +254,14 @@ Test(hf_config, refuses_missing_keys)
                    "missing key \"rms_norm_eps\" (a number)", NULL);
     expect_refused(variant("miss3.json", "  \"bos_token_id\": 0,\n", ""),
                    "missing key \"bos_token_id\"", NULL);
-    expect_refused(variant("miss4.json", "  \"architectures\": [\"LlamaForCausalLM\"],\n", ""),
-                   "missing key \"architectures\"", NULL);
+    expect_refused(write_text("miss4.json", "{\"hidden_size\": 64}"),
+                   "missing key \"architectures\" (and no \"model_type\")", NULL);
+    /* without "architectures", "model_type" says which (as for AutoConfig) */
+    llama_config c;
+    char err[1024] = "";
+    const char *path = variant("miss5.json", "  \"architectures\": [\"LlamaForCausalLM\"],\n", "");
+    cr_assert_eq(hf_config_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.arch, ARCH_LLAMA);
 }
 
 Test(hf_config, refuses_wrong_types)
@@ -274,19 +295,24 @@ Test(hf_config, refuses_wrong_types)
 Test(hf_config, refuses_unsupported_options)
 {
     expect_refused(variant("rope.json", "\"rope_scaling\": null",
-                           "\"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"llama3\"}"),
-                   "key \"rope_scaling\" is {\"factor\":8.0,\"rope_type\":\"llama3\"}",
-                   "plain RoPE only");
+                           "\"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}"),
+                   "key \"rope_scaling.rope_type\" is \"linear\"",
+                   "\"default\" and \"llama3\" only");
+    expect_refused(variant("rope2.json", "\"rope_scaling\": null",
+                           "\"rope_scaling\": {\"factor\": 8.0, \"type\": \"dynamic\"}"),
+                   "key \"rope_scaling.type\" is \"dynamic\"", NULL);
+    expect_refused(variant("mistral.json", "[\"LlamaForCausalLM\"]", "[\"MistralForCausalLM\"]"),
+                   "key \"architectures\" is [\"MistralForCausalLM\"]",
+                   "tern implements LlamaForCausalLM");
+    expect_refused(variant("mistral2.json", "\"model_type\": \"llama\"",
+                           "\"model_type\": \"mistral\""),
+                   "key \"model_type\" is \"mistral\"", NULL);
     expect_refused(variant("qwen.json", "[\"LlamaForCausalLM\"]", "[\"Qwen2ForCausalLM\"]"),
-                   "key \"architectures\" is [\"Qwen2ForCausalLM\"]",
-                   "tern implements only LlamaForCausalLM");
+                   "key \"architectures\" names Qwen2ForCausalLM but key \"model_type\" is "
+                   "\"llama\"", NULL);
     expect_refused(variant("hd.json", "\"pretraining_tp\": 1", "\"head_dim\": 128"),
                    "key \"head_dim\" is 128 but hidden_size 576 / num_attention_heads 9 is 64",
                    NULL);
-    expect_refused(variant("abias.json", "\"attention_bias\": false", "\"attention_bias\": true"),
-                   "key \"attention_bias\" is true", NULL);
-    expect_refused(variant("mbias.json", "\"mlp_bias\": false", "\"mlp_bias\": true"),
-                   "key \"mlp_bias\" is true", NULL);
     expect_refused(variant("act.json", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\""),
                    "key \"hidden_act\" is \"gelu\"; tern implements \"silu\" only", NULL);
     /* and llama_config_check's findings, prefixed with the file */
@@ -336,4 +362,21 @@ Test(hf_config, presets)
     cr_assert_not_null(strstr(err, "unknown model preset \"huge\""), "%s", err);
     cr_assert_not_null(strstr(err, "tiny"), "%s", err);
     cr_assert_not_null(strstr(err, "bench"), "%s", err);
+}
+
+Test(hf_config, llama_biases_are_read_and_written)
+{
+    /* attention_bias: q, k, v and o_proj; mlp_bias: gate, up, down */
+    llama_config c, back;
+    char err[1024] = "";
+    const char *path = variant("abias.json", "\"attention_bias\": false", "\"attention_bias\": true");
+    cr_assert_eq(hf_config_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert(c.qkv_bias && c.o_bias && !c.mlp_bias);
+    path = variant("mbias.json", "\"mlp_bias\": false", "\"mlp_bias\": true");
+    cr_assert_eq(hf_config_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert(!c.qkv_bias && !c.o_bias && c.mlp_bias);
+    const char *out = work_path("mbias_out.json");
+    cr_assert_eq(hf_config_write(out, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(hf_config_read(out, &back, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(memcmp(&c, &back, sizeof c), 0, "the config changed on a write/read round trip");
 }

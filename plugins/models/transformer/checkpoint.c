@@ -9,6 +9,7 @@
 
 #include "hf_config.h"
 #include "safetensors.h"
+#include "shards.h"
 
 /* mkdir -p */
 static int make_dirs(const char *dir, char *err, size_t errn)
@@ -92,19 +93,60 @@ int checkpoint_save(const char *dir, const llama_model *m, const tokenizer *tok,
     return 0;
 }
 
+/* Where read_tensors looks: the model's weight files, or one file. */
+typedef struct source {
+    const weight_files *w; /* or NULL: */
+    const st_file *f;
+    const char *path;      /* f's path */
+} source;
+
+/* Tensor `name`: 1 found, 0 absent, -1 error (message in err). GPT-2 files
+ * saved by GPT2Model (and the original gpt2 checkpoints) lack the
+ * "transformer." prefix that GPT2LMHeadModel's names carry: both are read. */
+static int find_tensor(const source *src, const char *name, const st_tensor **t,
+                       const char **path, char *err, size_t errn)
+{
+    static const char gpt2_prefix[] = "transformer.";
+    for (int pass = 0; pass < 2; pass++) {
+        const char *n = name;
+        if (pass == 1) {
+            if (strncmp(name, gpt2_prefix, sizeof gpt2_prefix - 1) != 0)
+                return 0;
+            n = name + sizeof gpt2_prefix - 1;
+        }
+        if (!src->w) {
+            *path = src->path;
+            if ((*t = st_find(src->f, n)))
+                return 1;
+            continue;
+        }
+        int rc = weights_find(src->w, n, t, path, err, errn);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Read every tensor of the layout, named prefix + HF name, into base. */
-static int read_tensors(const st_file *f, const char *path, const llama_config *c, float *base,
+static int read_tensors(const source *src, const llama_config *c, float *base,
                         const char *prefix, char *err, size_t errn)
 {
     llama_tensor_info t;
+    const char *where = src->w ? src->w->where : src->path;
     for (size_t i = 0; i < llama_tensor_count(c); i++) {
         llama_tensor_describe(c, i, &t);
         char name[128];
         snprintf(name, sizeof name, "%s%s", prefix, t.name);
-        const st_tensor *st = st_find(f, name);
-        if (!st) {
-            snprintf(err, errn, "%s: tensor '%s' is missing (the config asks for %d layers%s)",
-                     path, name, c->n_layers, c->tie_embeddings ? ", tied embeddings" : "");
+        const st_tensor *st = NULL;
+        const char *path = where;
+        int found = find_tensor(src, name, &st, &path, err, errn);
+        if (found < 0)
+            return -1;
+        if (!found) {
+            snprintf(err, errn, "%s: tensor '%s' is missing%s (the config asks for %s with %d "
+                     "layers%s)", where, name, src->w && src->w->map ? " from the weight_map" : "",
+                     llama_arch_name(c->arch), c->n_layers,
+                     c->tie_embeddings ? ", tied embeddings" : "");
             return -1;
         }
         int same = st->ndim == t.ndim && st->shape[0] == t.shape[0] &&
@@ -136,19 +178,21 @@ int checkpoint_load_weights(const char *dir, llama_model *m, adamw *opt, char *e
 {
     char path[4200];
     st_file f;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (st_open(path, &f, err, errn) != 0)
+    weight_files w;
+    if (weights_open(dir, &w, err, errn) != 0)
         return -1;
-    int rc = read_tensors(&f, path, &m->cfg, m->params, "", err, errn);
-    st_close(&f);
+    source src = {.w = &w};
+    int rc = read_tensors(&src, &m->cfg, m->params, "", err, errn);
+    weights_close(&w);
     if (rc != 0 || !opt)
         return rc;
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     if (st_open(path, &f, err, errn) != 0)
         return -1;
-    rc = read_tensors(&f, path, &m->cfg, opt->m, "m.", err, errn);
+    source osrc = {.f = &f, .path = path};
+    rc = read_tensors(&osrc, &m->cfg, opt->m, "m.", err, errn);
     if (rc == 0)
-        rc = read_tensors(&f, path, &m->cfg, opt->v, "v.", err, errn);
+        rc = read_tensors(&osrc, &m->cfg, opt->v, "v.", err, errn);
     const char *step = rc == 0 ? st_metadata_get(&f, "step") : NULL;
     char *end = NULL;
     long long t = step ? strtoll(step, &end, 10) : -1;

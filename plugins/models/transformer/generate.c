@@ -5,12 +5,14 @@
  *    layer's keys and values of the prompt rows are copied into the cache of
  *    every sample of that prompt, and the last row's logits seed sampling.
  * 2. Decode: the active samples advance together, one row each:
- *      x = E[token];  per layer: h = rmsnorm(x); q, k, v = h W^T; rope(q, k, pos)
- *                     cache[pos] = k, v;  a = softmax(q·K^T / sqrt(HD)) V over the
- *                     sample's cache; x += a Wo^T; x += mlp(rmsnorm(x))
- *      logits = rmsnorm(x) Wlm^T
- *    so the linear layers run as B-row GEMMs, and attention as two GEMVs per
- *    row and head over that row's own cache.
+ *      x = E[token] (GPT-2: + wpe[pos]);
+ *      per layer: h = norm(x); q, k, v = h W + b; rope(q, k, pos) (not GPT-2)
+ *                 cache[pos] = k, v;  a = softmax(q·K^T / sqrt(HD)) V over the
+ *                 sample's cache; x += a Wo + bo; x += mlp(norm(x))
+ *      logits = norm(x) Wlm^T
+ *    with the architecture's norm, linear layers and MLP (arch.h), as in
+ *    model.c. The linear layers run as B-row GEMMs, and attention as two
+ *    GEMVs per row and head over that row's own cache.
  */
 #include "generate.h"
 
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "tern/rng.h"
 
 /* ---- sampling ---------------------------------------------------------- */
@@ -100,7 +103,7 @@ int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *
 typedef struct decoder {
     int S, P;                  /* samples, positions per cache */
     float *kc, *vc;            /* [S, L, P, KD] each */
-    float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *rstd, *logits, *scores;
+    float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *logits, *scores;
     int32_t *tok, *pos, *row_sample;
 } decoder;
 
@@ -157,34 +160,38 @@ static void row_attention(void *arg, int wk, int nw)
  * input token tok[r]); writes logits[B, V]. */
 static void decode_step(llama_model *m, decoder *d, int B)
 {
-    const int D = m->cfg.hidden_size, F = m->cfg.intermediate_size, V = m->cfg.vocab_size;
-    const int H = m->cfg.n_heads, KV = m->cfg.n_kv_heads, HD = D / H, QD = H * HD, KD = KV * HD;
+    const llama_config *c = &m->cfg;
+    const int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
+    const int H = c->n_heads, KV = c->n_kv_heads, HD = D / H, QD = H * HD, KD = KV * HD;
+    const int QLD = llama_qkv_ld(c), rope = c->arch != ARCH_GPT2;
     embedding_forward(d->x, d->tok, m->p.embed, B, D);
-    for (int l = 0; l < m->cfg.n_layers; l++) {
+    if (m->p.pos_embed)
+        embedding_add_forward(d->x, d->pos, m->p.pos_embed, B, D);
+    for (int l = 0; l < c->n_layers; l++) {
         const llama_layer *w = &m->p.layers[l];
-        rmsnorm_forward(d->xn, d->rstd, d->x, w->attn_norm, B, D, m->cfg.rms_eps);
-        matmul_forward(m->tp, d->q, d->xn, w->wq, B, D, QD, 0);
-        matmul_forward(m->tp, d->k, d->xn, w->wk, B, D, KD, 0);
-        matmul_forward(m->tp, d->v, d->xn, w->wv, B, D, KD, 0);
-        rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
-        rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
+        arch_norm_forward(c, d->xn, d->mean, d->rstd, d->x, w->attn_norm, w->attn_norm_b, B);
+        arch_linear_forward(m->tp, c, d->q, d->xn, w->wq, w->bq, QLD, B, D, QD, 0);
+        arch_linear_forward(m->tp, c, d->k, d->xn, w->wk, w->bk, QLD, B, D, KD, 0);
+        arch_linear_forward(m->tp, c, d->v, d->xn, w->wv, w->bv, QLD, B, D, KD, 0);
+        if (rope) {
+            rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
+            rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
+        }
         row_attn_job job = {m, d, l, B};
         pool_run(m->tp, row_attention, &job);
-        matmul_forward(m->tp, d->x, d->att, w->wo, B, QD, D, 1);
-        rmsnorm_forward(d->xn, d->rstd, d->x, w->mlp_norm, B, D, m->cfg.rms_eps);
-        matmul_forward(m->tp, d->gate, d->xn, w->w_gate, B, D, F, 0);
-        matmul_forward(m->tp, d->up, d->xn, w->w_up, B, D, F, 0);
-        swiglu_forward(d->act, d->gate, d->up, (size_t)B * F);
-        matmul_forward(m->tp, d->x, d->act, w->w_down, B, F, D, 1);
+        arch_linear_forward(m->tp, c, d->x, d->att, w->wo, w->bo, D, B, QD, D, 1);
+        arch_norm_forward(c, d->xn, d->mean, d->rstd, d->x, w->mlp_norm, w->mlp_norm_b, B);
+        arch_mlp_in_forward(m->tp, c, w, d->gate, d->up, d->act, d->xn, B);
+        arch_linear_forward(m->tp, c, d->x, d->act, w->w_down, w->b_down, D, B, F, D, 1);
     }
-    rmsnorm_forward(d->xn, d->rstd, d->x, m->p.final_norm, B, D, m->cfg.rms_eps);
+    arch_norm_forward(c, d->xn, d->mean, d->rstd, d->x, m->p.final_norm, m->p.final_norm_b, B);
     matmul_forward(m->tp, d->logits, d->xn, m->p.lm_head, B, D, V, 0);
 }
 
 static void decoder_free(decoder *d)
 {
     void *bufs[] = {d->kc, d->vc, d->x, d->xn, d->q, d->k, d->v, d->att,
-                    d->gate, d->up, d->act, d->rstd, d->logits, d->scores, d->tok, d->pos,
+                    d->gate, d->up, d->act, d->mean, d->rstd, d->logits, d->scores, d->tok, d->pos,
                     d->row_sample};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
@@ -211,6 +218,7 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     d->gate = malloc(s * F * sizeof(float));
     d->up = malloc(s * F * sizeof(float));
     d->act = malloc(s * F * sizeof(float));
+    d->mean = malloc(s * sizeof(float));
     d->rstd = malloc(s * sizeof(float));
     d->logits = malloc(s * V * sizeof(float));
     d->scores = malloc((size_t)P * (size_t)pool_size(m->tp) * sizeof(float));
@@ -218,7 +226,7 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     d->pos = malloc(s * sizeof(int32_t));
     d->row_sample = malloc(s * sizeof(int32_t));
     if (!d->kc || !d->vc || !d->x || !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate ||
-        !d->up || !d->act || !d->rstd || !d->logits || !d->scores || !d->tok || !d->pos ||
+        !d->up || !d->act || !d->mean || !d->rstd || !d->logits || !d->scores || !d->tok || !d->pos ||
         !d->row_sample) {
         decoder_free(d);
         return -1;

@@ -1,12 +1,16 @@
 /*
- * hf_config.h: a Llama model's Hugging Face config.json, read into and
- * written from llama_config, and the built-in model presets.
+ * hf_config.h: a model's Hugging Face config.json, read into and written
+ * from llama_config, and the built-in model presets. Architectures:
+ * LlamaForCausalLM ("llama"), Qwen2ForCausalLM ("qwen2"), GPT2LMHeadModel
+ * ("gpt2"); see llama.h.
  *
- * Reading refuses what tern's decoder does not implement (rope_scaling,
- * attention or MLP biases, activations other than SiLU, a head_dim other
- * than hidden_size / num_attention_heads) instead of silently computing a
- * different model. Writing produces a file that transformers' LlamaConfig
- * and LlamaForCausalLM load.
+ * Reading refuses what tern's decoders do not implement (other
+ * architectures, RoPE scaling other than Llama 3's, activations other than
+ * SiLU / GPT-2's tanh GELU, a head_dim other than hidden_size /
+ * num_attention_heads, Qwen2's sliding window, GPT-2's attention variants)
+ * instead of silently computing a different model; each message names the
+ * file and the key. Writing produces a file that transformers' config class
+ * of the architecture (LlamaConfig, Qwen2Config, GPT2Config) loads.
  */
 #ifndef TERN_HF_CONFIG_H
 #define TERN_HF_CONFIG_H

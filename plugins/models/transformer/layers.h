@@ -1,8 +1,9 @@
 /*
- * layers.h: forward and backward of each layer of the Llama decoder on packed
+ * layers.h: forward and backward of each layer of the decoders on packed
  * rows (N rows = the tokens of all sequences of a batch, one after another).
- * One file per layer: matmul.c, rmsnorm.c, rope.c, attention.c, swiglu.c,
- * embedding.c, logprob.c. Backward functions ACCUMULATE (+=) into parameter
+ * One file per layer: matmul.c, conv1d.c, bias.c, rmsnorm.c, layernorm.c,
+ * rope.c, rope_scaling.c, attention.c, swiglu.c, gelu.c, embedding.c,
+ * logprob.c. Backward functions ACCUMULATE (+=) into parameter
  * gradients and into input gradients, so residual branches simply add up.
  */
 #ifndef TERN_LAYERS_H
@@ -22,6 +23,22 @@ void matmul_forward(pool *tp, float *out, const float *in, const float *w, int n
 void matmul_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
                      const float *w, int n, int i, int o);
 
+/* ---- conv1d.c: y = x W, GPT-2's Conv1D (weights [in, out]) without bias --- */
+/* W's rows are `ld` floats apart (ld >= O), so a column block of a wider
+ * matrix (q, k or v inside c_attn [D, 3D]) is used in place.
+ * out[N, O] = in[N, I] W[I, O]   (accumulate: out += instead of =) */
+void conv1d_forward(pool *tp, float *out, const float *in, const float *w, int ld, int n, int i,
+                    int o, int accumulate);
+/* din[N, I] += dout[N, O] W[I, O]^T;  dW[I, O] += in^T dout   (either may be NULL) */
+void conv1d_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
+                     const float *w, int ld, int n, int i, int o);
+
+/* ---- bias.c: the bias of a linear layer --------------------------------- */
+/* out[r, :] += b[O] for each of N rows */
+void bias_forward(float *out, const float *b, int n, int o);
+/* db[O] += sum over rows of dout[N, O] */
+void bias_backward(float *db, const float *dout, int n, int o);
+
 /* ---- rmsnorm.c: y = x / sqrt(mean(x^2) + eps) * w ------------------------ */
 /* out[N, D], rstd[N] (saved for backward) */
 void rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, int n, int d,
@@ -29,9 +46,24 @@ void rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, i
 void rmsnorm_backward(float *din, float *dw, const float *dout, const float *in, const float *w,
                       const float *rstd, int n, int d);
 
+/* ---- layernorm.c: y = (x − mean) / sqrt(var + eps) · w + b ------------- */
+/* out[N, D]; mean[N], rstd[N] saved for backward */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
+                       const float *b, int n, int d, float eps);
+/* din += ; dw, db += (either may be NULL) */
+void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, const float *mean, const float *rstd, int n, int d);
+
 /* ---- rope.c: rotary position embedding (Hugging Face rotate_half) ------- */
 /* cos/sin tables [P, HD/2]: angle(p, i) = p * theta^(-2i/HD) */
 void rope_tables(float *cos_t, float *sin_t, int max_pos, int hd, float theta);
+/* The same from given inverse frequencies inv_freq[HD/2]: angle(p, i) = p · inv_freq[i] */
+void rope_tables_from(float *cos_t, float *sin_t, int max_pos, int hd, const double *inv_freq);
+/* rope_scaling.c: Llama 3's inverse frequencies (HF _compute_llama3_parameters):
+ * theta^(−2i/HD), divided by `factor` for wavelengths above orig/low, kept
+ * below orig/high, and blended smoothly between. */
+void rope_llama3_inv_freq(double *inv_freq, int hd, double theta, double factor, double low,
+                          double high, double orig_max_pos);
 /* Rotate x[N, nh*HD] in place; row r is at position pos[r]. Within a head the
  * pair (i, i + HD/2) turns by angle(pos, i). */
 void rope_forward(float *x, const int32_t *pos, const float *cos_t, const float *sin_t, int n,
@@ -45,10 +77,18 @@ void swiglu_forward(float *act, const float *gate, const float *up, size_t n);
 void swiglu_backward(float *dgate, float *dup, const float *dact, const float *gate,
                      const float *up, size_t n);
 
+/* ---- gelu.c: GELU, tanh approximation (HF "gelu_new") ------------------- */
+/* act = 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))) */
+void gelu_forward(float *act, const float *x, size_t n);
+/* dx += dact · gelu'(x) */
+void gelu_backward(float *dx, const float *dact, const float *x, size_t n);
+
 /* ---- embedding.c --------------------------------------------------------- */
 /* out[N, D] = E[tokens[r]] */
 void embedding_forward(float *out, const int32_t *tokens, const float *e, int n, int d);
-/* dE[tokens[r]] += dout[r] */
+/* out[N, D] += E[ids[r]]: learned position embeddings (ids = positions) */
+void embedding_add_forward(float *out, const int32_t *ids, const float *e, int n, int d);
+/* dE[tokens[r]] += dout[r] (also the backward of embedding_add_forward) */
 void embedding_backward(float *de, const int32_t *tokens, const float *dout, int n, int d);
 
 /* ---- attention.c: causal multi-head attention with grouped KV heads ----- */

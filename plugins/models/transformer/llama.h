@@ -1,15 +1,26 @@
 /*
- * llama.h: the shapes and parameter layout of the Llama-family decoder the
- * `transformer` plugin implements, shared by every file of the plugin.
+ * llama.h: the shapes and parameter layout of the decoders the `transformer`
+ * plugin implements, shared by every file of the plugin. Three Hugging Face
+ * architectures share one code path:
+ *
+ *   LlamaForCausalLM  RMSNorm, RoPE (plain or Llama 3 scaled), SwiGLU MLP,
+ *                     Linear layers (optional biases: attention_bias, mlp_bias)
+ *   Qwen2ForCausalLM  the same, with biases on q_proj, k_proj, v_proj
+ *   GPT2LMHeadModel   LayerNorm (weight and bias), learned positions (wpe),
+ *                     GELU (tanh) MLP, Conv1D layers with biases, q/k/v fused
+ *                     in c_attn
  *
  * Notation used in shape comments throughout:
  *   V vocab_size, D hidden_size, F intermediate_size, L num_hidden_layers,
  *   H num_attention_heads, KV num_key_value_heads, HD = D / H head size,
+ *   QD = H*HD, KD = KV*HD, P max_positions,
  *   N rows: the tokens of all sequences of a batch, packed one after another.
  *
  * All parameters live in one contiguous float array (so gradients and AdamW
  * moments are arrays of the same layout); llama_params holds views into it.
- * Linear weights are stored as Hugging Face does, [out, in]: y = x W^T.
+ * Each tensor is stored as the Hugging Face file stores it: Linear weights
+ * [out, in] (y = x W^T + b), GPT-2's Conv1D weights [in, out] (y = x W + b),
+ * so loading and saving copy tensors as they are.
  */
 #ifndef TERN_LLAMA_H
 #define TERN_LLAMA_H
@@ -17,7 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The Hugging Face architecture: tensor names, norm, MLP, positions. */
+enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_GPT2 = 2 };
+
 typedef struct llama_config {
+    int arch;              /* ARCH_*; 0 (Llama) for configs that predate the field */
     int vocab_size;        /* V */
     int hidden_size;       /* D */
     int intermediate_size; /* F */
@@ -25,35 +40,51 @@ typedef struct llama_config {
     int n_heads;           /* H */
     int n_kv_heads;        /* KV, divides H */
     int max_positions;     /* longest sequence (prompt + generation) */
-    float rms_eps;         /* RMSNorm epsilon */
-    float rope_theta;      /* RoPE base */
-    int tie_embeddings;    /* 1: lm_head is embed_tokens */
+    float rms_eps;         /* the norms' epsilon (rms_norm_eps; GPT-2: layer_norm_epsilon) */
+    float rope_theta;      /* RoPE base (unused by GPT-2) */
+    /* Llama 3 RoPE scaling (rope_scaling.rope_type "llama3"); rope_factor 0: none */
+    float rope_factor, rope_low_freq, rope_high_freq; /* factor, low/high_freq_factor */
+    int rope_orig_max_pos; /* original_max_position_embeddings */
+    int qkv_bias;          /* q, k, v projections have biases (Qwen2, attention_bias, GPT-2) */
+    int o_bias;            /* the attention output projection has one (attention_bias, GPT-2) */
+    int mlp_bias;          /* the MLP projections have them (mlp_bias, GPT-2) */
+    int tie_embeddings;    /* 1: lm_head is embed_tokens (GPT-2: wte) */
     int bos_id, eos_id, pad_id; /* special token ids (the tokenizer's) */
 } llama_config;
 
-/* Views of one layer's parameters inside the flat array. */
+/* Views of one layer's parameters inside the flat array; NULL where the
+ * architecture has no such tensor. Names: Llama/Qwen2 (model.layers.i.) |
+ * GPT-2 (transformer.h.i.). */
 typedef struct llama_layer {
-    float *attn_norm; /* [D]           input_layernorm.weight */
-    float *wq;        /* [H*HD, D]     self_attn.q_proj.weight */
-    float *wk;        /* [KV*HD, D]    self_attn.k_proj.weight */
-    float *wv;        /* [KV*HD, D]    self_attn.v_proj.weight */
-    float *wo;        /* [D, H*HD]     self_attn.o_proj.weight */
-    float *mlp_norm;  /* [D]           post_attention_layernorm.weight */
-    float *w_gate;    /* [F, D]        mlp.gate_proj.weight */
-    float *w_up;      /* [F, D]        mlp.up_proj.weight */
-    float *w_down;    /* [D, F]        mlp.down_proj.weight */
+    float *attn_norm, *attn_norm_b; /* [D] input_layernorm.weight | ln_1.weight, ln_1.bias */
+    /* Llama/Qwen2: self_attn.{q,k,v}_proj.weight [QD, D], [KD, D], [KD, D] and
+     * .bias [QD], [KD], [KD]. GPT-2: column blocks 0..D, D..2D, 2D..3D of
+     * attn.c_attn.weight [D, 3D] (so rows are 3D floats apart) and of
+     * attn.c_attn.bias [3D]. */
+    float *wq, *wk, *wv;
+    float *bq, *bk, *bv;
+    float *wo, *bo;       /* self_attn.o_proj.weight [D, QD], .bias [D] | attn.c_proj [D, D], [D] */
+    float *mlp_norm, *mlp_norm_b; /* [D] post_attention_layernorm.weight | ln_2.weight, .bias */
+    float *w_gate, *b_gate; /* mlp.gate_proj.weight [F, D], .bias [F] (not GPT-2) */
+    float *w_up, *b_up;     /* mlp.up_proj.weight [F, D], .bias [F] | mlp.c_fc [D, F], [F] */
+    float *w_down, *b_down; /* mlp.down_proj.weight [D, F], .bias [D] | mlp.c_proj [F, D], [D] */
 } llama_layer;
 
 typedef struct llama_params {
-    float *embed;       /* [V, D]  model.embed_tokens.weight */
+    float *embed;        /* [V, D]  model.embed_tokens.weight | transformer.wte.weight */
+    float *pos_embed;    /* [P, D]  transformer.wpe.weight (GPT-2 only) */
     llama_layer *layers; /* [L] */
-    float *final_norm;  /* [D]     model.norm.weight */
-    float *lm_head;     /* [V, D]  lm_head.weight (== embed when tied) */
+    float *final_norm;   /* [D]     model.norm.weight | transformer.ln_f.weight */
+    float *final_norm_b; /* [D]     transformer.ln_f.bias (GPT-2 only) */
+    float *lm_head;      /* [V, D]  lm_head.weight (== embed when tied) */
 } llama_params;
+
+enum { TENSOR_MATRIX = 0, TENSOR_NORM = 1, TENSOR_BIAS = 2 };
 
 /* One named tensor of the layout, in Hugging Face naming. */
 typedef struct llama_tensor_info {
     char name[96];   /* e.g. "model.layers.3.mlp.up_proj.weight" */
+    int kind;        /* TENSOR_*: how it starts and whether weight decay applies */
     int ndim;        /* 1 or 2 */
     int64_t shape[2];
     size_t offset;   /* in floats from the start of the flat array */
@@ -61,10 +92,16 @@ typedef struct llama_tensor_info {
 } llama_tensor_info;
 
 /* Check a config for consistency (positive sizes, H % KV == 0, D % H == 0,
- * HD even for RoPE, ...). 0, or -1 with a message in err. */
+ * HD even for RoPE, what each architecture requires). 0, or -1 with a
+ * message in err. */
 int llama_config_check(const llama_config *c, char *err, size_t errn);
 /* Number of floats in the flat parameter array. */
 size_t llama_param_count(const llama_config *c);
+/* The architecture's name in Hugging Face's "architectures" ("LlamaForCausalLM", ...). */
+const char *llama_arch_name(int arch);
+/* The row stride of the q/k/v weight views: D for Linear [out, in] layers,
+ * 3D for GPT-2's c_attn blocks. */
+int llama_qkv_ld(const llama_config *c);
 /* Number of named tensors (lm_head only when untied). */
 size_t llama_tensor_count(const llama_config *c);
 /* Describe tensor i (0 <= i < llama_tensor_count) of the layout. */

@@ -1,15 +1,19 @@
 /*
- * model.c: the Llama decoder's forward and backward passes over a packed
- * batch (shapes in llama.h), layer by layer through layers.h:
+ * model.c: the decoder's forward and backward passes over a packed batch
+ * (shapes in llama.h), layer by layer through layers.h and arch.h:
  *
- *   x_0 = E[tokens]
- *   for each layer:  h = rmsnorm(x) ;  q, k, v = h Wq^T, h Wk^T, h Wv^T ; rope(q, k)
- *                    m = x + attention(q, k, v) Wo^T
- *                    h2 = rmsnorm(m) ;  x' = m + (silu(h2 Wg^T) ⊙ h2 Wu^T) Wd^T
- *   logits = rmsnorm(x_L) Wlm^T ;  logp, entropy = logprob(logits, targets)
+ *   x_0 = E[tokens]                       (GPT-2: + wpe[positions])
+ *   for each layer:  h = norm(x) ;  q, k, v = h Wq + bq, h Wk + bk, h Wv + bv
+ *                    rope(q, k)           (not GPT-2)
+ *                    m = x + attention(q, k, v) Wo + bo
+ *                    h2 = norm(m) ;  x' = m + mlp_in(h2) Wd + bd
+ *   logits = norm(x_L) Wlm^T ;  logp, entropy = logprob(logits, targets)
  *
- * Backward walks the same steps in reverse; residual connections add the
- * gradient of both branches, which is why every layer backward accumulates.
+ * norm is RMSNorm, or LayerNorm for GPT-2; mlp_in is silu(h2 Wg) ⊙ h2 Wu,
+ * or gelu(h2 Wfc + bfc) for GPT-2; biases exist where the architecture has
+ * them (NULL views are skipped). Backward walks the same steps in reverse;
+ * residual connections add the gradient of both branches, which is why
+ * every layer backward accumulates.
  */
 #include "model.h"
 
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "tern/rng.h"
 
 #define D_(m) ((m)->cfg.hidden_size)
@@ -38,16 +43,32 @@ int llama_model_init(llama_model *m, const llama_config *c, char *err, size_t er
     int hd = c->hidden_size / c->n_heads;
     m->params = calloc(m->n_params, sizeof(float));
     m->grads = calloc(m->n_params, sizeof(float));
-    m->rope_cos = malloc((size_t)c->max_positions * (size_t)(hd / 2) * sizeof(float));
-    m->rope_sin = malloc((size_t)c->max_positions * (size_t)(hd / 2) * sizeof(float));
+    const int rope = c->arch != ARCH_GPT2;
+    if (rope) {
+        m->rope_cos = malloc((size_t)c->max_positions * (size_t)(hd / 2) * sizeof(float));
+        m->rope_sin = malloc((size_t)c->max_positions * (size_t)(hd / 2) * sizeof(float));
+    }
     m->acts = calloc((size_t)c->n_layers, sizeof *m->acts);
-    if (!m->params || !m->grads || !m->rope_cos || !m->rope_sin || !m->acts ||
+    if (!m->params || !m->grads || (rope && (!m->rope_cos || !m->rope_sin)) || !m->acts ||
         llama_params_bind(&m->p, c, m->params) != 0 || llama_params_bind(&m->g, c, m->grads) != 0) {
         llama_model_free(m);
         snprintf(err, errn, "out of memory for a model of %zu parameters", llama_param_count(c));
         return -1;
     }
-    rope_tables(m->rope_cos, m->rope_sin, c->max_positions, hd, c->rope_theta);
+    if (rope && c->rope_factor != 0) {
+        double *inv_freq = malloc((size_t)(hd / 2) * sizeof *inv_freq);
+        if (!inv_freq) {
+            llama_model_free(m);
+            snprintf(err, errn, "out of memory for the RoPE tables");
+            return -1;
+        }
+        rope_llama3_inv_freq(inv_freq, hd, c->rope_theta, c->rope_factor, c->rope_low_freq,
+                             c->rope_high_freq, c->rope_orig_max_pos);
+        rope_tables_from(m->rope_cos, m->rope_sin, c->max_positions, hd, inv_freq);
+        free(inv_freq);
+    } else if (rope) {
+        rope_tables(m->rope_cos, m->rope_sin, c->max_positions, hd, c->rope_theta);
+    }
     return 0;
 }
 
@@ -57,6 +78,7 @@ static void free_acts(llama_model *m)
     for (int l = 0; m->acts && l < L_(m); l++) {
         llama_layer_acts *a = &m->acts[l];
         free(a->xn1);
+        free(a->mean1);
         free(a->rstd1);
         free(a->q);
         free(a->k);
@@ -65,13 +87,14 @@ static void free_acts(llama_model *m)
         free(a->att);
         free(a->res_mid);
         free(a->xn2);
+        free(a->mean2);
         free(a->rstd2);
         free(a->gate);
         free(a->up);
         free(a->act);
         memset(a, 0, sizeof *a);
     }
-    float **bufs[] = {&m->xf, &m->rstdf, &m->logits, &m->dx, &m->dxn, &m->dq, &m->dk, &m->dv,
+    float **bufs[] = {&m->xf, &m->meanf, &m->rstdf, &m->logits, &m->dx, &m->dxn, &m->dq, &m->dk, &m->dv,
                       &m->datt, &m->dgate, &m->dup, &m->dact, &m->dlogits, &m->dscratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(*bufs[i]);
@@ -125,27 +148,25 @@ static int ensure_capacity(llama_model *m, size_t rows, size_t probs, size_t scr
     free_acts(m);
     size_t D = (size_t)D_(m), F = (size_t)F_(m), V = (size_t)V_(m), QD = (size_t)QD_(m),
            KD = (size_t)KD_(m), L = (size_t)L_(m);
-    int ok = (m->res = malloc((L + 1) * rows * D * sizeof(float))) != NULL;
+    const int gated = m->cfg.arch != ARCH_GPT2; /* SwiGLU needs gate and dgate */
+#define ALLOC(p, n) ((p) = malloc((n) * sizeof(float))) != NULL
+    int ok = ALLOC(m->res, (L + 1) * rows * D);
     for (size_t l = 0; ok && l < L; l++) {
         llama_layer_acts *a = &m->acts[l];
-        ok = (a->xn1 = malloc(rows * D * sizeof(float))) && (a->rstd1 = malloc(rows * sizeof(float))) &&
-             (a->q = malloc(rows * QD * sizeof(float))) && (a->k = malloc(rows * KD * sizeof(float))) &&
-             (a->v = malloc(rows * KD * sizeof(float))) &&
-             (a->probs = malloc((probs ? probs : 1) * sizeof(float))) &&
-             (a->att = malloc(rows * QD * sizeof(float))) &&
-             (a->res_mid = malloc(rows * D * sizeof(float))) &&
-             (a->xn2 = malloc(rows * D * sizeof(float))) && (a->rstd2 = malloc(rows * sizeof(float))) &&
-             (a->gate = malloc(rows * F * sizeof(float))) && (a->up = malloc(rows * F * sizeof(float))) &&
-             (a->act = malloc(rows * F * sizeof(float)));
+        ok = ALLOC(a->xn1, rows * D) && ALLOC(a->mean1, rows) && ALLOC(a->rstd1, rows) &&
+             ALLOC(a->q, rows * QD) && ALLOC(a->k, rows * KD) && ALLOC(a->v, rows * KD) &&
+             ALLOC(a->probs, probs ? probs : 1) && ALLOC(a->att, rows * QD) &&
+             ALLOC(a->res_mid, rows * D) && ALLOC(a->xn2, rows * D) && ALLOC(a->mean2, rows) &&
+             ALLOC(a->rstd2, rows) && (!gated || ALLOC(a->gate, rows * F)) &&
+             ALLOC(a->up, rows * F) && ALLOC(a->act, rows * F);
     }
-    ok = ok && (m->xf = malloc(rows * D * sizeof(float))) && (m->rstdf = malloc(rows * sizeof(float))) &&
-         (m->logits = malloc(rows * V * sizeof(float))) && (m->dx = malloc(rows * D * sizeof(float))) &&
-         (m->dxn = malloc(rows * D * sizeof(float))) && (m->dq = malloc(rows * QD * sizeof(float))) &&
-         (m->dk = malloc(rows * KD * sizeof(float))) && (m->dv = malloc(rows * KD * sizeof(float))) &&
-         (m->datt = malloc(rows * QD * sizeof(float))) && (m->dgate = malloc(rows * F * sizeof(float))) &&
-         (m->dup = malloc(rows * F * sizeof(float))) && (m->dact = malloc(rows * F * sizeof(float))) &&
-         (m->dlogits = malloc(rows * V * sizeof(float))) &&
-         (m->dscratch = malloc((scratch ? scratch : 1) * sizeof(float)));
+    ok = ok && ALLOC(m->xf, rows * D) && ALLOC(m->meanf, rows) && ALLOC(m->rstdf, rows) &&
+         ALLOC(m->logits, rows * V) && ALLOC(m->dx, rows * D) && ALLOC(m->dxn, rows * D) &&
+         ALLOC(m->dq, rows * QD) && ALLOC(m->dk, rows * KD) && ALLOC(m->dv, rows * KD) &&
+         ALLOC(m->datt, rows * QD) && (!gated || ALLOC(m->dgate, rows * F)) &&
+         ALLOC(m->dup, rows * F) && ALLOC(m->dact, rows * F) && ALLOC(m->dlogits, rows * V) &&
+         ALLOC(m->dscratch, scratch ? scratch : 1);
+#undef ALLOC
     if (!ok) {
         free_acts(m);
         return -1;
@@ -165,8 +186,8 @@ void llama_init_random(llama_model *m, uint64_t seed)
         llama_tensor_describe(&m->cfg, i, &t);
         float *w = m->params + t.offset;
         for (size_t j = 0; j < t.numel; j++) {
-            if (t.ndim == 1) {
-                w[j] = 1.0f; /* norm weights start as the identity */
+            if (t.kind != TENSOR_MATRIX) {
+                w[j] = t.kind == TENSOR_NORM ? 1.0f : 0.0f; /* norms start as the identity */
                 continue;
             }
             /* Box-Muller: N(0, 0.02) */
@@ -223,35 +244,40 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
         snprintf(err, errn, "out of memory for the activations of %d tokens", b->n_rows);
         return -1;
     }
-    const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = m->cfg.n_heads,
-              KV = m->cfg.n_kv_heads, HD = HD_(m), QD = QD_(m), KD = KD_(m);
+    const llama_config *c = &m->cfg;
+    const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = c->n_heads, KV = c->n_kv_heads,
+              HD = HD_(m), QD = QD_(m), KD = KD_(m), QLD = llama_qkv_ld(c);
+    const int rope = c->arch != ARCH_GPT2;
     const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start};
 
     embedding_forward(m->res, b->tokens, m->p.embed, N, D);
+    if (m->p.pos_embed)
+        embedding_add_forward(m->res, b->pos, m->p.pos_embed, N, D);
     for (int l = 0; l < L_(m); l++) {
         const llama_layer *w = &m->p.layers[l];
         llama_layer_acts *a = &m->acts[l];
         float *x = m->res + (size_t)l * N * D, *x_out = m->res + (size_t)(l + 1) * N * D;
         /* attention block */
-        rmsnorm_forward(a->xn1, a->rstd1, x, w->attn_norm, N, D, m->cfg.rms_eps);
-        matmul_forward(m->tp, a->q, a->xn1, w->wq, N, D, QD, 0);
-        matmul_forward(m->tp, a->k, a->xn1, w->wk, N, D, KD, 0);
-        matmul_forward(m->tp, a->v, a->xn1, w->wv, N, D, KD, 0);
-        rope_forward(a->q, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
-        rope_forward(a->k, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
+        arch_norm_forward(c, a->xn1, a->mean1, a->rstd1, x, w->attn_norm, w->attn_norm_b, N);
+        arch_linear_forward(m->tp, c, a->q, a->xn1, w->wq, w->bq, QLD, N, D, QD, 0);
+        arch_linear_forward(m->tp, c, a->k, a->xn1, w->wk, w->bk, QLD, N, D, KD, 0);
+        arch_linear_forward(m->tp, c, a->v, a->xn1, w->wv, w->bv, QLD, N, D, KD, 0);
+        if (rope) {
+            rope_forward(a->q, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
+            rope_forward(a->k, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
+        }
         attention_forward(m->tp, a->att, a->probs, a->q, a->k, a->v, &as);
         memcpy(a->res_mid, x, (size_t)N * D * sizeof(float));
-        matmul_forward(m->tp, a->res_mid, a->att, w->wo, N, QD, D, 1);
+        arch_linear_forward(m->tp, c, a->res_mid, a->att, w->wo, w->bo, D, N, QD, D, 1);
         /* MLP block */
-        rmsnorm_forward(a->xn2, a->rstd2, a->res_mid, w->mlp_norm, N, D, m->cfg.rms_eps);
-        matmul_forward(m->tp, a->gate, a->xn2, w->w_gate, N, D, F, 0);
-        matmul_forward(m->tp, a->up, a->xn2, w->w_up, N, D, F, 0);
-        swiglu_forward(a->act, a->gate, a->up, (size_t)N * F);
+        arch_norm_forward(c, a->xn2, a->mean2, a->rstd2, a->res_mid, w->mlp_norm, w->mlp_norm_b,
+                          N);
+        arch_mlp_in_forward(m->tp, c, w, a->gate, a->up, a->act, a->xn2, N);
         memcpy(x_out, a->res_mid, (size_t)N * D * sizeof(float));
-        matmul_forward(m->tp, x_out, a->act, w->w_down, N, F, D, 1);
+        arch_linear_forward(m->tp, c, x_out, a->act, w->w_down, w->b_down, D, N, F, D, 1);
     }
-    rmsnorm_forward(m->xf, m->rstdf, m->res + (size_t)L_(m) * N * D, m->p.final_norm, N, D,
-                    m->cfg.rms_eps);
+    arch_norm_forward(c, m->xf, m->meanf, m->rstdf, m->res + (size_t)L_(m) * N * D,
+                      m->p.final_norm, m->p.final_norm_b, N);
     matmul_forward(m->tp, m->logits, m->xf, m->p.lm_head, N, D, V, 0);
     logprob_forward(logp, ent, m->logits, b->scale, b->target, N, V);
     return 0;
@@ -259,8 +285,10 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
 
 void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, const float *dent)
 {
-    const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = m->cfg.n_heads,
-              KV = m->cfg.n_kv_heads, HD = HD_(m), QD = QD_(m), KD = KD_(m);
+    const llama_config *c = &m->cfg;
+    const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = c->n_heads, KV = c->n_kv_heads,
+              HD = HD_(m), QD = QD_(m), KD = KD_(m), QLD = llama_qkv_ld(c);
+    const int rope = c->arch != ARCH_GPT2;
     const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start};
     const size_t ND = (size_t)N * D;
 
@@ -269,38 +297,46 @@ void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, co
     memset(m->dxn, 0, ND * sizeof(float));
     matmul_backward(m->tp, m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, N, D, V);
     memset(m->dx, 0, ND * sizeof(float));
-    rmsnorm_backward(m->dx, m->g.final_norm, m->dxn, m->res + (size_t)L_(m) * ND,
-                     m->p.final_norm, m->rstdf, N, D);
+    arch_norm_backward(c, m->dx, m->g.final_norm, m->g.final_norm_b, m->dxn,
+                       m->res + (size_t)L_(m) * ND, m->p.final_norm, m->meanf, m->rstdf, N);
 
     for (int l = L_(m) - 1; l >= 0; l--) {
         const llama_layer *w = &m->p.layers[l];
         const llama_layer *gw = &m->g.layers[l];
         llama_layer_acts *a = &m->acts[l];
         const float *x = m->res + (size_t)l * ND;
-        /* MLP block: x_out = m + act Wd^T; dx holds dL/dx_out, and becomes dL/dm */
+        /* MLP block: x_out = m + act Wd + bd; dx holds dL/dx_out, and becomes dL/dm */
         memset(m->dact, 0, (size_t)N * F * sizeof(float));
-        matmul_backward(m->tp, m->dact, gw->w_down, m->dx, a->act, w->w_down, N, F, D);
-        memset(m->dgate, 0, (size_t)N * F * sizeof(float));
-        memset(m->dup, 0, (size_t)N * F * sizeof(float));
-        swiglu_backward(m->dgate, m->dup, m->dact, a->gate, a->up, (size_t)N * F);
+        arch_linear_backward(m->tp, c, m->dact, gw->w_down, gw->b_down, m->dx, a->act, w->w_down,
+                             D, N, F, D);
         memset(m->dxn, 0, ND * sizeof(float));
-        matmul_backward(m->tp, m->dxn, gw->w_gate, m->dgate, a->xn2, w->w_gate, N, D, F);
-        matmul_backward(m->tp, m->dxn, gw->w_up, m->dup, a->xn2, w->w_up, N, D, F);
-        rmsnorm_backward(m->dx, gw->mlp_norm, m->dxn, a->res_mid, w->mlp_norm, a->rstd2, N, D);
-        /* attention block: m = x + att Wo^T; dx becomes dL/dx */
+        arch_mlp_in_backward(m->tp, c, w, gw, m->dxn, m->dgate, m->dup, m->dact, a->gate, a->up,
+                             a->xn2, N);
+        arch_norm_backward(c, m->dx, gw->mlp_norm, gw->mlp_norm_b, m->dxn, a->res_mid,
+                           w->mlp_norm, a->mean2, a->rstd2, N);
+        /* attention block: m = x + att Wo + bo; dx becomes dL/dx */
         memset(m->datt, 0, (size_t)N * QD * sizeof(float));
-        matmul_backward(m->tp, m->datt, gw->wo, m->dx, a->att, w->wo, N, QD, D);
+        arch_linear_backward(m->tp, c, m->datt, gw->wo, gw->bo, m->dx, a->att, w->wo, D, N, QD,
+                             D);
         memset(m->dk, 0, (size_t)N * KD * sizeof(float));
         memset(m->dv, 0, (size_t)N * KD * sizeof(float));
         attention_backward(m->tp, m->dq, m->dk, m->dv, m->datt, a->probs, a->q, a->k, a->v, &as,
                            m->dscratch, m->cap_scratch / (size_t)pool_size(m->tp));
-        rope_backward(m->dq, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
-        rope_backward(m->dk, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
+        if (rope) {
+            rope_backward(m->dq, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
+            rope_backward(m->dk, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
+        }
         memset(m->dxn, 0, ND * sizeof(float));
-        matmul_backward(m->tp, m->dxn, gw->wq, m->dq, a->xn1, w->wq, N, D, QD);
-        matmul_backward(m->tp, m->dxn, gw->wk, m->dk, a->xn1, w->wk, N, D, KD);
-        matmul_backward(m->tp, m->dxn, gw->wv, m->dv, a->xn1, w->wv, N, D, KD);
-        rmsnorm_backward(m->dx, gw->attn_norm, m->dxn, x, w->attn_norm, a->rstd1, N, D);
+        arch_linear_backward(m->tp, c, m->dxn, gw->wq, gw->bq, m->dq, a->xn1, w->wq, QLD, N, D,
+                             QD);
+        arch_linear_backward(m->tp, c, m->dxn, gw->wk, gw->bk, m->dk, a->xn1, w->wk, QLD, N, D,
+                             KD);
+        arch_linear_backward(m->tp, c, m->dxn, gw->wv, gw->bv, m->dv, a->xn1, w->wv, QLD, N, D,
+                             KD);
+        arch_norm_backward(c, m->dx, gw->attn_norm, gw->attn_norm_b, m->dxn, x, w->attn_norm,
+                           a->mean1, a->rstd1, N);
     }
     embedding_backward(m->g.embed, b->tokens, m->dx, N, D);
+    if (m->g.pos_embed)
+        embedding_backward(m->g.pos_embed, b->pos, m->dx, N, D);
 }

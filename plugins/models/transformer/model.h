@@ -1,5 +1,5 @@
 /*
- * model.h: a Llama decoder with its parameters, gradients and the saved
+ * model.h: a decoder (Llama, Qwen2 or GPT-2; llama.h) with its parameters, gradients and the saved
  * activations of the last forward pass; forward and backward over a packed
  * batch. No I/O here (checkpoint.c) and no sampling (generate.c).
  */
@@ -25,13 +25,13 @@ typedef struct llama_batch {
 
 /* Activations saved by forward for backward, per layer l (N rows). */
 typedef struct llama_layer_acts {
-    float *xn1, *rstd1;          /* [N, D], [N] attention-input norm */
-    float *q, *k, *v;            /* [N, H*HD], [N, KV*HD] x2, after RoPE */
+    float *xn1, *mean1, *rstd1;  /* [N, D], [N], [N] attention-input norm (mean: LayerNorm) */
+    float *q, *k, *v;            /* [N, H*HD], [N, KV*HD] x2, after RoPE (if any) */
     float *probs;                /* attention probabilities */
     float *att;                  /* [N, H*HD] attention output before o_proj */
     float *res_mid;              /* [N, D] residual after attention */
-    float *xn2, *rstd2;          /* [N, D], [N] MLP-input norm */
-    float *gate, *up, *act;      /* [N, F] each */
+    float *xn2, *mean2, *rstd2;  /* [N, D], [N], [N] MLP-input norm */
+    float *gate, *up, *act;      /* [N, F] each (gate: not GPT-2); up: GPT-2's c_fc output */
 } llama_layer_acts;
 
 typedef struct llama_model {
@@ -39,14 +39,15 @@ typedef struct llama_model {
     size_t n_params;
     float *params, *grads;       /* [n_params] each; grads zeroed by llama_zero_grad */
     llama_params p, g;           /* views into params and grads */
-    float *rope_cos, *rope_sin;  /* [max_positions, HD/2] */
+    float *rope_cos, *rope_sin;  /* [max_positions, HD/2]; NULL for GPT-2 (learned positions) */
     pool *tp;                    /* owned; the instance's threads (NULL: one) */
 
     /* activations, sized for cap_rows rows and cap_probs probabilities */
     size_t cap_rows, cap_probs;
     float *res;                  /* [(L + 1), N, D]: residual stream into each layer, and out */
     llama_layer_acts *acts;      /* [L] */
-    float *xf, *rstdf, *logits;  /* [N, D], [N], [N, V] final norm and logits */
+    float *xf, *meanf, *rstdf;   /* [N, D], [N], [N] final norm */
+    float *logits;               /* [N, V] */
     /* backward scratch */
     float *dx, *dxn, *dq, *dk, *dv, *datt, *dgate, *dup, *dact, *dlogits, *dscratch;
     size_t cap_scratch;          /* floats in dscratch (largest T*T) */
@@ -58,7 +59,7 @@ void llama_model_free(llama_model *m);
 /* Run the model's products on n threads (n >= 1). 0, or -1 if the threads
  * cannot be started (the model keeps its previous setting). */
 int llama_model_set_threads(llama_model *m, int n);
-/* Fresh weights from `seed`: matrices ~ N(0, 0.02), norm weights 1. */
+/* Fresh weights from `seed`: matrices ~ N(0, 0.02), norm weights 1, biases 0. */
 void llama_init_random(llama_model *m, uint64_t seed);
 
 /* Forward over a batch: logp[N] and ent[N] (ent may be NULL) for each row's

@@ -10,6 +10,18 @@
 
 #include "layers.h"
 
+void rope_tables_from(float *cos_t, float *sin_t, int max_pos, int hd, const double *inv_freq)
+{
+    int half = hd / 2;
+    for (int p = 0; p < max_pos; p++)
+        for (int i = 0; i < half; i++) {
+            /* double for the angle: p · inv_freq reaches hundreds of radians */
+            double a = p * inv_freq[i];
+            cos_t[(size_t)p * half + i] = (float)cos(a);
+            sin_t[(size_t)p * half + i] = (float)sin(a);
+        }
+}
+
 void rope_tables(float *cos_t, float *sin_t, int max_pos, int hd, float theta)
 {
     int half = hd / 2;
