@@ -328,10 +328,11 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
         char *shown = tern_utf8_clean(r->resp[(size_t)g * G].text);
         char *task_id = tern_utf8_clean(tern_task_id_text(tasks[(size_t)g * G], id, sizeof id));
         json_t *line = shown && task_id
-                           ? json_pack("{s:s,s:I,s:I,s:I,s:s,s:o,s:s}", "stage", "rl", "step",
-                                       (json_int_t)0, "batch", (json_int_t)r->batch, "version",
-                                       (json_int_t)r->version, "task", task_id, "rewards", rw,
-                                       "response", shown)
+                           ? json_pack("{s:s,s:I,s:I,s:I,s:s,s:o,s:s,s:I}", "stage", "rl",
+                                       "step", (json_int_t)0, "batch", (json_int_t)r->batch,
+                                       "version", (json_int_t)r->version, "task", task_id,
+                                       "rewards", rw, "response", shown, "prompt_tokens",
+                                       (json_int_t)r->prompt_len[g])
                            : NULL;
         if (!line && (!shown || !task_id))
             json_decref(rw);

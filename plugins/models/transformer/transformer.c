@@ -9,6 +9,7 @@
  *   path = "dir";                 load a Hugging Face-shaped directory, or
  *   init = { preset = "tiny"; seed = 1; hidden_size = ...; };  fresh weights
  *   threads = 1;                  threads of this instance
+ *   chat_template = "auto";       how prompts are formatted (chat_template.h)
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "tern/plugin.h"
 
 #include "adamw.h"
+#include "chat_template.h"
 #include "checkpoint.h"
 #include "generate.h"
 #include "hf_config.h"
@@ -52,6 +54,8 @@ typedef struct transformer {
     tern_ctx *ctx;
     llama_model m;
     tokenizer *tok;
+    chat_template *chat;  /* how encode_chat formats prompts */
+    int32_t end_of_turn;  /* the chat template's end-of-turn token, or -1 */
     adamw opt;        /* allocated at the first step or optimizer load */
     tern_tensor *tensors;       /* built at the first tensors() call */
     char (*tensor_names)[96];  /* their names */
@@ -104,6 +108,36 @@ static int fresh_config(transformer *t, llama_config *c, uint64_t *seed)
 }
 
 static void tf_destroy(void *state);
+
+/* The chat template of the `chat_template` setting (from the model
+ * directory `dir` under "auto", NULL for a fresh model), and its
+ * end-of-turn token, which must be one token of the tokenizer. */
+static int open_chat_template(transformer *t, const char *dir)
+{
+    const char *name = "auto";
+    int rc = host->get_string(t->ctx, "chat_template", &name);
+    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
+        return rc;
+    if (chat_template_from_dir(dir, name, &t->chat, t->err, sizeof t->err) != 0)
+        return host->setting_error(t->ctx, "chat_template", "%s", t->err);
+    t->end_of_turn = -1;
+    const char *eot = chat_template_end_of_turn(t->chat);
+    if (!eot)
+        return TERN_OK;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (tokenizer_encode(t->tok, eot, strlen(eot), 0, &ids, &n) != 0)
+        return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+    if (n == 1)
+        t->end_of_turn = ids[0];
+    free(ids);
+    if (t->end_of_turn < 0)
+        return host->setting_error(t->ctx, "chat_template", "the %s template ends a turn with "
+                                   "%s, which is not one token of this model's tokenizer (%zu "
+                                   "tokens): choose a template the model was trained with, or "
+                                   "\"none\"", chat_template_name(t->chat), eot, n);
+    return TERN_OK;
+}
 
 /* Whether the config gives any init.* key (an init group with keys). */
 static int init_given(tern_ctx *ctx)
@@ -194,6 +228,10 @@ static int tf_create(tern_ctx *ctx, void **state)
     } else {
         llama_init_random(&t->m, seed);
     }
+    if ((rc = open_chat_template(t, has_path ? path : NULL)) != TERN_OK) {
+        tf_destroy(t);
+        return rc;
+    }
     host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d threads",
               t->m.n_params, c.n_layers, c.hidden_size, t->threads);
     *state = t;
@@ -207,6 +245,7 @@ static void tf_destroy(void *state)
         return;
     llama_model_free(&t->m);
     tokenizer_free(t->tok);
+    chat_template_free(t->chat);
     adamw_free(&t->opt);
     free(t->tensors);
     free(t->tensor_names);
@@ -237,6 +276,53 @@ static int tf_detokenize(void *state, const int32_t *ids, size_t n, char **text,
     if (tokenizer_decode(t->tok, ids, n, text, len) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "detokenize: a token id is outside 0..%d",
                           tokenizer_vocab_size(t->tok) - 1);
+    return TERN_OK;
+}
+
+/* The conversation through the chat template, then tokenized as Hugging
+ * Face's apply_chat_template(tokenize=True) does: a real template writes its
+ * own BOS text, so none is added; "plain" and "none" get the tokenizer's BOS
+ * as a bare prompt would. */
+static int tf_encode_chat(void *state, const tern_chat_message *msgs, size_t n, int32_t **ids,
+                          size_t *n_ids, char **text, size_t *text_len)
+{
+    transformer *t = state;
+    const char *name = chat_template_name(t->chat);
+    chat_message *cm = calloc(n ? n : 1, sizeof *cm);
+    if (!cm)
+        return host->fail(t->ctx, TERN_ENOMEM, "encode_chat: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!TERN_HAS(&msgs[i], content)) {
+            free(cm);
+            return host->fail(t->ctx, TERN_EINVAL, "encode_chat: message %zu: "
+                              "tern_chat_message is too small", i);
+        }
+        if (msgs[i].role && strcmp(msgs[i].role, "system") == 0 && strcmp(name, "none") == 0) {
+            free(cm);
+            return host->fail(t->ctx, TERN_EINVAL, "a system turn needs a chat template, and "
+                              "this model's chat_template is \"none\": set model.chat_template "
+                              "(\"chatml\", \"llama3\", \"plain\", ...) or give no system "
+                              "turn");
+        }
+        cm[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content};
+    }
+    char *s = NULL;
+    size_t len = 0;
+    int rc = chat_template_apply(t->chat, cm, n, 1, &s, &len, t->err, sizeof t->err);
+    free(cm);
+    if (rc != 0)
+        return host->fail(t->ctx, TERN_EINVAL, "chat template %s: %s", name, t->err);
+    int add_bos = chat_template_end_of_turn(t->chat) == NULL;
+    if (tokenizer_encode(t->tok, s, len, add_bos, ids, n_ids) != 0) {
+        free(s);
+        return host->fail(t->ctx, TERN_ENOMEM, "encode_chat: out of memory");
+    }
+    if (text) {
+        *text = s;
+        *text_len = len;
+    } else {
+        free(s);
+    }
     return TERN_OK;
 }
 
@@ -489,7 +575,8 @@ static int tf_special_tokens(void *state, tern_special_tokens *out)
     if (!TERN_HAS(out, pad))
         return host->fail(t->ctx, TERN_EINVAL, "special_tokens: tern_special_tokens is too small");
     out->bos = tokenizer_bos(t->tok);
-    out->eos = tokenizer_eos(t->tok);
+    /* a chat model's response ends with its turn */
+    out->eos = t->end_of_turn >= 0 ? t->end_of_turn : tokenizer_eos(t->tok);
     out->pad = tokenizer_pad(t->tok);
     return TERN_OK;
 }
@@ -509,6 +596,7 @@ static const tern_model_ops ops = {
     .save = tf_save,
     .load = tf_load,
     .special_tokens = tf_special_tokens,
+    .encode_chat = tf_encode_chat,
 };
 
 static const tern_setting_spec init_keys[] = {
@@ -539,6 +627,10 @@ static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
                  .aka = "num_threads|n_threads",
                  .doc = "threads of this instance (its own, whatever other instances use)"),
+    TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",
+                 .choices = "auto|chatml|llama3|llama3.1|plain|none", .aka = "template|chat",
+                 .doc = "prompt format: auto (from the model directory's tokenizer_config.json; "
+                        "none without one), a named template, or none (the prompt as it is)"),
     TERN_SETTINGS_END,
 };
 
