@@ -442,7 +442,8 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         }
         free(prompt);
         if (code == TERN_EXIT_OK) {
-            memcpy(stop, a->stop, a->n_stop * sizeof *stop);
+            if (a->n_stop)
+                memcpy(stop, a->stop, a->n_stop * sizeof *stop);
             if (eos >= 0) /* the assistant's turn ends there */
                 stop[n_stop++] = eos;
         }

@@ -15,8 +15,8 @@
 #define T "TERN_PLUGIN_PATH=" TERN_TEST_PLUGINS_DIR " " TERN_TEST_BIN
 #define P "--plugin test_uniform_model"
 /* the output's bytes in hex, and its length; the command's exit code is kept */
-#define HEX " > g.out && od -An -tx1 g.out"
-#define BYTES " > g.out && wc -c < g.out"
+#define HEX " > g$$.out && od -An -tx1 g$$.out && rm g$$.out"
+#define BYTES " > g$$.out && wc -c < g$$.out && rm g$$.out"
 
 static int count(const char *hay, const char *needle)
 {
@@ -186,7 +186,7 @@ Test(model_cli, generate_prints_max_tokens_bytes_seeded)
     cr_expect_str_eq(a, b, "same seed, same output");
     run(&r, T " generate mg --prompt hello --max-tokens 40 --seed 8 " P HEX);
     cr_expect_str_neq(a, r.out, "another seed, another output");
-    run(&r, "rm -rf mg g.out");
+    run(&r, "rm -rf mg");
 }
 
 Test(model_cli, generate_greedy_stop_and_samples)
@@ -206,14 +206,14 @@ Test(model_cli, generate_greedy_stop_and_samples)
     cr_expect_str_eq(r.out, "000a", "one NUL byte and a newline");
 
     run(&r, T " generate ms --prompt hi --max-tokens 10 --samples 3 --seed 2 " P
-              " > g.out && sed -n '/^--- sample/p' g.out");
+              " > gs.out && sed -n '/^--- sample/p' gs.out");
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_eq(count(r.out, "--- sample "), 3, "%s", r.out);
     cr_expect(strstr(r.out, "--- sample 1 (10 tokens, logprob -55.45"), "%s", r.out);
     cr_expect(strstr(r.out, "--- sample 3 (10 tokens, logprob -55.45"), "%s", r.out);
 
     run(&r, T " generate ms --prompt hi --max-tokens 4 --temperature 0 --samples 2 " P
-              " > g.out && sed -n '/^--- sample/p' g.out");
+              " > gs.out && sed -n '/^--- sample/p' gs.out");
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect(strstr(r.out, "--- sample 2 (4 tokens, logprob 0.000000) ---\n"), "%s", r.out);
 
@@ -223,7 +223,7 @@ Test(model_cli, generate_greedy_stop_and_samples)
     cr_assert_eq(r.code, 0, "%s", r.err);
     squeeze(r.out);
     cr_expect_str_eq(r.out, "0000000a");
-    run(&r, "rm -rf ms g.out");
+    run(&r, "rm -rf ms gs.out");
 }
 
 Test(model_cli, score_prints_every_position_and_perplexity)
@@ -305,6 +305,7 @@ Test(model_cli, generate_usage_errors)
         {"m", "generate needs --prompt TEXT"},
         {"--prompt x", "generate needs MODEL_DIR"},
         {"m --prompt", "--prompt needs a value"},
+        {"m --prompt x --system s", "--system needs --chat"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run(&r, "%s generate %s", TERN, cases[i].args);
@@ -312,6 +313,19 @@ Test(model_cli, generate_usage_errors)
         cr_expect(strstr(r.err, cases[i].want), "%s: %s", cases[i].args, r.err);
         cr_expect(strstr(r.err, "usage: tern generate"), "%s: %s", cases[i].args, r.err);
     }
+}
+
+/* The test plugin has no chat template (no encode_chat op): --chat is refused
+ * with what to do, before anything is generated. */
+Test(model_cli, generate_chat_needs_a_chat_template)
+{
+    make_model("mc");
+    result r;
+    run(&r, T " generate mc --chat --prompt hello " P);
+    cr_expect_eq(r.code, 2, "exit %d: %s", r.code, r.err);
+    cr_expect(strstr(r.err, "the model plugin has no chat template"), "%s", r.err);
+    cr_expect_eq(r.out[0], '\0', "nothing generated: %s", r.out);
+    run(&r, "rm -rf mc");
 }
 
 /* Paths reach the plugin unchanged, quotes and backslashes included. */
@@ -326,5 +340,5 @@ Test(model_cli, a_path_with_a_quote_and_a_backslash)
     run(&r, T " score 'q\"x\\y' --text hi " P);
     cr_expect_eq(r.code, 0, "%s", r.err);
     cr_expect(strstr(r.out, "over 2 tokens"), "%s", r.out);
-    run(&r, "rm -rf 'q\"x\\y' g.out");
+    run(&r, "rm -rf 'q\"x\\y'");
 }

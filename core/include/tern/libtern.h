@@ -135,7 +135,8 @@ typedef struct tern_generate_args {
 } tern_generate_args;
 
 /* `tern generate MODEL_DIR --prompt TEXT [...]`: load the model, tokenize the
- * prompt (with BOS; with `chat`, through the model's chat template), draw `samples` continuations and print each one
+ * prompt (with BOS; with `chat`, through the model's chat template), draw
+ * `samples` continuations and print each one
  * detokenized, as raw bytes (the model may emit invalid UTF-8): with one
  * sample the text and a newline; with more, each after a header line
  * "--- sample I (N tokens, logprob L) ---" (I from 1, L the sum of the
