@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "fail.h"
 #include "pretokenize.h"
 #include "unicode.h"
 
@@ -231,17 +231,6 @@ static void byte_level_init(bpe *t)
     }
 }
 
-static int fail(char *err, size_t errn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errn)
-        vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int bpe_read_file(const char *path, char **buf, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -330,9 +319,9 @@ static int load_vocab(const char *path, json_t *model, json_t *added, bpe *b, ch
 {
     json_t *vocab = json_object_get(model, "vocab");
     if (!json_is_object(vocab))
-        return fail(err, errn, "%s: key \"model\".\"vocab\" must be an object of token: id", path);
+        return tf_fail(err, errn, "%s: key \"model\".\"vocab\" must be an object of token: id", path);
     if (!json_is_array(added) && added && !json_is_null(added))
-        return fail(err, errn, "%s: key \"added_tokens\" must be an array", path);
+        return tf_fail(err, errn, "%s: key \"added_tokens\" must be an array", path);
     /* sizes first: the largest id and the bytes of all strings */
     long long max_id = -1;
     size_t bytes = 0;
@@ -341,7 +330,7 @@ static int load_vocab(const char *path, json_t *model, json_t *added, bpe *b, ch
     json_object_foreach(vocab, key, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
             json_integer_value(v) >= MAX_VOCAB)
-            return fail(err, errn, "%s: key \"model\".\"vocab\": the id of \"%.60s\" must be an "
+            return tf_fail(err, errn, "%s: key \"model\".\"vocab\": the id of \"%.60s\" must be an "
                         "integer in 0..%d", path, key, MAX_VOCAB - 1);
         if (json_integer_value(v) > max_id)
             max_id = json_integer_value(v);
@@ -353,17 +342,17 @@ static int load_vocab(const char *path, json_t *model, json_t *added, bpe *b, ch
         const char *content = json_string_value(json_object_get(v, "content"));
         if (!json_is_integer(id) || json_integer_value(id) < 0 ||
             json_integer_value(id) >= MAX_VOCAB || !content || !*content)
-            return fail(err, errn, "%s: key \"added_tokens\"[%zu] needs an \"id\" in 0..%d and a "
+            return tf_fail(err, errn, "%s: key \"added_tokens\"[%zu] needs an \"id\" in 0..%d and a "
                         "non-empty \"content\" string", path, i, MAX_VOCAB - 1);
         if (json_is_true(json_object_get(v, "single_word")))
-            return fail(err, errn, "%s: key \"added_tokens\"[%zu] (\"%.60s\"): \"single_word\": "
+            return tf_fail(err, errn, "%s: key \"added_tokens\"[%zu] (\"%.60s\"): \"single_word\": "
                         "true is not supported", path, i, content);
         if (json_integer_value(id) > max_id)
             max_id = json_integer_value(id);
         bytes += strlen(content);
     }
     if (max_id < 0)
-        return fail(err, errn, "%s: key \"model\".\"vocab\" is empty", path);
+        return tf_fail(err, errn, "%s: key \"model\".\"vocab\" is empty", path);
     b->vocab_size = (int)max_id + 1;
     size_t nv = (size_t)b->vocab_size;
     b->tok_off = calloc(nv, sizeof *b->tok_off);
@@ -376,14 +365,14 @@ static int load_vocab(const char *path, json_t *model, json_t *added, bpe *b, ch
     if (!b->tok_off || !b->tok_len || !b->special || !b->dec || !seen || !b->added ||
         smap_init(&b->map, json_object_size(vocab) + b->nadded) != 0) {
         free(seen);
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     }
     size_t at = 0;
     json_object_foreach(vocab, key, v) {
         int32_t id = (int32_t)json_integer_value(v);
         size_t n = strlen(key);
         if (seen[id]) {
-            fail(err, errn, "%s: key \"model\".\"vocab\": id %d is given to two tokens, one of "
+            tf_fail(err, errn, "%s: key \"model\".\"vocab\": id %d is given to two tokens, one of "
                  "them \"%.60s\"", path, id, key);
             free(seen);
             return -1;
@@ -391,7 +380,7 @@ static int load_vocab(const char *path, json_t *model, json_t *added, bpe *b, ch
         seen[id] = 1;
         if (smap_put(&b->map, key, n, id) != 0) {
             free(seen);
-            return fail(err, errn, "%s: out of memory", path);
+            return tf_fail(err, errn, "%s: out of memory", path);
         }
         b->tok_off[id] = (uint32_t)at;
         b->tok_len[id] = (uint32_t)token_bytes(b, key, n, b->dec + at);
@@ -409,7 +398,7 @@ static int load_vocab(const char *path, json_t *model, json_t *added, bpe *b, ch
         a->lstrip = json_is_true(json_object_get(v, "lstrip"));
         a->rstrip = json_is_true(json_object_get(v, "rstrip"));
         if (smap_put(&b->map, content, a->len, a->id) != 0)
-            return fail(err, errn, "%s: out of memory", path);
+            return tf_fail(err, errn, "%s: out of memory", path);
         b->tok_off[a->id] = (uint32_t)at;
         b->tok_len[a->id] = (uint32_t)a->len;
         b->special[a->id] = json_is_true(json_object_get(v, "special"));
@@ -445,7 +434,7 @@ static int load_merges(const char *path, json_t *model, bpe *b, char *err, size_
 {
     json_t *merges = json_object_get(model, "merges");
     if (!json_is_array(merges))
-        return fail(err, errn, "%s: key \"model\".\"merges\" must be an array", path);
+        return tf_fail(err, errn, "%s: key \"model\".\"merges\" must be an array", path);
     size_t count = json_array_size(merges);
     b->pairs_cap = 16;
     while (b->pairs_cap < 2 * count)
@@ -455,7 +444,7 @@ static int load_merges(const char *path, json_t *model, bpe *b, char *err, size_
     size_t joined_cap = 4096;
     if (!b->pairs || !joined) {
         free(joined);
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     }
     for (size_t i = 0; i < b->pairs_cap; i++)
         b->pairs[i].key = UINT64_MAX;
@@ -465,7 +454,7 @@ static int load_merges(const char *path, json_t *model, bpe *b, char *err, size_
         const char *a, *c;
         size_t na, nc;
         if (merge_parts(m, &a, &na, &c, &nc) != 0) {
-            rc = fail(err, errn, "%s: key \"model\".\"merges\"[%zu] must be \"left right\" (one "
+            rc = tf_fail(err, errn, "%s: key \"model\".\"merges\"[%zu] must be \"left right\" (one "
                       "space) or [\"left\", \"right\"]", path, r);
             break;
         }
@@ -474,7 +463,7 @@ static int load_merges(const char *path, json_t *model, bpe *b, char *err, size_
             joined_cap = 2 * (na + nc);
             joined = malloc(joined_cap);
             if (!joined)
-                return fail(err, errn, "%s: out of memory", path);
+                return tf_fail(err, errn, "%s: out of memory", path);
         }
         memcpy(joined, a, na);
         memcpy(joined + na, c, nc);
@@ -483,7 +472,7 @@ static int load_merges(const char *path, json_t *model, bpe *b, char *err, size_
         if (ia < 0 || ic < 0 || ij < 0) {
             const char *which = ia < 0 ? a : ic < 0 ? c : joined;
             int n = (int)(ia < 0 ? na : ic < 0 ? nc : na + nc);
-            rc = fail(err, errn, "%s: key \"model\".\"merges\"[%zu]: \"%.*s\" is not in the "
+            rc = tf_fail(err, errn, "%s: key \"model\".\"merges\"[%zu]: \"%.*s\" is not in the "
                       "vocabulary", path, r, n > 60 ? 60 : n, which);
             break;
         }
@@ -516,7 +505,7 @@ static int check_null_or_empty(const char *path, json_t *model, const char *key,
     if (!v || json_is_null(v) || (json_is_string(v) && !*json_string_value(v)))
         return 0;
     char d[96];
-    return fail(err, errn, "%s: key \"model\".\"%s\" is %s; tern supports null or \"\" only",
+    return tf_fail(err, errn, "%s: key \"model\".\"%s\" is %s; tern supports null or \"\" only",
                 path, key, describe(v, d, sizeof d));
 }
 
@@ -526,17 +515,17 @@ static int load_model(const char *path, json_t *root, bpe *b, char *err, size_t 
     const char *type = type_of(model);
     char d[96];
     if (!type || strcmp(type, "BPE") != 0)
-        return fail(err, errn, "%s: key \"model\" is %s; tern reads BPE models only", path,
+        return tf_fail(err, errn, "%s: key \"model\" is %s; tern reads BPE models only", path,
                     describe(model, d, sizeof d));
     json_t *dropout = json_object_get(model, "dropout");
     if (dropout && !json_is_null(dropout))
-        return fail(err, errn, "%s: key \"model\".\"dropout\" must be null (BPE dropout makes "
+        return tf_fail(err, errn, "%s: key \"model\".\"dropout\" must be null (BPE dropout makes "
                     "encoding random)", path);
     if (check_null_or_empty(path, model, "continuing_subword_prefix", err, errn) != 0 ||
         check_null_or_empty(path, model, "end_of_word_suffix", err, errn) != 0)
         return -1;
     if (json_is_true(json_object_get(model, "fuse_unk")))
-        return fail(err, errn, "%s: key \"model\".\"fuse_unk\": true is not supported", path);
+        return tf_fail(err, errn, "%s: key \"model\".\"fuse_unk\": true is not supported", path);
     if (load_vocab(path, model, json_object_get(root, "added_tokens"), b, err, errn) != 0 ||
         load_merges(path, model, b, err, errn) != 0)
         return -1;
@@ -547,10 +536,10 @@ static int load_model(const char *path, json_t *root, bpe *b, char *err, size_t 
     if (json_is_string(u)) {
         unk = smap_get(&b->map, json_string_value(u), strlen(json_string_value(u)));
         if (unk < 0)
-            return fail(err, errn, "%s: key \"model\".\"unk_token\" (\"%.60s\") is not in the "
+            return tf_fail(err, errn, "%s: key \"model\".\"unk_token\" (\"%.60s\") is not in the "
                         "vocabulary", path, json_string_value(u));
     } else if (u && !json_is_null(u)) {
-        return fail(err, errn, "%s: key \"model\".\"unk_token\" must be a string or null", path);
+        return tf_fail(err, errn, "%s: key \"model\".\"unk_token\" must be a string or null", path);
     }
     /* a byte whose character is not in the vocabulary: its <0xXX> tokens for
      * byte_fallback (of the character's UTF-8, as the reference does), else
@@ -591,14 +580,14 @@ static int load_normalizer(const char *path, json_t *root, bpe *b, char *err, si
         size_t i;
         json_array_foreach(list, i, v) {
             if (!type_of(v) || strcmp(type_of(v), "NFC") != 0)
-                return fail(err, errn, "%s: key \"normalizer\".\"normalizers\"[%zu] is %s; tern "
+                return tf_fail(err, errn, "%s: key \"normalizer\".\"normalizers\"[%zu] is %s; tern "
                             "supports NFC only", path, i, describe(v, d, sizeof d));
             b->nfc = 1;
         }
         if (json_is_array(list))
             return 0;
     }
-    return fail(err, errn, "%s: key \"normalizer\" is %s; tern supports null and NFC", path,
+    return tf_fail(err, errn, "%s: key \"normalizer\" is %s; tern supports null and NFC", path,
                 describe(n, d, sizeof d));
 }
 
@@ -614,7 +603,7 @@ static int load_pre_tokenizer(const char *path, json_t *root, bpe *b, char *err,
         seq = json_object_get(pt, "pretokenizers");
         if (!json_is_array(seq) || json_array_size(seq) == 0 ||
             json_array_size(seq) > MAX_STEPS)
-            return fail(err, errn, "%s: key \"pre_tokenizer\".\"pretokenizers\" must be an "
+            return tf_fail(err, errn, "%s: key \"pre_tokenizer\".\"pretokenizers\" must be an "
                         "array of 1 to %d pre-tokenizers", path, MAX_STEPS);
         count = json_array_size(seq);
         list = NULL;
@@ -633,18 +622,18 @@ static int load_pre_tokenizer(const char *path, json_t *root, bpe *b, char *err,
             const char *behavior = json_string_value(json_object_get(p, "behavior"));
             int k = re ? pretok_find(re) : -1;
             if (k < 0)
-                return fail(err, errn, "%s: key %s.\"pattern\" is %s%.80s%s; tern knows the "
+                return tf_fail(err, errn, "%s: key %s.\"pattern\" is %s%.80s%s; tern knows the "
                             "Regex patterns of GPT-2, Llama 3 and Qwen2 only", path, where,
                             re ? "the Regex \"" : "not a Regex", re ? re : "", re ? "\"" : "");
             if (!behavior || strcmp(behavior, "Isolated") != 0 ||
                 json_is_true(json_object_get(p, "invert")))
-                return fail(err, errn, "%s: key %s: tern supports \"behavior\": \"Isolated\" "
+                return tf_fail(err, errn, "%s: key %s: tern supports \"behavior\": \"Isolated\" "
                             "with \"invert\": false only", path, where);
             b->steps[b->nsteps].p = (pretok_pattern)k;
             b->steps[b->nsteps++].space = UNICODE_WS;
         } else if (t && strcmp(t, "ByteLevel") == 0 && i + 1 == count) {
             if (json_is_true(json_object_get(p, "add_prefix_space")))
-                return fail(err, errn, "%s: key %s: \"add_prefix_space\": true is not supported",
+                return tf_fail(err, errn, "%s: key %s: \"add_prefix_space\": true is not supported",
                             path, where);
             json_t *use_regex = json_object_get(p, "use_regex");
             if (!use_regex || json_is_true(use_regex)) { /* GPT-2's regex, JavaScript's \s */
@@ -652,7 +641,7 @@ static int load_pre_tokenizer(const char *path, json_t *root, bpe *b, char *err,
                 b->steps[b->nsteps++].space = UNICODE_JS_SPACE;
             }
         } else {
-            return fail(err, errn, "%s: key %s is %s; tern supports ByteLevel, alone or last in "
+            return tf_fail(err, errn, "%s: key %s is %s; tern supports ByteLevel, alone or last in "
                         "a Sequence after Split regexes", path, where, describe(p, d, sizeof d));
         }
     }
@@ -678,9 +667,9 @@ static int load_template(const char *path, json_t *tp, const char *where, bpe *b
 {
     json_t *single = json_object_get(tp, "single"), *special = json_object_get(tp, "special_tokens");
     if (!json_is_array(single))
-        return fail(err, errn, "%s: key %s.\"single\" must be an array", path, where);
+        return tf_fail(err, errn, "%s: key %s.\"single\" must be an array", path, where);
     if (b->prefix || b->suffix)
-        return fail(err, errn, "%s: key %s: one TemplateProcessing only", path, where);
+        return tf_fail(err, errn, "%s: key %s: one TemplateProcessing only", path, where);
     int seen_a = 0;
     size_t i;
     json_t *item;
@@ -692,7 +681,7 @@ static int load_template(const char *path, json_t *tp, const char *where, bpe *b
             continue;
         }
         if (!name)
-            return fail(err, errn, "%s: key %s.\"single\"[%zu] must be a SpecialToken or the "
+            return tf_fail(err, errn, "%s: key %s.\"single\"[%zu] must be a SpecialToken or the "
                         "Sequence A", path, where, i);
         json_t *ids = json_object_get(json_object_get(special, name), "ids");
         int32_t **v = seen_a ? &b->suffix : &b->prefix;
@@ -703,20 +692,20 @@ static int load_template(const char *path, json_t *tp, const char *where, bpe *b
             json_array_foreach(ids, k, x)
                 if (!json_is_integer(x) || json_integer_value(x) < 0 ||
                     json_integer_value(x) >= b->vocab_size)
-                    return fail(err, errn, "%s: key %s.\"special_tokens\".\"%.60s\".\"ids\" must "
+                    return tf_fail(err, errn, "%s: key %s.\"special_tokens\".\"%.60s\".\"ids\" must "
                                 "hold ids of the vocabulary", path, where, name);
             if (push_ids(v, n, ids) != 0)
-                return fail(err, errn, "%s: out of memory", path);
+                return tf_fail(err, errn, "%s: out of memory", path);
         } else {
             int32_t id = smap_get(&b->map, name, strlen(name));
             json_t *one = json_pack("[i]", (json_int_t)id);
             int rc = id < 0 ? 1 : !one ? -1 : push_ids(v, n, one);
             json_decref(one);
             if (rc > 0)
-                return fail(err, errn, "%s: key %s.\"single\"[%zu]: \"%.60s\" is not a token",
+                return tf_fail(err, errn, "%s: key %s.\"single\"[%zu]: \"%.60s\" is not a token",
                             path, where, i, name);
             if (rc < 0)
-                return fail(err, errn, "%s: out of memory", path);
+                return tf_fail(err, errn, "%s: out of memory", path);
         }
     }
     return 0;
@@ -743,14 +732,14 @@ static int load_post_processor(const char *path, json_t *root, bpe *b, char *err
             if (t && strcmp(t, "ByteLevel") == 0)
                 continue;
             if (!t || strcmp(t, "TemplateProcessing") != 0)
-                return fail(err, errn, "%s: key %s is %s; tern supports ByteLevel and "
+                return tf_fail(err, errn, "%s: key %s is %s; tern supports ByteLevel and "
                             "TemplateProcessing", path, where, describe(p, d, sizeof d));
             if (load_template(path, p, where, b, err, errn) != 0)
                 return -1;
         }
         return 0;
     }
-    return fail(err, errn, "%s: key \"post_processor\" is %s; tern supports null, ByteLevel, "
+    return tf_fail(err, errn, "%s: key \"post_processor\" is %s; tern supports null, ByteLevel, "
                 "TemplateProcessing and a Sequence of them", path, describe(pp, d, sizeof d));
 }
 
@@ -761,7 +750,7 @@ static int load_decoder(const char *path, json_t *root, char *err, size_t errn)
     const char *type = type_of(dec);
     if (type && strcmp(type, "ByteLevel") == 0)
         return 0;
-    return fail(err, errn, "%s: key \"decoder\" is %s; tern supports ByteLevel only", path,
+    return tf_fail(err, errn, "%s: key \"decoder\" is %s; tern supports ByteLevel only", path,
                 describe(dec, d, sizeof d));
 }
 
@@ -779,14 +768,14 @@ static int build_tries(const char *path, bpe *b, json_t *added, char *err, size_
             char *s;
             size_t n;
             if (unicode_nfc(a->content, a->len, &s, &n) != 0)
-                return fail(err, errn, "%s: out of memory", path);
+                return tf_fail(err, errn, "%s: out of memory", path);
             rc = n ? trie_insert(&b->norm, s, n, (int32_t)i) : 0;
             free(s);
         } else {
             rc = trie_insert(&b->raw, a->content, a->len, (int32_t)i);
         }
         if (rc != 0)
-            return fail(err, errn, "%s: out of memory", path);
+            return tf_fail(err, errn, "%s: out of memory", path);
     }
     return 0;
 }
@@ -802,11 +791,11 @@ static int config_token(const char *path, json_t *cfg, const char *key, const bp
         v = json_object_get(v, "content");
     const char *s = json_string_value(v);
     if (!s)
-        return fail(err, errn, "%s: key \"%s\" must be a string, {\"content\": string} or null",
+        return tf_fail(err, errn, "%s: key \"%s\" must be a string, {\"content\": string} or null",
                     path, key);
     *out = smap_get(&b->map, s, strlen(s));
     if (*out < 0)
-        return fail(err, errn, "%s: key \"%s\": \"%.60s\" is not a token of tokenizer.json",
+        return tf_fail(err, errn, "%s: key \"%s\": \"%.60s\" is not a token of tokenizer.json",
                     path, key, s);
     return 0;
 }
@@ -818,23 +807,23 @@ static int load_config(const char *path, bpe *b, char *err, size_t errn)
     int dlen = slash ? (int)(slash - path) : 1;
     if (snprintf(cpath, sizeof cpath, "%.*s/tokenizer_config.json", dlen, slash ? path : ".") >=
         (int)sizeof cpath)
-        return fail(err, errn, "%s: path too long", path);
+        return tf_fail(err, errn, "%s: path too long", path);
     b->bos = b->eos = b->pad = -1;
     if (bpe_read_file(cpath, &b->config, &b->config_len) != 0) {
         if (errno == ENOENT)
             return 0;
-        return fail(err, errn, "%s: cannot read: %s", cpath, strerror(errno));
+        return tf_fail(err, errn, "%s: cannot read: %s", cpath, strerror(errno));
     }
     json_error_t jerr;
     /* as reals: HF configs hold integers past 64 bits (model_max_length 1e30) */
     json_t *cfg = json_loadb(b->config, b->config_len,
                              JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &jerr);
     if (!cfg)
-        return fail(err, errn, "%s:%d:%d: cannot read the tokenizer config: %s", cpath,
+        return tf_fail(err, errn, "%s:%d:%d: cannot read the tokenizer config: %s", cpath,
                     jerr.line, jerr.column, jerr.text);
     int rc = -1;
     if (!json_is_object(cfg))
-        fail(err, errn, "%s: must hold a JSON object", cpath);
+        tf_fail(err, errn, "%s: must hold a JSON object", cpath);
     else if (config_token(cpath, cfg, "bos_token", b, &b->bos, err, errn) == 0 &&
              config_token(cpath, cfg, "eos_token", b, &b->eos, err, errn) == 0 &&
              config_token(cpath, cfg, "pad_token", b, &b->pad, err, errn) == 0)
@@ -850,7 +839,7 @@ int bpe_load(const char *path, json_t *root, char *json, size_t json_len, bpe **
     bpe *b = calloc(1, sizeof *b);
     if (!b) {
         free(json);
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     }
     byte_level_init(b);
     b->json = json;
@@ -894,12 +883,12 @@ int bpe_save(const bpe *b, const char *dir, char *err, size_t errn)
     char path[4096];
     if (b->config) {
         if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
-            return fail(err, errn, "%.200s...: directory path too long", dir);
+            return tf_fail(err, errn, "%.200s...: directory path too long", dir);
         if (atomic_file_put(path, b->config, b->config_len, err, errn) != 0)
             return -1;
     }
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
-        return fail(err, errn, "%.200s...: directory path too long", dir);
+        return tf_fail(err, errn, "%.200s...: directory path too long", dir);
     return atomic_file_put(path, b->json, b->json_len, err, errn);
 }
 

@@ -11,13 +11,14 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "fail.h"
 
 typedef enum { FAM_NONE, FAM_PLAIN, FAM_CHATML, FAM_LLAMA3, FAM_LLAMA31 } family;
 
@@ -36,17 +37,6 @@ struct chat_template {
 #define LLAMA_KNOWLEDGE "Cutting Knowledge Date: December 2023\n"
 #define LLAMA31_DATE "26 Jul 2024"
 #define EXPLICIT_NAMES "chatml, llama3, llama3.1, plain or none"
-
-static int fail(char *err, size_t errn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errn)
-        vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ---- a growing byte buffer ---------------------------------------------- */
 
@@ -257,30 +247,30 @@ int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t
     *text = NULL;
     *len = 0;
     if (n == 0 || !msgs)
-        return fail(err, errn, "chat template %s: no messages to format (give at least one)",
+        return tf_fail(err, errn, "chat template %s: no messages to format (give at least one)",
                     chat_template_name(t));
     int have_user = 0;
     for (size_t i = 0; i < n; i++) {
         if (!msgs[i].role || !msgs[i].content)
-            return fail(err, errn, "chat template %s: message %zu has no %s", chat_template_name(t),
+            return tf_fail(err, errn, "chat template %s: message %zu has no %s", chat_template_name(t),
                         i, msgs[i].role ? "content" : "role");
         if (!is_role(msgs[i].role, "system") && !is_role(msgs[i].role, "user") &&
             !is_role(msgs[i].role, "assistant"))
-            return fail(err, errn,
+            return tf_fail(err, errn,
                         "chat template %s: message %zu has role \"%s\"; the roles are system, "
                         "user and assistant",
                         chat_template_name(t), i, msgs[i].role);
         have_user |= is_role(msgs[i].role, "user");
     }
     if (t->fam == FAM_NONE && !have_user)
-        return fail(err, errn, "chat template none: the conversation has no user message to use "
+        return tf_fail(err, errn, "chat template none: the conversation has no user message to use "
                                "as the prompt");
     buf b = {0};
     puts_(&b, ""); /* an empty conversation still gives a string */
     render(t, msgs, n, add_generation_prompt, &b);
     if (b.oom) {
         free(b.p);
-        return fail(err, errn, "chat template %s: out of memory formatting %zu messages",
+        return tf_fail(err, errn, "chat template %s: out of memory formatting %zu messages",
                     chat_template_name(t), n);
     }
     *text = b.p;
@@ -563,65 +553,65 @@ static int recognise(const char *c, chat_template *t, char *why, size_t whyn)
     int found, differ, oom;
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (strstr(c, unsupported[i][0]))
-            return fail(why, whyn, "it uses %s", unsupported[i][1]);
+            return tf_fail(why, whyn, "it uses %s", unsupported[i][1]);
     if (strstr(c, "eos_token"))
-        return fail(why, whyn, "it writes eos_token");
+        return tf_fail(why, whyn, "it writes eos_token");
     int bos_uses = count(c, "bos_token");
     t->writes_bos = strncmp(c, "{{bos_token}}", 13) == 0;
 
     if (strstr(c, F_CHATML_MESSAGE)) {
         if (!strstr(c, F_CHATML_GEN))
-            return fail(why, whyn, "it is ChatML-like, but its generation prompt is not "
+            return tf_fail(why, whyn, "it is ChatML-like, but its generation prompt is not "
                                    "'<|im_start|>assistant\\n' under add_generation_prompt");
         t->fam = FAM_CHATML;
         if (bos_uses != t->writes_bos)
-            return fail(why, whyn, "it writes bos_token other than at the start");
+            return tf_fail(why, whyn, "it writes bos_token other than at the start");
         if (!chatml_system_ok(c))
-            return fail(why, whyn, "it builds its system turn in a way tern does not follow");
+            return tf_fail(why, whyn, "it builds its system turn in a way tern does not follow");
         t->default_system = literal_value(c, "<|im_start|>system\\n", "<|im_end|>", &found,
                                           &differ, &oom);
         if (oom)
-            return fail(why, whyn, "out of memory");
+            return tf_fail(why, whyn, "out of memory");
         if (differ)
-            return fail(why, whyn, "it holds two different default system prompts");
+            return tf_fail(why, whyn, "it holds two different default system prompts");
         if (found && !strstr(c, "messages[0]['role']!='system'") &&
             !strstr(c, "messages[0]['role']=='system'"))
-            return fail(why, whyn, "it writes a system prompt, but not only when the first "
+            return tf_fail(why, whyn, "it writes a system prompt, but not only when the first "
                                    "message is not a system message");
         return 0;
     }
     if (strstr(c, F_LLAMA_MESSAGE)) {
         if (bos_uses != 1)
-            return fail(why, whyn, "it writes bos_token other than once at the start");
+            return tf_fail(why, whyn, "it writes bos_token other than once at the start");
         t->writes_bos = 1;
         if (strstr(c, "Cutting Knowledge Date: ")) {
             if (!strstr(c, F_LLAMA31_SYSTEM) || !strstr(c, F_LLAMA31_HEADER) ||
                 !strstr(c, F_LLAMA31_DATE) || !strstr(c, F_LLAMA31_END) ||
                 strncmp(c, "{{bos_token}}", 13) != 0 || !strstr(c, F_LLAMA_GEN))
-                return fail(why, whyn, "it is Llama-3.1-like, but its system block differs from "
+                return tf_fail(why, whyn, "it is Llama-3.1-like, but its system block differs from "
                                        "the Llama 3.1/3.2 templates");
             t->fam = FAM_LLAMA31;
             const char *k = strstr(c, "'Cutting Knowledge Date: ");
             if (!k || strstr(k + 1, "'Cutting Knowledge Date: "))
-                return fail(why, whyn, "its knowledge-date line is not one literal");
+                return tf_fail(why, whyn, "its knowledge-date line is not one literal");
             if (!(t->knowledge = decode_literal(k + 1)))
-                return fail(why, whyn, "out of memory");
+                return tf_fail(why, whyn, "out of memory");
             if (!strstr(c, F_STRFTIME)) { /* Llama 3.1: a fixed date */
                 if (strstr(c, "strftime_now"))
-                    return fail(why, whyn,
+                    return tf_fail(why, whyn,
                                 "it formats the date other than strftime_now(\"%%d %%b %%Y\")");
                 const char *d = strstr(c, "{%setdate_string='");
                 if (!d)
-                    return fail(why, whyn, "it has neither strftime_now nor a fixed date_string");
+                    return tf_fail(why, whyn, "it has neither strftime_now nor a fixed date_string");
                 if (!(t->source_date = decode_literal(d + strlen("{%setdate_string='"))))
-                    return fail(why, whyn, "out of memory");
+                    return tf_fail(why, whyn, "out of memory");
                 if (!t->source_date[0] || strpbrk(t->source_date, "\r\n"))
-                    return fail(why, whyn, "its date_string is not one line of text");
+                    return tf_fail(why, whyn, "its date_string is not one line of text");
             }
             return 0;
         }
         if (!strstr(c, F_LLAMA3_BOS))
-            return fail(why, whyn, "it is Llama-3-like, but does not put bos_token before the "
+            return tf_fail(why, whyn, "it is Llama-3-like, but does not put bos_token before the "
                                    "first message");
         t->fam = FAM_LLAMA3;
         if (strstr(c, F_LLAMA_GEN))
@@ -632,16 +622,16 @@ static int recognise(const char *c, chat_template *t, char *why, size_t whyn)
             t->always_generation = 1; /* as the first Llama 3 template did */
             return 0;
         }
-        return fail(why, whyn, "it is Llama-3-like, but its generation prompt differs");
+        return tf_fail(why, whyn, "it is Llama-3-like, but its generation prompt differs");
     }
     if (strstr(c, "<|im_start|>"))
-        return fail(why, whyn, "it is ChatML-like, but does not write every message as "
+        return tf_fail(why, whyn, "it is ChatML-like, but does not write every message as "
                                "<|im_start|>{role}\\n{content}<|im_end|>\\n");
     if (strstr(c, "<|start_header_id|>"))
-        return fail(why, whyn, "it is Llama-3-like, but does not write every message as "
+        return tf_fail(why, whyn, "it is Llama-3-like, but does not write every message as "
                                "<|start_header_id|>{role}<|end_header_id|>\\n\\n{content|trim}"
                                "<|eot_id|>");
-    return fail(why, whyn, "it matches neither the ChatML (Qwen2/2.5, SmolLM) nor the Llama 3 "
+    return tf_fail(why, whyn, "it matches neither the ChatML (Qwen2/2.5, SmolLM) nor the Llama 3 "
                            "templates");
 }
 
@@ -698,22 +688,22 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
-        return fail(err, errn, "chat template: the model directory path is too long: %s", dir);
+        return tf_fail(err, errn, "chat template: the model directory path is too long: %s", dir);
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno == ENOENT) /* not a Hugging Face model: no template */
             return explicit_template("none", out) == 0 ? 0
-                   : fail(err, errn, "chat template: out of memory");
-        return fail(err, errn, "%s: %s", path, strerror(errno));
+                   : tf_fail(err, errn, "chat template: out of memory");
+        return tf_fail(err, errn, "%s: %s", path, strerror(errno));
     }
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     if (!root)
-        return fail(err, errn, "%s: not valid JSON (line %d: %s); fix or replace the file", path,
+        return tf_fail(err, errn, "%s: not valid JSON (line %d: %s); fix or replace the file", path,
                     je.line, je.text);
     if (!json_is_object(root)) {
         json_decref(root);
-        return fail(err, errn, "%s: must hold a JSON object", path);
+        return tf_fail(err, errn, "%s: must hold a JSON object", path);
     }
     json_t *ct = json_object_get(root, "chat_template");
     const char *src = NULL;
@@ -728,25 +718,25 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
                 src = json_string_value(json_object_get(e, "template"));
                 if (!src) {
                     json_decref(root);
-                    return fail(err, errn,
+                    return tf_fail(err, errn,
                                 "%s: chat_template \"default\" has no \"template\" string", path);
                 }
             }
         }
         if (!src) {
             json_decref(root);
-            return fail(err, errn, "%s: chat_template is a list without a \"default\" entry; "
+            return tf_fail(err, errn, "%s: chat_template is a list without a \"default\" entry; "
                                    "choose a template explicitly (" EXPLICIT_NAMES ")", path);
         }
     } else if (ct && !json_is_null(ct)) {
         json_decref(root);
-        return fail(err, errn, "%s: chat_template must be a string or a list of "
+        return tf_fail(err, errn, "%s: chat_template must be a string or a list of "
                                "{\"name\", \"template\"} objects", path);
     }
     if (!src) { /* a base model */
         json_decref(root);
         return explicit_template("none", out) == 0 ? 0
-               : fail(err, errn, "chat template: out of memory");
+               : tf_fail(err, errn, "chat template: out of memory");
     }
 
     chat_template *t = new_template(FAM_NONE);
@@ -755,10 +745,10 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
     char why[256] = "";
     int rc = -1;
     if (!t || !c) {
-        fail(err, errn, "chat template: out of memory reading %s", path);
-    } else if ((raw && fail(why, sizeof why, "it writes text outside {{ }} expressions")) ||
+        tf_fail(err, errn, "chat template: out of memory reading %s", path);
+    } else if ((raw && tf_fail(why, sizeof why, "it writes text outside {{ }} expressions")) ||
                recognise(c, t, why, sizeof why) != 0) {
-        fail(err, errn, "%s: chat_template is not one tern implements (%s); tern recognises the "
+        tf_fail(err, errn, "%s: chat_template is not one tern implements (%s); tern recognises the "
                         "Qwen2/Qwen2.5/SmolLM ChatML and Llama 3/3.1/3.2 instruct templates. "
                         "Choose a template explicitly instead of auto: " EXPLICIT_NAMES,
              path, why);
@@ -766,11 +756,11 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
         /* the llama templates' BOS is known; a ChatML one's is not */
         const char *bos = token_text(json_object_get(root, "bos_token"));
         if (!bos && t->fam == FAM_CHATML)
-            fail(err, errn, "%s: the chat_template writes bos_token, but the file has no "
+            tf_fail(err, errn, "%s: the chat_template writes bos_token, but the file has no "
                             "bos_token; add it (the tokenizer's BOS text) or choose a template "
                             "explicitly (" EXPLICIT_NAMES ")", path);
         else if (!(t->bos = strdup(bos ? bos : LLAMA_BOS)))
-            fail(err, errn, "chat template: out of memory reading %s", path);
+            tf_fail(err, errn, "chat template: out of memory reading %s", path);
         else
             rc = 0;
     } else {
@@ -795,16 +785,16 @@ int chat_template_from_dir(const char *dir, const char *name, chat_template **ou
     if (strcmp(name, "auto") == 0) {
         if (!dir)
             return explicit_template("none", out) == 0 ? 0
-                   : fail(err, errn, "chat template: out of memory");
+                   : tf_fail(err, errn, "chat template: out of memory");
         return from_config(dir, out, err, errn);
     }
     int rc = explicit_template(name, out);
     if (rc == -1)
-        return fail(err, errn,
+        return tf_fail(err, errn,
                     "chat template \"%s\" is unknown; the templates are auto, " EXPLICIT_NAMES,
                     name);
     if (rc == -2)
-        return fail(err, errn, "chat template: out of memory");
+        return tf_fail(err, errn, "chat template: out of memory");
     return 0;
 }
 
@@ -813,11 +803,11 @@ int chat_template_from_dir(const char *dir, const char *name, chat_template **ou
 int chat_template_set_default_system(chat_template *t, const char *text, char *err, size_t errn)
 {
     if (t->fam != FAM_CHATML)
-        return fail(err, errn, "chat template %s: a default system prompt applies to chatml only",
+        return tf_fail(err, errn, "chat template %s: a default system prompt applies to chatml only",
                     chat_template_name(t));
     char *s = NULL;
     if (text && text[0] && !(s = strdup(text)))
-        return fail(err, errn, "chat template: out of memory");
+        return tf_fail(err, errn, "chat template: out of memory");
     free(t->default_system);
     t->default_system = s;
     return 0;
@@ -826,14 +816,14 @@ int chat_template_set_default_system(chat_template *t, const char *text, char *e
 int chat_template_set_date(chat_template *t, const char *date, char *err, size_t errn)
 {
     if (t->fam != FAM_LLAMA31)
-        return fail(err, errn, "chat template %s: a date applies to llama3.1 only",
+        return tf_fail(err, errn, "chat template %s: a date applies to llama3.1 only",
                     chat_template_name(t));
     if (date && (!date[0] || strpbrk(date, "\r\n")))
-        return fail(err, errn, "chat template llama3.1: the date must be one non-empty line "
+        return tf_fail(err, errn, "chat template llama3.1: the date must be one non-empty line "
                                "such as \"26 Jul 2024\"");
     char *s = NULL;
     if (date && !(s = strdup(date)))
-        return fail(err, errn, "chat template: out of memory");
+        return tf_fail(err, errn, "chat template: out of memory");
     free(t->date);
     t->date = s;
     return 0;

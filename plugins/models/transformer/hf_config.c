@@ -4,23 +4,12 @@
 
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atomic_file.h"
-
-static int fail(char *err, size_t errn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errn)
-        vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#include "fail.h"
 
 static const char *json_kind(const json_t *v)
 {
@@ -55,14 +44,14 @@ static int get_int(reader *r, const char *key, int has_def, int def, int *out)
             *out = def;
             return 0;
         }
-        return fail(r->err, r->errn, "%s: missing key \"%s\" (an integer)", r->path, key);
+        return tf_fail(r->err, r->errn, "%s: missing key \"%s\" (an integer)", r->path, key);
     }
     if (!json_is_integer(v))
-        return fail(r->err, r->errn, "%s: key \"%s\" must be an integer, found %s", r->path, key,
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" must be an integer, found %s", r->path, key,
                     json_kind(v));
     json_int_t x = json_integer_value(v);
     if (x < INT_MIN || x > INT_MAX)
-        return fail(r->err, r->errn, "%s: key \"%s\" is %lld, out of range", r->path, key,
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" is %lld, out of range", r->path, key,
                     (long long)x);
     *out = (int)x;
     return 0;
@@ -77,10 +66,10 @@ static int get_float(reader *r, const char *key, int has_def, float def, float *
             *out = def;
             return 0;
         }
-        return fail(r->err, r->errn, "%s: missing key \"%s\" (a number)", r->path, key);
+        return tf_fail(r->err, r->errn, "%s: missing key \"%s\" (a number)", r->path, key);
     }
     if (!json_is_number(v))
-        return fail(r->err, r->errn, "%s: key \"%s\" must be a number, found %s", r->path, key,
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" must be a number, found %s", r->path, key,
                     json_kind(v));
     *out = (float)json_number_value(v);
     return 0;
@@ -95,7 +84,7 @@ static int get_bool(reader *r, const char *key, int def, int *out)
         return 0;
     }
     if (!json_is_boolean(v))
-        return fail(r->err, r->errn, "%s: key \"%s\" must be true or false, found %s", r->path,
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" must be true or false, found %s", r->path,
                     key, json_kind(v));
     *out = json_is_true(v);
     return 0;
@@ -109,7 +98,7 @@ static int get_token_id(reader *r, const char *key, int nullable, int *out)
     json_t *v = json_object_get(r->root, key);
     if (json_is_array(v)) {
         if (json_array_size(v) == 0)
-            return fail(r->err, r->errn, "%s: key \"%s\" is an empty list; give a token id",
+            return tf_fail(r->err, r->errn, "%s: key \"%s\" is an empty list; give a token id",
                         r->path, key);
         v = json_array_get(v, 0);
     }
@@ -118,15 +107,15 @@ static int get_token_id(reader *r, const char *key, int nullable, int *out)
             *out = -1;
             return 0;
         }
-        return fail(r->err, r->errn, "%s: missing key \"%s\" (an integer token id)", r->path,
+        return tf_fail(r->err, r->errn, "%s: missing key \"%s\" (an integer token id)", r->path,
                     key);
     }
     if (!json_is_integer(v))
-        return fail(r->err, r->errn, "%s: key \"%s\" must be an integer token id, found %s",
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" must be an integer token id, found %s",
                     r->path, key, json_kind(v));
     json_int_t x = json_integer_value(v);
     if (x < 0 || x > INT_MAX)
-        return fail(r->err, r->errn, "%s: key \"%s\" is %lld; token ids are >= 0", r->path, key,
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" is %lld; token ids are >= 0", r->path, key,
                     (long long)x);
     *out = (int)x;
     return 0;
@@ -161,7 +150,7 @@ static int read_architecture(reader *r, int *arch)
     int from_a = -1, from_t = -1;
     if (a) {
         if (!json_is_array(a))
-            return fail(r->err, r->errn, "%s: key \"architectures\" must be a list of strings, "
+            return tf_fail(r->err, r->errn, "%s: key \"architectures\" must be a list of strings, "
                         "found %s", r->path, json_kind(a));
         for (size_t i = 0; i < json_array_size(a) && from_a < 0; i++) {
             const char *s = json_string_value(json_array_get(a, i));
@@ -171,7 +160,7 @@ static int read_architecture(reader *r, int *arch)
         }
         if (from_a < 0) {
             char *text = dump(a);
-            fail(r->err, r->errn, "%s: key \"architectures\" is %.200s; tern implements "
+            tf_fail(r->err, r->errn, "%s: key \"architectures\" is %.200s; tern implements "
                  IMPLEMENTED, r->path, text);
             free(text);
             return -1;
@@ -179,20 +168,20 @@ static int read_architecture(reader *r, int *arch)
     }
     if (t && !json_is_null(t)) {
         if (!json_is_string(t))
-            return fail(r->err, r->errn, "%s: key \"model_type\" must be a string, found %s",
+            return tf_fail(r->err, r->errn, "%s: key \"model_type\" must be a string, found %s",
                         r->path, json_kind(t));
         for (size_t k = 0; k < N_KNOWN; k++)
             if (strcmp(json_string_value(t), known[k].model_type) == 0)
                 from_t = (int)k;
         if (from_t < 0)
-            return fail(r->err, r->errn, "%s: key \"model_type\" is \"%.60s\"; tern implements "
+            return tf_fail(r->err, r->errn, "%s: key \"model_type\" is \"%.60s\"; tern implements "
                         IMPLEMENTED, r->path, json_string_value(t));
     }
     if (from_a < 0 && from_t < 0)
-        return fail(r->err, r->errn, "%s: missing key \"architectures\" (and no \"model_type\"); "
+        return tf_fail(r->err, r->errn, "%s: missing key \"architectures\" (and no \"model_type\"); "
                     "tern implements " IMPLEMENTED, r->path);
     if (from_a >= 0 && from_t >= 0 && from_a != from_t)
-        return fail(r->err, r->errn, "%s: key \"architectures\" names %s but key \"model_type\" "
+        return tf_fail(r->err, r->errn, "%s: key \"architectures\" names %s but key \"model_type\" "
                     "is \"%s\" (%s's is \"%s\")", r->path, known[from_a].architecture,
                     json_string_value(t), known[from_a].architecture, known[from_a].model_type);
     *arch = known[from_a >= 0 ? from_a : from_t].arch;
@@ -205,10 +194,10 @@ static int rope_number(reader *r, const char *where, json_t *o, const char *key,
 {
     json_t *v = json_object_get(o, key);
     if (!v)
-        return fail(r->err, r->errn, "%s: key \"%s\" has rope_type \"llama3\" but no \"%s\"",
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" has rope_type \"llama3\" but no \"%s\"",
                     r->path, where, key);
     if (!json_is_number(v) || json_number_value(v) <= 0)
-        return fail(r->err, r->errn, "%s: key \"%s.%s\" must be a number > 0", r->path, where,
+        return tf_fail(r->err, r->errn, "%s: key \"%s.%s\" must be a number > 0", r->path, where,
                     key);
     *out = (float)json_number_value(v);
     return 0;
@@ -223,7 +212,7 @@ static int read_rope_object(reader *r, const char *where, json_t *o, int theta_o
                             llama_config *c, float *theta, int *has_theta)
 {
     if (!json_is_object(o))
-        return fail(r->err, r->errn, "%s: key \"%s\" must be an object, found %s", r->path,
+        return tf_fail(r->err, r->errn, "%s: key \"%s\" must be an object, found %s", r->path,
                     where, json_kind(o));
     json_t *ty = json_object_get(o, "rope_type");
     const char *tykey = "rope_type";
@@ -237,7 +226,7 @@ static int read_rope_object(reader *r, const char *where, json_t *o, int theta_o
         llama3 = s && strcmp(s, "llama3") == 0;
         if (!llama3 && !(s && strcmp(s, "default") == 0)) {
             char *text = dump(ty);
-            fail(r->err, r->errn, "%s: key \"%s.%s\" is %.100s; tern implements RoPE types "
+            tf_fail(r->err, r->errn, "%s: key \"%s.%s\" is %.100s; tern implements RoPE types "
                  "\"default\" and \"llama3\" only (not linear, dynamic, yarn, longrope, ...)",
                  r->path, where, tykey, text);
             free(text);
@@ -258,7 +247,7 @@ static int read_rope_object(reader *r, const char *where, json_t *o, int theta_o
             ok = json_is_number(v) && json_number_value(v) == 1.0;
         if (!ok) {
             char *text = dump(v);
-            fail(r->err, r->errn, "%s: key \"%s.%.60s\" is %.100s; tern implements plain RoPE "
+            tf_fail(r->err, r->errn, "%s: key \"%s.%.60s\" is %.100s; tern implements plain RoPE "
                  "(rope_type \"default\") and Llama 3 scaling (rope_type \"llama3\" with factor, "
                  "low_freq_factor, high_freq_factor, original_max_position_embeddings)", r->path,
                  where, key, text);
@@ -280,10 +269,10 @@ static int read_rope_object(reader *r, const char *where, json_t *o, int theta_o
         return -1;
     c->rope_orig_max_pos = (int)orig;
     if ((float)c->rope_orig_max_pos != orig)
-        return fail(r->err, r->errn, "%s: key \"%s.original_max_position_embeddings\" must be "
+        return tf_fail(r->err, r->errn, "%s: key \"%s.original_max_position_embeddings\" must be "
                     "an integer", r->path, where);
     if (c->rope_high_freq <= c->rope_low_freq)
-        return fail(r->err, r->errn, "%s: key \"%s\": high_freq_factor %g must be above "
+        return tf_fail(r->err, r->errn, "%s: key \"%s\": high_freq_factor %g must be above "
                     "low_freq_factor %g", r->path, where, (double)c->rope_high_freq,
                     (double)c->rope_low_freq);
     return 0;
@@ -308,7 +297,7 @@ static int read_rope(reader *r, llama_config *c)
     if (!has_theta)
         return 0;
     if (json_object_get(r->root, "rope_theta") && theta != c->rope_theta)
-        return fail(r->err, r->errn, "%s: keys \"rope_theta\" (%g) and "
+        return tf_fail(r->err, r->errn, "%s: keys \"rope_theta\" (%g) and "
                     "\"rope_parameters.rope_theta\" (%g) disagree", r->path,
                     (double)c->rope_theta, (double)theta);
     c->rope_theta = theta;
@@ -320,10 +309,10 @@ static int read_hidden_act(reader *r)
 {
     json_t *v = json_object_get(r->root, "hidden_act");
     if (v && !json_is_string(v))
-        return fail(r->err, r->errn, "%s: key \"hidden_act\" must be a string, found %s",
+        return tf_fail(r->err, r->errn, "%s: key \"hidden_act\" must be a string, found %s",
                     r->path, json_kind(v));
     if (v && strcmp(json_string_value(v), "silu") != 0)
-        return fail(r->err, r->errn, "%s: key \"hidden_act\" is \"%.60s\"; tern implements "
+        return tf_fail(r->err, r->errn, "%s: key \"hidden_act\" is \"%.60s\"; tern implements "
                     "\"silu\" only", r->path, json_string_value(v));
     return 0;
 }
@@ -335,10 +324,10 @@ static int read_head_dim(reader *r, const llama_config *c)
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_integer(v))
-        return fail(r->err, r->errn, "%s: key \"head_dim\" must be an integer, found %s",
+        return tf_fail(r->err, r->errn, "%s: key \"head_dim\" must be an integer, found %s",
                     r->path, json_kind(v));
     if (c->n_heads > 0 && json_integer_value(v) * c->n_heads != c->hidden_size)
-        return fail(r->err, r->errn, "%s: key \"head_dim\" is %lld but hidden_size %d / "
+        return tf_fail(r->err, r->errn, "%s: key \"head_dim\" is %lld but hidden_size %d / "
                     "num_attention_heads %d is %d; tern needs head_dim = hidden_size / "
                     "num_attention_heads", r->path, (long long)json_integer_value(v),
                     c->hidden_size, c->n_heads, c->hidden_size / c->n_heads);
@@ -354,24 +343,24 @@ static int read_qwen2_window(reader *r)
     if (get_bool(r, "use_sliding_window", 0, &on) != 0)
         return -1;
     if (on)
-        return fail(r->err, r->errn, "%s: key \"use_sliding_window\" is true; tern implements "
+        return tf_fail(r->err, r->errn, "%s: key \"use_sliding_window\" is true; tern implements "
                     "full attention only (set it to false, as Qwen2/Qwen2.5 releases do)",
                     r->path);
     if (get_bool(r, "use_mrope", 0, &on) != 0)
         return -1;
     if (on) /* Qwen2-VL's multimodal RoPE */
-        return fail(r->err, r->errn, "%s: key \"use_mrope\" is true; tern implements plain "
+        return tf_fail(r->err, r->errn, "%s: key \"use_mrope\" is true; tern implements plain "
                     "(1-D) RoPE only", r->path);
     json_t *lt = json_object_get(r->root, "layer_types");
     if (!lt || json_is_null(lt))
         return 0;
     if (!json_is_array(lt))
-        return fail(r->err, r->errn, "%s: key \"layer_types\" must be a list of strings, found "
+        return tf_fail(r->err, r->errn, "%s: key \"layer_types\" must be a list of strings, found "
                     "%s", r->path, json_kind(lt));
     for (size_t i = 0; i < json_array_size(lt); i++) {
         const char *s = json_string_value(json_array_get(lt, i));
         if (!s || strcmp(s, "full_attention") != 0)
-            return fail(r->err, r->errn, "%s: key \"layer_types\"[%zu] is \"%.40s\"; tern "
+            return tf_fail(r->err, r->errn, "%s: key \"layer_types\"[%zu] is \"%.40s\"; tern "
                         "implements \"full_attention\" only", r->path, i, s ? s : "?");
     }
     return 0;
@@ -430,11 +419,11 @@ static int read_gpt2(reader *r, llama_config *c)
     c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     v = json_object_get(r->root, "activation_function");
     if (v && !json_is_string(v))
-        return fail(r->err, r->errn, "%s: key \"activation_function\" must be a string, found "
+        return tf_fail(r->err, r->errn, "%s: key \"activation_function\" must be a string, found "
                     "%s", r->path, json_kind(v));
     if (v && strcmp(json_string_value(v), "gelu_new") != 0 &&
         strcmp(json_string_value(v), "gelu_pytorch_tanh") != 0)
-        return fail(r->err, r->errn, "%s: key \"activation_function\" is \"%.60s\"; tern "
+        return tf_fail(r->err, r->errn, "%s: key \"activation_function\" is \"%.60s\"; tern "
                     "implements \"gelu_new\" (the tanh approximation, also \"gelu_pytorch_tanh\")"
                     " only", r->path, json_string_value(v));
     /* options that change the computation, with the value tern implements */
@@ -448,7 +437,7 @@ static int read_gpt2(reader *r, llama_config *c)
         if (get_bool(r, opts[i].key, opts[i].want, &b) != 0)
             return -1;
         if (b != opts[i].want)
-            return fail(r->err, r->errn, "%s: key \"%s\" is %s; tern implements GPT-2 with %s "
+            return tf_fail(r->err, r->errn, "%s: key \"%s\" is %s; tern implements GPT-2 with %s "
                         "= %s only", r->path, opts[i].key, b ? "true" : "false", opts[i].key,
                         opts[i].want ? "true" : "false");
     }
@@ -460,15 +449,15 @@ int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root && jerr.line < 1) /* not opened or not read: jansson's text names the file */
-        return fail(err, errn, "%s: cannot read: %s", path, jerr.text);
+        return tf_fail(err, errn, "%s: cannot read: %s", path, jerr.text);
     if (!root)
-        return fail(err, errn, "%s:%d:%d: not a valid JSON file: %s", path, jerr.line,
+        return tf_fail(err, errn, "%s:%d:%d: not a valid JSON file: %s", path, jerr.line,
                     jerr.column, jerr.text);
     reader r = {path, root, err, errn};
     memset(c, 0, sizeof *c);
     int rc = -1;
     if (!json_is_object(root)) {
-        fail(err, errn, "%s: must hold a JSON object, found %s", path, json_kind(root));
+        tf_fail(err, errn, "%s: must hold a JSON object, found %s", path, json_kind(root));
         goto out;
     }
     if (read_architecture(&r, &c->arch) != 0 ||
@@ -481,7 +470,7 @@ int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
         c->pad_id = c->eos_id; /* no pad token: padding positions are masked anyway */
     char msg[512];
     if (llama_config_check(c, msg, sizeof msg) != 0) {
-        fail(err, errn, "%s: %s", path, msg);
+        tf_fail(err, errn, "%s: %s", path, msg);
         goto out;
     }
     rc = 0;
@@ -568,18 +557,18 @@ int hf_config_write(const char *path, const llama_config *c, char *err, size_t e
 {
     char msg[512];
     if (llama_config_check(c, msg, sizeof msg) != 0)
-        return fail(err, errn, "%s: not writing an invalid config: %s", path, msg);
+        return tf_fail(err, errn, "%s: not writing an invalid config: %s", path, msg);
     json_t *o = build_config(c);
     /* sorted, indent 2, trailing newline: what transformers' save_pretrained writes */
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
     json_decref(o);
     if (!text)
-        return fail(err, errn, "%s: out of memory writing the config", path);
+        return tf_fail(err, errn, "%s: out of memory writing the config", path);
     size_t len = strlen(text);
     char *buf = realloc(text, len + 2);
     if (!buf) {
         free(text);
-        return fail(err, errn, "%s: out of memory writing the config", path);
+        return tf_fail(err, errn, "%s: out of memory writing the config", path);
     }
     buf[len] = '\n';
     buf[len + 1] = '\0';
@@ -622,6 +611,6 @@ int llama_preset(const char *name, llama_config *c, char *err, size_t errn)
         c->tie_embeddings = 0;
         return 0;
     }
-    return fail(err, errn, "unknown model preset \"%.60s\"; the presets are: tiny (0.8M "
+    return tf_fail(err, errn, "unknown model preset \"%.60s\"; the presets are: tiny (0.8M "
                 "parameters), bench (9.6M parameters)", name);
 }

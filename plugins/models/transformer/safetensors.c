@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,23 +13,13 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "fail.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define ST_LITTLE_ENDIAN 1
 #else
 #define ST_LITTLE_ENDIAN 0
 #endif
-
-static int fail(char *err, size_t errn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errn)
-        vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* Every dtype of the safetensors format, with its size in bits, so that a
  * file holding extras we do not compute in (position ids as I64, ...) still
@@ -81,25 +70,25 @@ static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndi
 static int read_metadata(const char *name, json_t *meta, st_file *f, char *err, size_t errn)
 {
     if (!json_is_object(meta))
-        return fail(err, errn, "%s: \"__metadata__\" must be an object of strings, found %s", name,
+        return tf_fail(err, errn, "%s: \"__metadata__\" must be an object of strings, found %s", name,
                     json_kind(meta));
     size_t n = json_object_size(meta);
     f->meta_keys = calloc(n ? n : 1, sizeof *f->meta_keys);
     f->meta_values = calloc(n ? n : 1, sizeof *f->meta_values);
     if (!f->meta_keys || !f->meta_values)
-        return fail(err, errn, "%s: out of memory reading __metadata__", name);
+        return tf_fail(err, errn, "%s: out of memory reading __metadata__", name);
     const char *key;
     json_t *v;
     json_object_foreach(meta, key, v) {
         if (!json_is_string(v))
-            return fail(err, errn,
+            return tf_fail(err, errn,
                         "%s: \"__metadata__\" value of \"%.100s\" must be a string, found %s", name,
                         key, json_kind(v));
         f->meta_keys[f->n_meta] = strdup(key);
         f->meta_values[f->n_meta] = strdup(json_string_value(v));
         f->n_meta++;
         if (!f->meta_keys[f->n_meta - 1] || !f->meta_values[f->n_meta - 1])
-            return fail(err, errn, "%s: out of memory reading __metadata__", name);
+            return tf_fail(err, errn, "%s: out of memory reading __metadata__", name);
     }
     return 0;
 }
@@ -110,14 +99,14 @@ static int int_array(const char *name, const char *tname, const char *key, json_
 {
     json_t *a = json_object_get(entry, key);
     if (!a)
-        return fail(err, errn, "%s: tensor %s: missing \"%s\"", name, tname, key);
+        return tf_fail(err, errn, "%s: tensor %s: missing \"%s\"", name, tname, key);
     if (!json_is_array(a))
-        return fail(err, errn, "%s: tensor %s: \"%s\" must be an array of integers, found %s",
+        return tf_fail(err, errn, "%s: tensor %s: \"%s\" must be an array of integers, found %s",
                     name, tname, key, json_kind(a));
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *x = json_array_get(a, i);
         if (!json_is_integer(x) || json_integer_value(x) < 0)
-            return fail(err, errn, "%s: tensor %s: %s[%zu] must be an integer >= 0, found %s",
+            return tf_fail(err, errn, "%s: tensor %s: %s[%zu] must be an integer >= 0, found %s",
                         name, tname, key, i,
                         json_is_integer(x) ? "a negative integer" : json_kind(x));
     }
@@ -131,18 +120,18 @@ static int read_tensor(const char *name, const char *tname, json_t *entry, const
                        size_t data_size, st_tensor *t, char *err, size_t errn)
 {
     if (strlen(tname) >= sizeof t->name)
-        return fail(err, errn, "%s: tensor name \"%.60s...\" is %zu bytes long; tern accepts up "
+        return tf_fail(err, errn, "%s: tensor name \"%.60s...\" is %zu bytes long; tern accepts up "
                     "to %zu", name, tname, strlen(tname), sizeof t->name - 1);
     snprintf(t->name, sizeof t->name, "%s", tname);
     if (!json_is_object(entry))
-        return fail(err, errn, "%s: tensor %s: the entry must be an object with dtype, shape and "
+        return tf_fail(err, errn, "%s: tensor %s: the entry must be an object with dtype, shape and "
                     "data_offsets, found %s", name, tname, json_kind(entry));
 
     json_t *dt = json_object_get(entry, "dtype");
     if (!dt)
-        return fail(err, errn, "%s: tensor %s: missing \"dtype\"", name, tname);
+        return tf_fail(err, errn, "%s: tensor %s: missing \"dtype\"", name, tname);
     if (!json_is_string(dt))
-        return fail(err, errn, "%s: tensor %s: \"dtype\" must be a string, found %s", name, tname,
+        return tf_fail(err, errn, "%s: tensor %s: \"dtype\" must be a string, found %s", name, tname,
                     json_kind(dt));
     const char *dname = json_string_value(dt);
     int bits = 0;
@@ -152,7 +141,7 @@ static int read_tensor(const char *name, const char *tname, json_t *entry, const
             t->dtype = dtypes[i].dtype;
         }
     if (!bits)
-        return fail(err, errn, "%s: tensor %s: unknown dtype \"%.40s\"; tern reads F32, BF16 and "
+        return tf_fail(err, errn, "%s: tensor %s: unknown dtype \"%.40s\"; tern reads F32, BF16 and "
                     "F16 (and skips the other safetensors dtypes: F64, I64, U8, BOOL, ...)",
                     name, tname, dname);
     snprintf(t->dtype_name, sizeof t->dtype_name, "%s", dname);
@@ -162,7 +151,7 @@ static int read_tensor(const char *name, const char *tname, json_t *entry, const
         int_array(name, tname, "data_offsets", entry, &offs, err, errn) != 0)
         return -1;
     if (json_array_size(shape) > ST_MAX_DIMS)
-        return fail(err, errn, "%s: tensor %s: shape has %zu dimensions; tern accepts up to %d",
+        return tf_fail(err, errn, "%s: tensor %s: shape has %zu dimensions; tern accepts up to %d",
                     name, tname, json_array_size(shape), ST_MAX_DIMS);
     t->ndim = (int)json_array_size(shape);
     size_t numel = 1;
@@ -176,28 +165,28 @@ static int read_tensor(const char *name, const char *tname, json_t *entry, const
     char sbuf[200];
     size_t bitcount;
     if (overflow || __builtin_mul_overflow(numel, (size_t)bits, &bitcount))
-        return fail(err, errn, "%s: tensor %s: shape %s has more elements than can exist", name,
+        return tf_fail(err, errn, "%s: tensor %s: shape %s has more elements than can exist", name,
                     tname, shape_text(sbuf, sizeof sbuf, t->shape, t->ndim));
     if (bitcount % 8)
-        return fail(err, errn, "%s: tensor %s: %zu elements of %s (%d bits) are not a whole "
+        return tf_fail(err, errn, "%s: tensor %s: %zu elements of %s (%d bits) are not a whole "
                     "number of bytes", name, tname, numel, dname, bits);
     t->numel = numel;
     t->nbytes = bitcount / 8;
 
     if (json_array_size(offs) != 2)
-        return fail(err, errn, "%s: tensor %s: \"data_offsets\" must be [begin, end], found %zu "
+        return tf_fail(err, errn, "%s: tensor %s: \"data_offsets\" must be [begin, end], found %zu "
                     "numbers", name, tname, json_array_size(offs));
     uint64_t begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
     uint64_t end = (uint64_t)json_integer_value(json_array_get(offs, 1));
     if (end < begin)
-        return fail(err, errn, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
+        return tf_fail(err, errn, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
                     name, tname, (unsigned long long)begin, (unsigned long long)end);
     if (end > data_size)
-        return fail(err, errn, "%s: tensor %s: data ends at byte %llu but the file has only %zu "
+        return tf_fail(err, errn, "%s: tensor %s: data ends at byte %llu but the file has only %zu "
                     "data bytes (truncated file?)", name, tname, (unsigned long long)end,
                     data_size);
     if (end - begin != t->nbytes)
-        return fail(err, errn, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes but "
+        return tf_fail(err, errn, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes but "
                     "dtype %s with shape %s needs %zu", name, tname, (unsigned long long)begin,
                     (unsigned long long)end, (unsigned long long)(end - begin), dname,
                     shape_text(sbuf, sizeof sbuf, t->shape, t->ndim), t->nbytes);
@@ -221,7 +210,7 @@ static int check_overlaps(const char *name, const st_file *f, char *err, size_t 
 {
     span *s = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *s);
     if (!s)
-        return fail(err, errn, "%s: out of memory checking tensor offsets", name);
+        return tf_fail(err, errn, "%s: out of memory checking tensor offsets", name);
     const uint8_t *data = (const uint8_t *)f->base + f->data_start;
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors; i++) {
@@ -235,7 +224,7 @@ static int check_overlaps(const char *name, const st_file *f, char *err, size_t 
     int rc = 0;
     for (size_t i = 1; i < n && rc == 0; i++)
         if (s[i].begin < s[i - 1].end)
-            rc = fail(err, errn, "%s: tensors %s (data bytes %zu..%zu) and %s (data bytes "
+            rc = tf_fail(err, errn, "%s: tensors %s (data bytes %zu..%zu) and %s (data bytes "
                       "%zu..%zu) overlap", name, f->tensors[s[i - 1].index].name,
                       s[i - 1].begin, s[i - 1].end, f->tensors[s[i].index].name, s[i].begin,
                       s[i].end);
@@ -248,17 +237,17 @@ static int parse(const void *image, size_t size, const char *name, st_file *f, c
 {
     const uint8_t *b = image;
     if (size < 8)
-        return fail(err, errn, "%s: the file is %zu bytes; a safetensors file starts with an "
+        return tf_fail(err, errn, "%s: the file is %zu bytes; a safetensors file starts with an "
                     "8-byte header length (empty or not a safetensors file?)", name, size);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | b[i];
     if (hlen > ST_MAX_HEADER)
-        return fail(err, errn, "%s: bytes 0..8 give a header length of %llu bytes, more than the "
+        return tf_fail(err, errn, "%s: bytes 0..8 give a header length of %llu bytes, more than the "
                     "%llu tern accepts (not a safetensors file?)", name, (unsigned long long)hlen,
                     (unsigned long long)ST_MAX_HEADER);
     if (hlen > size - 8)
-        return fail(err, errn, "%s: bytes 0..8 give a header length of %llu bytes but the file "
+        return tf_fail(err, errn, "%s: bytes 0..8 give a header length of %llu bytes but the file "
                     "has only %zu bytes after them (truncated or not a safetensors file?)", name,
                     (unsigned long long)hlen, size - 8);
     f->base = image;
@@ -268,11 +257,11 @@ static int parse(const void *image, size_t size, const char *name, st_file *f, c
     json_error_t jerr;
     json_t *root = json_loadb((const char *)b + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return fail(err, errn, "%s: the header (bytes 8..%zu) is not valid JSON: %s at file byte "
+        return tf_fail(err, errn, "%s: the header (bytes 8..%zu) is not valid JSON: %s at file byte "
                     "%lld", name, f->data_start, jerr.text, 8 + (long long)jerr.position);
     int rc = 0;
     if (!json_is_object(root)) {
-        rc = fail(err, errn, "%s: the header (bytes 8..%zu) must be a JSON object, found %s",
+        rc = tf_fail(err, errn, "%s: the header (bytes 8..%zu) must be a JSON object, found %s",
                   name, f->data_start, json_kind(root));
         goto out;
     }
@@ -282,7 +271,7 @@ static int parse(const void *image, size_t size, const char *name, st_file *f, c
         goto out;
     f->tensors = calloc(count ? count : 1, sizeof *f->tensors);
     if (!f->tensors) {
-        rc = fail(err, errn, "%s: out of memory for %zu tensors", name, count);
+        rc = tf_fail(err, errn, "%s: out of memory for %zu tensors", name, count);
         goto out;
     }
     const char *key;
@@ -318,21 +307,21 @@ int st_open(const char *path, st_file *f, char *err, size_t errn)
     memset(f, 0, sizeof *f);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, errn, "%s: cannot open: %s", path, strerror(errno));
+        return tf_fail(err, errn, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(err, errn, "%s: cannot stat: %s", path, strerror(e));
+        return tf_fail(err, errn, "%s: cannot stat: %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(err, errn, "%s: not a regular file", path);
+        return tf_fail(err, errn, "%s: not a regular file", path);
     }
     size_t size = (size_t)st.st_size;
     if (size < 8) {
         close(fd);
-        return fail(err, errn, "%s: the file is %zu bytes; a safetensors file starts with an "
+        return tf_fail(err, errn, "%s: the file is %zu bytes; a safetensors file starts with an "
                     "8-byte header length (empty or not a safetensors file?)", path, size);
     }
     /* The mapping is private and read-only; a file truncated by someone else
@@ -341,7 +330,7 @@ int st_open(const char *path, st_file *f, char *err, size_t errn)
     int e = errno;
     close(fd);
     if (map == MAP_FAILED)
-        return fail(err, errn, "%s: cannot map %zu bytes: %s", path, size, strerror(e));
+        return tf_fail(err, errn, "%s: cannot map %zu bytes: %s", path, size, strerror(e));
     if (st_open_buffer(map, size, path, f, err, errn) != 0) {
         munmap(map, size);
         return -1;
@@ -407,11 +396,11 @@ static float half_to_float(uint16_t h)
 int st_to_f32(const st_tensor *t, float *dst, size_t numel, char *err, size_t errn)
 {
     if (t->dtype == ST_OTHER)
-        return fail(err, errn, "tensor %s has dtype %s; tern reads F32, BF16 and F16", t->name,
+        return tf_fail(err, errn, "tensor %s has dtype %s; tern reads F32, BF16 and F16", t->name,
                     t->dtype_name);
     if (numel != t->numel) {
         char sbuf[200];
-        return fail(err, errn, "tensor %s has %zu elements (shape %s) but %zu were asked for",
+        return tf_fail(err, errn, "tensor %s has %zu elements (shape %s) but %zu were asked for",
                     t->name, t->numel, shape_text(sbuf, sizeof sbuf, t->shape, t->ndim), numel);
     }
     if (numel == 0)
@@ -447,7 +436,7 @@ static json_t *build_header(const st_write_item *items, size_t n, const char *me
 {
     json_t *root = json_object();
     if (!root) {
-        fail(err, errn, "out of memory building the header");
+        tf_fail(err, errn, "out of memory building the header");
         return NULL;
     }
     if (metadata_json) {
@@ -456,24 +445,24 @@ static json_t *build_header(const st_write_item *items, size_t n, const char *me
         const char *key;
         json_t *v;
         if (!meta) {
-            fail(err, errn, "metadata is not valid JSON: %s at byte %d", jerr.text, jerr.position);
+            tf_fail(err, errn, "metadata is not valid JSON: %s at byte %d", jerr.text, jerr.position);
             goto bad;
         }
         if (!json_is_object(meta)) {
-            fail(err, errn, "metadata must be a JSON object of strings, found %s", json_kind(meta));
+            tf_fail(err, errn, "metadata must be a JSON object of strings, found %s", json_kind(meta));
             json_decref(meta);
             goto bad;
         }
         json_object_foreach(meta, key, v) {
             if (!json_is_string(v)) {
-                fail(err, errn, "metadata value of \"%.100s\" must be a string, found %s", key,
+                tf_fail(err, errn, "metadata value of \"%.100s\" must be a string, found %s", key,
                      json_kind(v));
                 json_decref(meta);
                 goto bad;
             }
         }
         if (json_object_set_new(root, "__metadata__", meta) != 0) {
-            fail(err, errn, "out of memory building the header");
+            tf_fail(err, errn, "out of memory building the header");
             goto bad;
         }
     }
@@ -482,16 +471,16 @@ static json_t *build_header(const st_write_item *items, size_t n, const char *me
         const st_write_item *it = &items[i];
         if (!it->name || !*it->name || strlen(it->name) > 255 ||
             strcmp(it->name, "__metadata__") == 0) {
-            fail(err, errn, "tensor %zu: name \"%.60s\" must be 1 to 255 bytes and not "
+            tf_fail(err, errn, "tensor %zu: name \"%.60s\" must be 1 to 255 bytes and not "
                  "__metadata__", i, it->name ? it->name : "(null)");
             goto bad;
         }
         if (json_object_get(root, it->name)) {
-            fail(err, errn, "tensor %s: the name appears twice", it->name);
+            tf_fail(err, errn, "tensor %s: the name appears twice", it->name);
             goto bad;
         }
         if (it->ndim < 0 || it->ndim > ST_MAX_DIMS || (it->ndim && !it->shape)) {
-            fail(err, errn, "tensor %s: ndim %d is not in 0..%d (or shape is missing)", it->name,
+            tf_fail(err, errn, "tensor %s: ndim %d is not in 0..%d (or shape is missing)", it->name,
                  it->ndim, ST_MAX_DIMS);
             goto bad;
         }
@@ -501,7 +490,7 @@ static json_t *build_header(const st_write_item *items, size_t n, const char *me
             if (it->shape[d] < 0 || (uint64_t)it->shape[d] > SIZE_MAX ||
                 __builtin_mul_overflow(numel, (size_t)it->shape[d], &numel)) {
                 json_decref(shape);
-                fail(err, errn, "tensor %s: shape[%d] = %lld is negative or too large", it->name,
+                tf_fail(err, errn, "tensor %s: shape[%d] = %lld is negative or too large", it->name,
                      d, (long long)it->shape[d]);
                 goto bad;
             }
@@ -510,13 +499,13 @@ static json_t *build_header(const st_write_item *items, size_t n, const char *me
         if (__builtin_mul_overflow(numel, sizeof(float), &nbytes) ||
             __builtin_add_overflow(offset, nbytes, &nbytes) || (numel && !it->data)) {
             json_decref(shape);
-            fail(err, errn, "tensor %s: too large, or no data given", it->name);
+            tf_fail(err, errn, "tensor %s: too large, or no data given", it->name);
             goto bad;
         }
         json_t *entry = json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape,
                                   "data_offsets", (json_int_t)offset, (json_int_t)nbytes);
         if (!entry || json_object_set_new(root, it->name, entry) != 0) {
-            fail(err, errn, "tensor %s: cannot add to the header (name not valid UTF-8?)",
+            tf_fail(err, errn, "tensor %s: cannot add to the header (name not valid UTF-8?)",
                  it->name);
             goto bad;
         }
@@ -558,18 +547,18 @@ int st_write_f32(const char *path, const st_write_item *items, size_t n,
     size_t data_bytes = 0;
     json_t *root = build_header(items, n, metadata_json, &data_bytes, msg, sizeof msg);
     if (!root)
-        return fail(err, errn, "%s: %s", path, msg);
+        return tf_fail(err, errn, "%s: %s", path, msg);
     char *json = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (!json)
-        return fail(err, errn, "%s: out of memory writing the header", path);
+        return tf_fail(err, errn, "%s: out of memory writing the header", path);
     /* pad with spaces to a multiple of 8, as the reference implementation
      * does, so that the data section starts 8-byte aligned */
     size_t len = strlen(json), padded = (len + 7) & ~(size_t)7;
     char *header = malloc(8 + padded);
     if (!header) {
         free(json);
-        return fail(err, errn, "%s: out of memory writing the header", path);
+        return tf_fail(err, errn, "%s: out of memory writing the header", path);
     }
     for (int i = 0; i < 8; i++)
         header[i] = (char)((uint64_t)padded >> (8 * i));

@@ -5,13 +5,13 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atomic_file.h"
 #include "bpe.h"
+#include "fail.h"
 
 typedef struct tokenizer_ops {
     const char *kind; /* the "tern_tokenizer" value in tokenizer.json */
@@ -32,17 +32,6 @@ struct tokenizer {
     int vocab_size, bos, eos, pad;
     void *impl; /* per kind: none for bytes, a bpe for "bpe" */
 };
-
-static int fail(char *err, size_t errn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errn)
-        vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ---- the byte tokenizer ------------------------------------------------- */
 
@@ -221,23 +210,23 @@ static int bytes_save(const tokenizer *t, const char *dir, char *err, size_t err
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
-        return fail(err, errn, "%.200s...: directory path too long", dir);
+        return tf_fail(err, errn, "%.200s...: directory path too long", dir);
     json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "tern_tokenizer", t->ops->kind,
                           "version", 1, "bos_token_id", t->bos, "eos_token_id", t->eos,
                           "pad_token_id", t->pad, "vocab_size", t->vocab_size);
     if (!o) {
         json_decref(o);
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     }
     char *text = json_dumps(o, JSON_INDENT(2));
     json_decref(o);
     if (!text)
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     size_t len = strlen(text);
     char *buf = realloc(text, len + 2);
     if (!buf) {
         free(text);
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     }
     buf[len] = '\n';
     int rc = atomic_file_put(path, buf, len + 1, err, errn);
@@ -251,13 +240,13 @@ static int expect_int(const char *path, json_t *o, const char *key, int want, ch
 {
     json_t *v = json_object_get(o, key);
     if (!v)
-        return fail(err, errn, "%s: missing key \"%s\" (the byte tokenizer has %d)", path, key,
+        return tf_fail(err, errn, "%s: missing key \"%s\" (the byte tokenizer has %d)", path, key,
                     want);
     if (!json_is_integer(v))
-        return fail(err, errn, "%s: key \"%s\" must be an integer (%d for the byte tokenizer)",
+        return tf_fail(err, errn, "%s: key \"%s\" must be an integer (%d for the byte tokenizer)",
                     path, key, want);
     if (json_integer_value(v) != want)
-        return fail(err, errn, "%s: key \"%s\" is %lld but the byte tokenizer has %d", path, key,
+        return tf_fail(err, errn, "%s: key \"%s\" is %lld but the byte tokenizer has %d", path, key,
                     (long long)json_integer_value(v), want);
     return 0;
 }
@@ -270,7 +259,7 @@ static int load_bytes(const char *path, json_t *o, tokenizer **out, char *err, s
         expect_int(path, o, "vocab_size", BYTES_VOCAB, err, errn) != 0)
         return -1;
     if (tokenizer_new_bytes(out) != 0)
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     return 0;
 }
 
@@ -283,7 +272,7 @@ static int load_bpe(const char *path, json_t *o, char *bytes, size_t nbytes, tok
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) {
         bpe_free(b);
-        return fail(err, errn, "%s: out of memory", path);
+        return tf_fail(err, errn, "%s: out of memory", path);
     }
     *t = (tokenizer){&bpe_ops, bpe_vocab_size(b), bpe_bos(b), bpe_eos(b), bpe_pad(b), b};
     *out = t;
@@ -295,37 +284,37 @@ int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
     *out = NULL; /* on failure too, so that tokenizer_free(*out) is always safe */
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
-        return fail(err, errn, "%.200s...: directory path too long", dir);
+        return tf_fail(err, errn, "%.200s...: directory path too long", dir);
     /* the bytes are kept: a Hugging Face tokenizer is saved as it was read */
     char *bytes;
     size_t nbytes;
     if (bpe_read_file(path, &bytes, &nbytes) != 0)
-        return fail(err, errn, "%s: cannot read the tokenizer: %s", path, strerror(errno));
+        return tf_fail(err, errn, "%s: cannot read the tokenizer: %s", path, strerror(errno));
     json_error_t jerr;
     json_t *o = json_loadb(bytes, nbytes, JSON_REJECT_DUPLICATES, &jerr);
     if (!o) {
         free(bytes);
-        return fail(err, errn, "%s:%d:%d: cannot read the tokenizer: %s", path, jerr.line,
+        return tf_fail(err, errn, "%s:%d:%d: cannot read the tokenizer: %s", path, jerr.line,
                     jerr.column, jerr.text);
     }
     int rc = -1;
     json_t *kind = json_object_get(o, "tern_tokenizer");
     if (!json_is_object(o)) {
-        fail(err, errn, "%s: must hold a JSON object", path);
+        tf_fail(err, errn, "%s: must hold a JSON object", path);
     } else if (!kind && json_is_object(json_object_get(o, "model"))) {
         /* a Hugging Face tokenizers file: {"version": "1.0", "model": {"type": "BPE", ...}} */
         rc = load_bpe(path, o, bytes, nbytes, out, err, errn);
         bytes = NULL; /* load_bpe has them now */
     } else if (!kind) {
-        fail(err, errn, "%s: no \"tern_tokenizer\" key and no \"model\", so neither a tokenizer "
+        tf_fail(err, errn, "%s: no \"tern_tokenizer\" key and no \"model\", so neither a tokenizer "
              "tern wrote nor a Hugging Face tokenizer.json", path);
     } else if (!json_is_string(kind) || strcmp(json_string_value(kind), bytes_ops.kind) != 0) {
-        fail(err, errn, "%s: key \"tern_tokenizer\" must be \"bytes\" (the only kind tern "
+        tf_fail(err, errn, "%s: key \"tern_tokenizer\" must be \"bytes\" (the only kind tern "
              "writes; a Hugging Face tokenizer.json has no such key), found %s%.40s%s", path, json_is_string(kind) ? "\"" : "another JSON type",
              json_is_string(kind) ? json_string_value(kind) : "", json_is_string(kind) ? "\"" : "");
     } else if (!json_is_integer(json_object_get(o, "version")) ||
                json_integer_value(json_object_get(o, "version")) != 1) {
-        fail(err, errn, "%s: key \"version\" must be 1; a newer tern may have written this file",
+        tf_fail(err, errn, "%s: key \"version\" must be 1; a newer tern may have written this file",
              path);
     } else {
         rc = load_bytes(path, o, out, err, errn);
