@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chat_prompt.h"
 #include "errmsg.h"
 #include "flag_config.h"
 #include "utf8.h"
@@ -220,14 +221,7 @@ static int encode_chat(const tern_invocation *inv, const char *label, model *m,
                "1.4): leave out --chat and --system");
         return TERN_EXIT_USAGE;
     }
-    tern_chat_message msgs[2];
-    size_t k = 0;
-    if (system)
-        msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
-                                        .content = system};
-    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = prompt};
-    tern_error_clear();
-    int rc = m->ops->encode_chat(m->state, msgs, k, ids, n, NULL, NULL);
+    int rc = tern_chat_encode(m->ops, m->state, system, prompt, ids, n);
     if (rc != TERN_OK) {
         report(inv, label, "the model cannot format the prompt with its chat template: %s",
                op_message());

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat_prompt.h"
 #include "errmsg.h"
 #include "loop/run.h"
 #include "tern/rng.h"
@@ -154,16 +155,9 @@ int tern_model_prompt(const tern_model_handle *m, const char *role, const char *
                                role);
         return tern_model_tokenize(m, role, prompt, 1, ids, n);
     }
-    tern_chat_message msgs[2];
-    size_t k = 0;
-    if (system)
-        msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
-                                        .content = system};
-    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = prompt};
     int32_t *t = NULL;
     *ids = NULL;
-    tern_error_clear();
-    int rc = m->ops->encode_chat(m->state, msgs, k, &t, n, NULL, NULL);
+    int rc = tern_chat_encode(m->ops, m->state, system, prompt, &t, n);
     if (rc != TERN_OK)
         return tern_role_failed(rc, role, "format the prompt with the chat template");
     *ids = malloc((*n + 1) * sizeof **ids);
