@@ -12,6 +12,7 @@
 #include "data/arith.h"
 #include "errmsg.h"
 #include "made_dirs.h"
+#include "path_join.h"
 #include "tern/libtern.h"
 
 #define LABEL "tern data arith"
@@ -31,18 +32,6 @@ static void report(const tern_invocation *inv, const char *fmt, ...)
     vfprintf(err, fmt, ap);
     fprintf(err, "\n");
     va_end(ap);
-}
-
-/* "DIR/NAME" (one '/' between them); NULL when out of memory. */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir);
-    int slash = n > 0 && dir[n - 1] == '/';
-    size_t len = n + 1 + strlen(name) + 1;
-    char *p = malloc(len);
-    if (p)
-        snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", name);
-    return p;
 }
 
 /* The exit code of a failing status (tern/libtern.h). */
@@ -110,7 +99,7 @@ int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a)
         return exit_code(rc);
     }
 
-    char *train = join(a->out_dir, TRAIN_FILE), *eval = join(a->out_dir, EVAL_FILE);
+    char *train = tern_path_join(a->out_dir, TRAIN_FILE), *eval = tern_path_join(a->out_dir, EVAL_FILE);
     if (!train || !eval) {
         free(train);
         free(eval);

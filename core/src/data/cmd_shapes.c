@@ -15,6 +15,7 @@
 #include "data/png_write.h"
 #include "data/shapes.h"
 #include "made_dirs.h"
+#include "path_join.h"
 #include "tern/host.h"
 #include "tern/libtern.h"
 
@@ -38,18 +39,6 @@ static void report(const tern_invocation *inv, const char *fmt, ...)
     vfprintf(err, fmt, ap);
     fprintf(err, "\n");
     va_end(ap);
-}
-
-/* "DIR/NAME" (one '/' between them); NULL when out of memory. */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir);
-    int slash = n > 0 && dir[n - 1] == '/';
-    size_t len = n + 1 + strlen(name) + 1;
-    char *p = malloc(len);
-    if (p)
-        snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", name);
-    return p;
 }
 
 static int digits(unsigned long long n)
@@ -106,8 +95,8 @@ static int plan_make(plan *p, const char *out_dir, size_t n)
     memset(p, 0, sizeof *p);
     p->n = n;
     p->width = digits(n) > 5 ? digits(n) : 5;
-    p->tasks = join(out_dir, TASKS_FILE);
-    p->images_dir = join(out_dir, IMAGES_DIR);
+    p->tasks = tern_path_join(out_dir, TASKS_FILE);
+    p->images_dir = tern_path_join(out_dir, IMAGES_DIR);
     p->images = calloc(n, sizeof *p->images);
     p->images_tmp = calloc(n, sizeof *p->images_tmp);
     if (!p->tasks || !p->images_dir || !p->images || !p->images_tmp)
@@ -115,7 +104,7 @@ static int plan_make(plan *p, const char *out_dir, size_t n)
     for (size_t i = 0; i < n; i++) {
         char name[48];
         snprintf(name, sizeof name, "shape-%s.png", padded(i + 1, p->width));
-        if (!(p->images[i] = join(p->images_dir, name)))
+        if (!(p->images[i] = tern_path_join(p->images_dir, name)))
             return -1;
     }
     return 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "path_join.h"
 #include "tern/libtern.h"
 #include "timeline/timeline_svg.h"
 #include "timeline/trace_read.h"
@@ -36,18 +37,6 @@ static int report(const tern_invocation *inv, int code, const char *fmt, ...)
     fprintf(err, "\n");
     va_end(ap);
     return code;
-}
-
-/* "DIR/NAME" (one '/' between them); NULL when out of memory. */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir);
-    int slash = n > 0 && dir[n - 1] == '/';
-    size_t len = n + 1 + strlen(name) + 1;
-    char *p = malloc(len);
-    if (p)
-        snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", name);
-    return p;
 }
 
 static int check_args(const tern_invocation *inv, const tern_timeline_args *a)
@@ -83,7 +72,7 @@ static int find_trace(const tern_invocation *inv, const char *arg, char **trace,
         return report(inv, TERN_EXIT_USAGE, "%s: %s; give the run directory `tern run` printed "
                       "(or its trace.json)", arg, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
-        *trace = join(arg, "trace.json");
+        *trace = tern_path_join(arg, "trace.json");
         *dir = strdup(arg);
         if (!*trace || !*dir)
             return report(inv, TERN_EXIT_FAILURE, "out of memory");
@@ -107,7 +96,7 @@ static int find_trace(const tern_invocation *inv, const char *arg, char **trace,
 static void sync_plugin(const char *dir, char *out, size_t n)
 {
     out[0] = '\0';
-    char *path = join(dir, "summary.json");
+    char *path = tern_path_join(dir, "summary.json");
     json_t *s = path ? json_load_file(path, 0, NULL) : NULL;
     free(path);
     const json_t *v = json_object_get(s, "sync");
@@ -120,7 +109,7 @@ static void sync_plugin(const char *dir, char *out, size_t n)
     json_decref(s);
     if (out[0])
         return;
-    path = join(dir, "config.cfg");
+    path = tern_path_join(dir, "config.cfg");
     if (!path || access(path, R_OK) != 0) {
         free(path);
         return;
@@ -295,7 +284,7 @@ int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a)
             code = report(inv, TERN_EXIT_FAILURE, "cannot write the picture to stdout: %s",
                           strerror(errno));
     } else if (code == TERN_EXIT_OK) {
-        out_path = a->out_path ? strdup(a->out_path) : join(dir, OUT_NAME);
+        out_path = a->out_path ? strdup(a->out_path) : tern_path_join(dir, OUT_NAME);
         if (!out_path)
             code = report(inv, TERN_EXIT_FAILURE, "out of memory");
         else
