@@ -65,7 +65,7 @@ static double forward_flops(const llama_config *c, double rows, double t)
 
 int main(int argc, char **argv)
 {
-    int threads = 1, steps = 3, gen_new = 128, quick = 0;
+    int threads = 1, steps = 3, gen_new = 128, quick = 0, bf16 = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -75,8 +75,12 @@ int main(int argc, char **argv)
             gen_new = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
+        else if (strcmp(argv[i], "--compute") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "fp32") == 0 || strcmp(argv[i + 1], "bf16") == 0))
+            bf16 = strcmp(argv[++i], "bf16") == 0;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--train-steps N] [--gen-new N] [--quick]\n",
+            fprintf(stderr, "usage: %s [--threads N] [--compute fp32|bf16] [--train-steps N] "
+                    "[--gen-new N] [--quick]\n",
                     argv[0]);
             return 2;
         }
@@ -96,8 +100,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    if (bf16 && llama_model_set_bf16(&m, 1) != 0) {
+        fprintf(stderr, "compute bf16: this CPU has no AVX512-BF16 (or out of memory)\n");
+        llama_model_free(&m);
+        return 1;
+    }
     llama_init_random(&m, 1);
-    printf("transformer bench preset: %zu parameters, %d threads\n", m.n_params, threads);
+    printf("transformer bench preset: %zu parameters, %d threads, %s products\n", m.n_params,
+           threads, bf16 ? "bf16" : "fp32");
     double peak = sgemm_peak_gflops();
     printf("sgemm 1024^3 peak: %.1f GFLOP/s\n", peak);
     openblas_set_num_threads(1); /* as the plugin does: its own pool splits the work */
@@ -134,7 +144,7 @@ int main(int argc, char **argv)
             return 1;
         }
         llama_backward(&m, &batch, a, b);
-        adamw_step(&opt, &c, m.params, m.grads, &h);
+        adamw_step(&opt, m.gx.tp, &c, m.params, m.grads, &h);
         llama_zero_grad(&m);
         if (step > 0)
             t_train += now() - t0;
@@ -178,9 +188,9 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("peak RSS: %.0f MiB\n", ru.ru_maxrss / 1024.0);
-    printf("TERN_JSON {\"threads\": %d, \"sgemm_peak_gflops\": %.2f, \"train_tokens_per_s\": %.1f, "
+    printf("TERN_JSON {\"threads\": %d, \"compute\": \"%s\", \"sgemm_peak_gflops\": %.2f, \"train_tokens_per_s\": %.1f, "
            "\"train_gflops\": %.2f, \"gen_tokens_per_s\": %.1f, \"peak_rss_kib\": %ld}\n",
-           threads, peak, train_tps, train_gflops, gen_tps, ru.ru_maxrss);
+           threads, bf16 ? "bf16" : "fp32", peak, train_tps, train_gflops, gen_tps, ru.ru_maxrss);
 
     free(start), free(tok), free(pos), free(tgt), free(lp), free(ent), free(a), free(b);
     free(prompts), free(gprompts), free(out);

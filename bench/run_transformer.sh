@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # run_transformer.sh [BUILD_DIR]: tern's transformer beside PyTorch on this
 # machine, same model (bench preset), same work, each at its best thread
-# count; prints both and the ratios tern / PyTorch. Needs Debian's
-# python3-torch (apt-get install python3-torch); figures only, no pass/fail.
+# count, in both precisions: float32, and bf16 products (tern's
+# compute = "bf16"; PyTorch's CPU autocast to bf16). Prints the figures and
+# the ratios tern / PyTorch. Needs Debian's python3-torch
+# (apt-get install python3-torch); figures only, no pass/fail. tern's bf16
+# runs are skipped on a CPU without AVX512-BF16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-rel}
@@ -12,22 +15,45 @@ if [ ! -x "$BUILD/bench/bench_transformer" ]; then
 fi
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 
-best_tern=""
-for t in 1 2; do
-  out=$("$BUILD/bench/bench_transformer" --threads "$t")
-  echo "$out" | grep -v '^TERN_JSON'
-  best_tern="$best_tern$(echo "$out" | sed -n 's/^TERN_JSON //p')"$'\n'
+tern_json=""
+for compute in fp32 bf16; do
+  for t in 1 2; do
+    if out=$("$BUILD/bench/bench_transformer" --threads "$t" --compute "$compute"); then
+      echo "$out" | grep -v '^TERN_JSON'
+      tern_json="$tern_json$(echo "$out" | sed -n 's/^TERN_JSON //p')"$'\n'
+    else
+      echo "tern $compute: not run here"
+    fi
+  done
 done
-torch=$(/usr/bin/python3 bench/torch_peer.py | tee /dev/stderr | sed -n 's/^TORCH_JSON //p')
+torch_json=""
+for compute in fp32 bf16; do
+  torch_json="$torch_json$(/usr/bin/python3 bench/torch_peer.py --compute "$compute" |
+    tee /dev/stderr | sed -n 's/^TORCH_JSON //p')"$'\n'
+done
 
-/usr/bin/python3 - "$torch" <<PY
+/usr/bin/python3 - "$tern_json" "$torch_json" <<'PY'
 import json, sys
-tern = [json.loads(l) for l in """$best_tern""".splitlines() if l.strip()]
-torch = json.loads(sys.argv[1])
-tt = max(x["train_tokens_per_s"] for x in tern)
-tg = max(x["gen_tokens_per_s"] for x in tern)
+tern = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
+torch = {j["compute"]: j for j in (json.loads(l) for l in sys.argv[2].splitlines() if l.strip())}
+
+def best(compute, key):
+    xs = [x[key] for x in tern if x["compute"] == compute]
+    return max(xs) if xs else None
+
 print()
-print("                      tern (best)    PyTorch (best)   ratio")
-print(f"training tokens/s     {tt:11.0f}    {torch['train_tokens_per_s']:14.0f}   {tt / torch['train_tokens_per_s']:5.2f}x")
-print(f"generation tokens/s   {tg:11.0f}    {torch['gen_tokens_per_s']:14.0f}   {tg / torch['gen_tokens_per_s']:5.2f}x")
+print("best of 1 and 2 threads     tern fp32  tern bf16  torch fp32  torch bf16")
+rows = (("training tokens/s  ", "train_tokens_per_s"), ("generation tokens/s", "gen_tokens_per_s"))
+for label, key in rows:
+    cells = [best("fp32", key), best("bf16", key), torch["fp32"][key], torch["bf16"][key]]
+    print("%s      " % label + "  ".join("%9s" % ("-" if v is None else "%.0f" % v) for v in cells))
+print()
+for label, key in rows:
+    tf, tb = best("fp32", key), best("bf16", key)
+    pf, pb = torch["fp32"][key], torch["bf16"][key]
+    parts = ["fp32/fp32 %.2fx" % (tf / pf)]
+    if tb is not None:
+        parts += ["bf16/fp32 %.2fx" % (tb / pf), "bf16/bf16 %.2fx" % (tb / pb),
+                  "best/best %.2fx" % (max(tf, tb) / max(pf, pb))]
+    print("%s  tern/torch: %s" % (label.strip(), ", ".join(parts)))
 PY

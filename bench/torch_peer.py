@@ -40,6 +40,11 @@ The script sets OMP_WAIT_POLICY=PASSIVE (unless already set) before it
 imports torch: otherwise torch's spinning OpenMP threads and OpenBLAS's
 threads fight over the 2 cores and T = 2 runs several times slower.
 
+--compute bf16 runs the same work under torch.autocast("cpu",
+dtype=torch.bfloat16) (PyTorch's own mixed precision on the CPU: the matrix
+products in bf16 through oneDNN, float32 weights, gradients and AdamW), the
+counterpart of tern's compute = "bf16". The default is float32.
+
 Without --threads both T = 1 and T = 2 run; the summary takes, per metric,
 the best of them. The output is human-readable lines and a final line
 
@@ -53,6 +58,7 @@ where "threads" is the T with the best training throughput (and
 Usage:
   /usr/bin/python3 bench/torch_peer.py                 # full run, T = 1 and 2
   /usr/bin/python3 bench/torch_peer.py --threads 2
+  /usr/bin/python3 bench/torch_peer.py --compute bf16
   /usr/bin/python3 bench/torch_peer.py --quick         # smoke run, seconds
 
 --quick keeps the bench model but shrinks the work: training 4 x 64 tokens
@@ -62,6 +68,7 @@ Dependencies: Python 3, torch (1.13 is enough), numpy not needed.
 """
 
 import argparse
+import contextlib
 import ctypes
 import json
 import math
@@ -267,9 +274,17 @@ def objective(model, tokens, coef_a, coef_b):
     return (coef_a * logp + coef_b * ent).mean()
 
 
-def train_step(model, opt, tokens, coef_a, coef_b):
+def precision(compute):
+    """The context the forward passes run in: float32, or PyTorch's CPU autocast to bf16."""
+    if compute == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train_step(model, opt, tokens, coef_a, coef_b, compute):
     opt.zero_grad(set_to_none=True)
-    J = objective(model, tokens, coef_a, coef_b)
+    with precision(compute):
+        J = objective(model, tokens, coef_a, coef_b).float()
     (-J).backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
@@ -277,23 +292,25 @@ def train_step(model, opt, tokens, coef_a, coef_b):
 
 
 @torch.no_grad()
-def generate(model, prompts, n_new, gen):
+def generate(model, prompts, n_new, gen, compute):
     """Returns (new tokens [B, n_new], prefill seconds)."""
     B, P = prompts.shape
     cache = model.new_cache(B, P + n_new)
     t0 = time.perf_counter()
-    logits = model.step(prompts, cache, 0)
+    with precision(compute):
+        logits = model.step(prompts, cache, 0).float()
     t_prefill = time.perf_counter() - t0
     out = torch.empty(B, n_new, dtype=torch.long)
     for i in range(n_new):
         nxt = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen)  # [B, 1]
         out[:, i] = nxt[:, 0]
         if i + 1 < n_new:
-            logits = model.step(nxt, cache, P + i)
+            with precision(compute):
+                logits = model.step(nxt, cache, P + i).float()
     return out, t_prefill
 
 
-def run_one(T, sz, c):
+def run_one(T, sz, c, compute):
     set_threads(T)
     gen = torch.Generator().manual_seed(SEED)
     model = Llama(c, gen)
@@ -307,13 +324,13 @@ def run_one(T, sz, c):
     print("[T=%d] training: batch %d x %d, 1 warm-up + %d timed steps"
           % (T, sz["train_b"], sz["train_t"], sz["steps"]), flush=True)
     t0 = time.perf_counter()
-    J = train_step(model, opt, tokens, coef_a, coef_b)
+    J = train_step(model, opt, tokens, coef_a, coef_b, compute)
     warm = time.perf_counter() - t0
     print("[T=%d]   warm-up step %.3f s, J = %.6f" % (T, warm, J), flush=True)
     step_s = []
     for _ in range(sz["steps"]):
         t0 = time.perf_counter()
-        J = train_step(model, opt, tokens, coef_a, coef_b)
+        J = train_step(model, opt, tokens, coef_a, coef_b, compute)
         step_s.append(time.perf_counter() - t0)
         print("[T=%d]   step %.3f s, J = %.6f" % (T, step_s[-1], J), flush=True)
     train_s = sum(step_s)
@@ -326,9 +343,9 @@ def run_one(T, sz, c):
     print("[T=%d] generation: %d prompts x %d tokens, %d new tokens each, temperature 1, KV cache"
           % (T, sz["gen_b"], sz["gen_prompt"], sz["gen_new"]), flush=True)
     sgen = torch.Generator().manual_seed(SEED + 1)
-    generate(model, prompts, min(2, sz["gen_new"]), sgen)  # warm-up, untimed
+    generate(model, prompts, min(2, sz["gen_new"]), sgen, compute)  # warm-up, untimed
     t0 = time.perf_counter()
-    out, prefill_s = generate(model, prompts, sz["gen_new"], sgen)
+    out, prefill_s = generate(model, prompts, sz["gen_new"], sgen, compute)
     gen_s = time.perf_counter() - t0
     n_gen = sz["gen_b"] * sz["gen_new"]
     gen_tps = n_gen / gen_s
@@ -356,6 +373,8 @@ def main():
     ap.add_argument("--train-steps", type=int, help="timed training steps (default 3)")
     ap.add_argument("--gen-new", type=int, help="new tokens per prompt (default 128)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes for a smoke run")
+    ap.add_argument("--compute", choices=("fp32", "bf16"), default="fp32",
+                    help="fp32, or bf16 autocast (default fp32)")
     args = ap.parse_args()
 
     c = dict(CONFIG)
@@ -379,8 +398,8 @@ def main():
     n_params = sum(p.numel() for p in Llama(c, torch.Generator().manual_seed(0)).parameters())
     print("torch %s, BLAS: %s, OMP_WAIT_POLICY=%s"
           % (torch.__version__, blas_info(), OMP_WAIT_POLICY))
-    print("float32, model 'bench': %d parameters, %s%s"
-          % (n_params,
+    print("%s, model 'bench': %d parameters, %s%s"
+          % ("bf16 autocast" if args.compute == "bf16" else "float32", n_params,
              ", ".join("%s=%s" % (k, c[k]) for k in ("vocab_size", "hidden_size",
                                                       "intermediate_size", "num_hidden_layers",
                                                       "num_attention_heads",
@@ -390,7 +409,7 @@ def main():
     t_all = time.perf_counter()
     per = {}
     for T in threads:
-        per[str(T)] = run_one(T, sz, c)
+        per[str(T)] = run_one(T, sz, c, args.compute)
     wall = time.perf_counter() - t_all
 
     best_train = max(per, key=lambda k: per[k]["train_tokens_per_s"])
@@ -402,6 +421,7 @@ def main():
              per[best_gen]["gen_tokens_per_s"], best_gen, rss, wall), flush=True)
     res = {
         "torch_version": torch.__version__,
+        "compute": args.compute,
         "blas": blas_info(),
         "omp_wait_policy": OMP_WAIT_POLICY,
         "threads": int(best_train),

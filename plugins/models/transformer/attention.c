@@ -17,6 +17,7 @@
 #include <cblas.h>
 #include <math.h>
 
+#include "fastexp.h"
 #include "layers.h"
 
 size_t attention_probs_size(const attn_shape *a)
@@ -42,8 +43,9 @@ static size_t probs_offset(const attn_shape *a, int s, int h)
 }
 
 /* Row-wise softmax of the lower triangle of p[T, T]; entries above the
- * diagonal become 0. */
-static void causal_softmax(float *p, int t)
+ * diagonal become 0. Per row i, with m = max_{j<=i} p_ij:
+ *   p_ij = e^(p_ij − m) / sum_{j'<=i} e^(p_ij' − m)   (j <= i),  0 (j > i) */
+static void causal_softmax_c(float *p, int t)
 {
     for (int i = 0; i < t; i++) {
         float *row = p + (size_t)i * t;
@@ -61,6 +63,114 @@ static void causal_softmax(float *p, int t)
         for (int j = i + 1; j < t; j++)
             row[j] = 0;
     }
+}
+
+/* The softmax backward on the lower triangle, in place: with P's row p and
+ * the row d of dP,  d_j = p_j (d_j − sum_{j'<=i} p_j' d_j')  (j <= i),  0 (j > i). */
+static void causal_softmax_backward_c(const float *p, float *ds, int t)
+{
+    for (int i = 0; i < t; i++) {
+        const float *pr = p + (size_t)i * t;
+        float *dr = ds + (size_t)i * t;
+        float dot = 0;
+        for (int c = 0; c <= i; c++)
+            dot += pr[c] * dr[c];
+        for (int c = 0; c <= i; c++)
+            dr[c] = pr[c] * (dr[c] - dot);
+        for (int c = i + 1; c < t; c++)
+            dr[c] = 0;
+    }
+}
+
+#ifdef TERN_SIMD_AVX2
+/* The same 8 columns at a time, the exp from fastexp.h; the last partial
+ * vector of a row (i + 1 columns) masked. */
+TARGET_AVX2 static void causal_softmax_avx2(float *p, int t)
+{
+    for (int i = 0; i < t; i++) {
+        float *row = p + (size_t)i * t;
+        const int n = i + 1, full = n & ~7, rest = n - full;
+        const __m256i k = mask8(rest);
+        const __m256 ninf = _mm256_set1_ps(-INFINITY);
+        __m256 mv = ninf;
+        for (int j = 0; j < full; j += 8)
+            mv = _mm256_max_ps(mv, _mm256_loadu_ps(row + j));
+        if (rest) /* −inf in the lanes past the row */
+            mv = _mm256_max_ps(mv, _mm256_blendv_ps(ninf, _mm256_maskload_ps(row + full, k),
+                                                    _mm256_castsi256_ps(k)));
+        const __m256 m = _mm256_set1_ps(hmax8(mv));
+        __m256 sv = _mm256_setzero_ps();
+        for (int j = 0; j < full; j += 8) {
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
+            _mm256_storeu_ps(row + j, e);
+            sv = _mm256_add_ps(sv, e);
+        }
+        if (rest) {
+            __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + full, k), m));
+            e = _mm256_and_ps(e, _mm256_castsi256_ps(k)); /* 0 past the row */
+            _mm256_maskstore_ps(row + full, k, e);
+            sv = _mm256_add_ps(sv, e);
+        }
+        const __m256 inv = _mm256_set1_ps(1.0f / hsum8(sv));
+        for (int j = 0; j < full; j += 8)
+            _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), inv));
+        if (rest) {
+            __m256 e = _mm256_maskload_ps(row + full, k);
+            _mm256_maskstore_ps(row + full, k, _mm256_mul_ps(e, inv));
+        }
+        for (int j = n; j < t; j++)
+            row[j] = 0;
+    }
+}
+
+TARGET_AVX2 static void causal_softmax_backward_avx2(const float *p, float *ds, int t)
+{
+    for (int i = 0; i < t; i++) {
+        const float *pr = p + (size_t)i * t;
+        float *dr = ds + (size_t)i * t;
+        const int n = i + 1, full = n & ~7, rest = n - full;
+        const __m256i k = mask8(rest);
+        __m256 dv = _mm256_setzero_ps(); /* masked loads give 0 past the row */
+        for (int c = 0; c < full; c += 8)
+            dv = _mm256_fmadd_ps(_mm256_loadu_ps(pr + c), _mm256_loadu_ps(dr + c), dv);
+        if (rest)
+            dv = _mm256_fmadd_ps(_mm256_maskload_ps(pr + full, k), _mm256_maskload_ps(dr + full, k),
+                                 dv);
+        const __m256 dot = _mm256_set1_ps(hsum8(dv));
+        for (int c = 0; c < full; c += 8)
+            _mm256_storeu_ps(dr + c, _mm256_mul_ps(_mm256_loadu_ps(pr + c),
+                                                   _mm256_sub_ps(_mm256_loadu_ps(dr + c), dot)));
+        if (rest) {
+            __m256 pv = _mm256_maskload_ps(pr + full, k), d = _mm256_maskload_ps(dr + full, k);
+            _mm256_maskstore_ps(dr + full, k, _mm256_mul_ps(pv, _mm256_sub_ps(d, dot)));
+        }
+        for (int c = n; c < t; c++)
+            dr[c] = 0;
+    }
+}
+#endif
+
+/* The AVX2 version where the CPU has it (the check is a load of a flag). */
+static void causal_softmax(float *p, int t)
+{
+#ifdef TERN_SIMD_AVX2
+    if (simd_avx2()) {
+        causal_softmax_avx2(p, t);
+        return;
+    }
+#endif
+    causal_softmax_c(p, t);
+}
+
+static void causal_softmax_backward(const float *p, float *ds, int t)
+{
+#ifdef TERN_SIMD_AVX2
+    if (simd_avx2()) {
+        causal_softmax_backward_avx2(p, ds, t);
+        return;
+    }
+#endif
+    causal_softmax_backward_c(p, ds, t);
 }
 
 typedef struct attn_job {
@@ -123,17 +233,7 @@ static void backward_part(void *arg, int wk, int nw)
                         QD, jb->v + ko, KD, 0.0f, ds, t);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, HD, t, 1.0f, p, t,
                         jb->dout + qo, QD, 1.0f, jb->dv + ko, KD);
-            for (int i = 0; i < t; i++) {
-                const float *pr = p + (size_t)i * t;
-                float *dr = ds + (size_t)i * t;
-                float dot = 0;
-                for (int c = 0; c <= i; c++)
-                    dot += pr[c] * dr[c];
-                for (int c = 0; c <= i; c++)
-                    dr[c] = pr[c] * (dr[c] - dot);
-                for (int c = i + 1; c < t; c++)
-                    dr[c] = 0;
-            }
+            causal_softmax_backward(p, ds, t);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, HD, t, scale, ds, t,
                         jb->k + ko, KD, 0.0f, jb->dq + qo, QD);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, HD, t, scale, ds, t,

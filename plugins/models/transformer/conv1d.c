@@ -11,12 +11,13 @@
  * W's rows are `ld` floats apart, so q, k and v are read and their gradients
  * written as column blocks of c_attn [D, 3D] without copies.
  */
-#include <cblas.h>
 
+#include "gemm.h"
 #include "layers.h"
 #include "pool.h"
 
 typedef struct c1_job {
+    const gemm_ctx *gx;
     float *out, *din, *dw;
     const float *in, *w, *dout;
     int n, i, o, ld;
@@ -33,23 +34,23 @@ static void forward_part(void *arg, int wk, int nw)
     if (split_rows(j->n, nw)) {
         pool_share(j->n, wk, nw, &lo, &hi);
         if (hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, j->o, j->i, 1.0f,
+            gemm(gemm_ctx_ws(j->gx, wk), 0, 0, hi - lo, j->o, j->i, 1.0f,
                         j->in + (size_t)lo * j->i, j->i, j->w, j->ld, j->beta,
                         j->out + (size_t)lo * j->o, j->o);
     } else {
         pool_share(j->o, wk, nw, &lo, &hi);
         if (hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->n, hi - lo, j->i, 1.0f,
+            gemm(gemm_ctx_ws(j->gx, wk), 0, 0, j->n, hi - lo, j->i, 1.0f,
                         j->in, j->i, j->w + lo, j->ld, j->beta, j->out + lo, j->o);
     }
 }
 
-void conv1d_forward(pool *tp, float *out, const float *in, const float *w, int ld, int n, int i,
+void conv1d_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int ld, int n, int i,
                     int o, int accumulate)
 {
-    c1_job j = {.out = out, .in = in, .w = w, .n = n, .i = i, .o = o, .ld = ld,
+    c1_job j = {.gx = gx, .out = out, .in = in, .w = w, .n = n, .i = i, .o = o, .ld = ld,
                 .beta = accumulate ? 1.0f : 0.0f};
-    pool_run(tp, forward_part, &j);
+    pool_run(gx->tp, forward_part, &j);
 }
 
 static void backward_part(void *arg, int wk, int nw)
@@ -60,14 +61,14 @@ static void backward_part(void *arg, int wk, int nw)
         if (split_rows(j->n, nw)) {
             pool_share(j->n, wk, nw, &lo, &hi);
             if (hi > lo)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, j->i, j->o, 1.0f,
+                gemm(gemm_ctx_ws(j->gx, wk), 0, 1, hi - lo, j->i, j->o, 1.0f,
                             j->dout + (size_t)lo * j->o, j->o, j->w, j->ld, 1.0f,
                             j->din + (size_t)lo * j->i, j->i);
         } else {
             /* columns lo..hi of din come from rows lo..hi of W */
             pool_share(j->i, wk, nw, &lo, &hi);
             if (hi > lo)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, hi - lo, j->o, 1.0f,
+                gemm(gemm_ctx_ws(j->gx, wk), 0, 1, j->n, hi - lo, j->o, 1.0f,
                             j->dout, j->o, j->w + (size_t)lo * j->ld, j->ld, 1.0f, j->din + lo,
                             j->i);
         }
@@ -75,15 +76,15 @@ static void backward_part(void *arg, int wk, int nw)
     if (j->dw) {
         pool_share(j->o, wk, nw, &lo, &hi);
         if (hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->i, hi - lo, j->n, 1.0f,
+            gemm(gemm_ctx_ws(j->gx, wk), 1, 0, j->i, hi - lo, j->n, 1.0f,
                         j->in, j->i, j->dout + lo, j->o, 1.0f, j->dw + lo, j->ld);
     }
 }
 
-void conv1d_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
+void conv1d_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,
                      const float *w, int ld, int n, int i, int o)
 {
-    c1_job j = {.din = din, .dw = dw, .dout = dout, .in = in, .w = w, .n = n, .i = i, .o = o,
+    c1_job j = {.gx = gx, .din = din, .dw = dw, .dout = dout, .in = in, .w = w, .n = n, .i = i, .o = o,
                 .ld = ld};
-    pool_run(tp, backward_part, &j);
+    pool_run(gx->tp, backward_part, &j);
 }

@@ -169,23 +169,26 @@ static void decode_step(llama_model *m, decoder *d, int B)
         embedding_add_forward(d->x, d->pos, m->p.pos_embed, B, D);
     for (int l = 0; l < c->n_layers; l++) {
         const llama_layer *w = &m->p.layers[l];
-        arch_norm_forward(c, d->xn, d->mean, d->rstd, d->x, w->attn_norm, w->attn_norm_b, B);
-        arch_linear_forward(m->tp, c, d->q, d->xn, w->wq, w->bq, QLD, B, D, QD, 0);
-        arch_linear_forward(m->tp, c, d->k, d->xn, w->wk, w->bk, QLD, B, D, KD, 0);
-        arch_linear_forward(m->tp, c, d->v, d->xn, w->wv, w->bv, QLD, B, D, KD, 0);
+        arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, w->attn_norm,
+                          w->attn_norm_b, B);
+        arch_linear_forward(&m->gx, c, d->q, d->xn, w->wq, w->bq, QLD, B, D, QD, 0);
+        arch_linear_forward(&m->gx, c, d->k, d->xn, w->wk, w->bk, QLD, B, D, KD, 0);
+        arch_linear_forward(&m->gx, c, d->v, d->xn, w->wv, w->bv, QLD, B, D, KD, 0);
         if (rope) {
             rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
             rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
         }
         row_attn_job job = {m, d, l, B};
-        pool_run(m->tp, row_attention, &job);
-        arch_linear_forward(m->tp, c, d->x, d->att, w->wo, w->bo, D, B, QD, D, 1);
-        arch_norm_forward(c, d->xn, d->mean, d->rstd, d->x, w->mlp_norm, w->mlp_norm_b, B);
-        arch_mlp_in_forward(m->tp, c, w, d->gate, d->up, d->act, d->xn, B);
-        arch_linear_forward(m->tp, c, d->x, d->act, w->w_down, w->b_down, D, B, F, D, 1);
+        pool_run(m->gx.tp, row_attention, &job);
+        arch_linear_forward(&m->gx, c, d->x, d->att, w->wo, w->bo, D, B, QD, D, 1);
+        arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, w->mlp_norm,
+                          w->mlp_norm_b, B);
+        arch_mlp_in_forward(&m->gx, c, w, d->gate, d->up, d->act, d->xn, B);
+        arch_linear_forward(&m->gx, c, d->x, d->act, w->w_down, w->b_down, D, B, F, D, 1);
     }
-    arch_norm_forward(c, d->xn, d->mean, d->rstd, d->x, m->p.final_norm, m->p.final_norm_b, B);
-    matmul_forward(m->tp, d->logits, d->xn, m->p.lm_head, B, D, V, 0);
+    arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, m->p.final_norm,
+                      m->p.final_norm_b, B);
+    matmul_forward(&m->gx, d->logits, d->xn, m->p.lm_head, B, D, V, 0);
 }
 
 static void decoder_free(decoder *d)
@@ -221,7 +224,7 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     d->mean = malloc(s * sizeof(float));
     d->rstd = malloc(s * sizeof(float));
     d->logits = malloc(s * V * sizeof(float));
-    d->scores = malloc((size_t)P * (size_t)pool_size(m->tp) * sizeof(float));
+    d->scores = malloc((size_t)P * (size_t)pool_size(m->gx.tp) * sizeof(float));
     d->tok = malloc(s * sizeof(int32_t));
     d->pos = malloc(s * sizeof(int32_t));
     d->row_sample = malloc(s * sizeof(int32_t));

@@ -4,7 +4,8 @@
  * One file per layer: matmul.c, conv1d.c, bias.c, rmsnorm.c, layernorm.c,
  * rope.c, rope_scaling.c, attention.c, swiglu.c, gelu.c, embedding.c,
  * logprob.c. Backward functions ACCUMULATE (+=) into parameter
- * gradients and into input gradients, so residual branches simply add up.
+ * gradients and into input gradients, so residual branches simply add up,
+ * except where a declaration says "(set)".
  */
 #ifndef TERN_LAYERS_H
 #define TERN_LAYERS_H
@@ -12,25 +13,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gemm.h"
 #include "pool.h"
 
 /* ---- matmul.c: y = x W^T, the Hugging Face Linear without bias ---------- */
-/* The products run on the thread pool `tp` (NULL: the calling thread). */
+/* The products run on gx's thread pool (NULL: the calling thread), in its
+ * precision (gemm.h). */
 /* out[N, O] = in[N, I] W[O, I]^T   (accumulate: out += instead of =) */
-void matmul_forward(pool *tp, float *out, const float *in, const float *w, int n, int i, int o,
+void matmul_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int n, int i, int o,
                     int accumulate);
 /* din[N, I] += dout[N, O] W[O, I];  dw[O, I] += dout^T in   (either may be NULL) */
-void matmul_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
+void matmul_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,
                      const float *w, int n, int i, int o);
 
 /* ---- conv1d.c: y = x W, GPT-2's Conv1D (weights [in, out]) without bias --- */
 /* W's rows are `ld` floats apart (ld >= O), so a column block of a wider
  * matrix (q, k or v inside c_attn [D, 3D]) is used in place.
  * out[N, O] = in[N, I] W[I, O]   (accumulate: out += instead of =) */
-void conv1d_forward(pool *tp, float *out, const float *in, const float *w, int ld, int n, int i,
+void conv1d_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int ld, int n, int i,
                     int o, int accumulate);
 /* din[N, I] += dout[N, O] W[I, O]^T;  dW[I, O] += in^T dout   (either may be NULL) */
-void conv1d_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
+void conv1d_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,
                      const float *w, int ld, int n, int i, int o);
 
 /* ---- bias.c: the bias of a linear layer --------------------------------- */
@@ -39,20 +42,27 @@ void bias_forward(float *out, const float *b, int n, int o);
 /* db[O] += sum over rows of dout[N, O] */
 void bias_backward(float *db, const float *dout, int n, int o);
 
+/* The elementwise and row-wise layers below (norms, activations, logprob)
+ * split their rows or elements over the threads of tp (NULL: the calling
+ * thread; small inputs also stay on it). Their results do not depend on the
+ * number of threads: sums over rows (dw, db) are split by column instead. */
+
 /* ---- rmsnorm.c: y = x / sqrt(mean(x^2) + eps) * w ------------------------ */
-/* out[N, D], rstd[N] (saved for backward) */
-void rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, int n, int d,
-                     float eps);
-void rmsnorm_backward(float *din, float *dw, const float *dout, const float *in, const float *w,
-                      const float *rstd, int n, int d);
+/* out[N, D] = (set), rstd[N] (saved for backward) */
+void rmsnorm_forward(pool *tp, float *out, float *rstd, const float *in, const float *w, int n,
+                     int d, float eps);
+/* din[N, D] += ;  dw[D] += (dw may be NULL) */
+void rmsnorm_backward(pool *tp, float *din, float *dw, const float *dout, const float *in,
+                      const float *w, const float *rstd, int n, int d);
 
 /* ---- layernorm.c: y = (x − mean) / sqrt(var + eps) · w + b ------------- */
-/* out[N, D]; mean[N], rstd[N] saved for backward */
-void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
-                       const float *b, int n, int d, float eps);
-/* din += ; dw, db += (either may be NULL) */
-void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
-                        const float *w, const float *mean, const float *rstd, int n, int d);
+/* out[N, D] = (set); mean[N], rstd[N] saved for backward */
+void layernorm_forward(pool *tp, float *out, float *mean, float *rstd, const float *in,
+                       const float *w, const float *b, int n, int d, float eps);
+/* din[N, D] += ; dw[D], db[D] += (either may be NULL) */
+void layernorm_backward(pool *tp, float *din, float *dw, float *db, const float *dout,
+                        const float *in, const float *w, const float *mean, const float *rstd,
+                        int n, int d);
 
 /* ---- rope.c: rotary position embedding (Hugging Face rotate_half) ------- */
 /* cos/sin tables [P, HD/2]: angle(p, i) = p * theta^(-2i/HD) */
@@ -73,15 +83,17 @@ void rope_backward(float *dx, const int32_t *pos, const float *cos_t, const floa
                    int nh, int hd);
 
 /* ---- swiglu.c: act = silu(gate) * up,  silu(g) = g * sigmoid(g) --------- */
-void swiglu_forward(float *act, const float *gate, const float *up, size_t n);
-void swiglu_backward(float *dgate, float *dup, const float *dact, const float *gate,
+/* act[n] = (set). With AVX2 the exp is fastexp.h's (within 2 ulp of expf). */
+void swiglu_forward(pool *tp, float *act, const float *gate, const float *up, size_t n);
+/* dgate[n], dup[n] = (set, not accumulated: they are the MLP's own scratch) */
+void swiglu_backward(pool *tp, float *dgate, float *dup, const float *dact, const float *gate,
                      const float *up, size_t n);
 
 /* ---- gelu.c: GELU, tanh approximation (HF "gelu_new") ------------------- */
-/* act = 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))) */
-void gelu_forward(float *act, const float *x, size_t n);
-/* dx += dact · gelu'(x) */
-void gelu_backward(float *dx, const float *dact, const float *x, size_t n);
+/* act[n] = 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))   (set) */
+void gelu_forward(pool *tp, float *act, const float *x, size_t n);
+/* dx[n] = dact · gelu'(x)   (set, not accumulated) */
+void gelu_backward(pool *tp, float *dx, const float *dact, const float *x, size_t n);
 
 /* ---- embedding.c --------------------------------------------------------- */
 /* out[N, D] = E[tokens[r]] */
@@ -92,6 +104,8 @@ void embedding_add_forward(float *out, const int32_t *ids, const float *e, int n
 void embedding_backward(float *de, const int32_t *tokens, const float *dout, int n, int d);
 
 /* ---- attention.c: causal multi-head attention with grouped KV heads ----- */
+/* Always float32 (sgemm), also under compute = "bf16": decoding (generate.c)
+ * attends row by row in float32, and its log-probs must equal score's. */
 typedef struct attn_shape {
     int n_heads, n_kv_heads, hd;  /* H, KV, HD */
     int n_seqs;                   /* S */
@@ -115,11 +129,11 @@ void attention_backward(pool *tp, float *dq, float *dk, float *dv, const float *
  * scaled by scale[r] (1 / temperature; scale NULL means 1):
  *   p = softmax(scale z),  logp[r] = log p[target],  ent[r] = -sum p log p.
  * Rows with target < 0 get 0 (the last token of a sequence predicts nothing). */
-void logprob_forward(float *logp, float *ent, const float *logits, const float *scale,
+void logprob_forward(pool *tp, float *logp, float *ent, const float *logits, const float *scale,
                      const int32_t *target, int n, int v);
 /* dlogits[r] = scale[r] (dlogp[r] (onehot(target) - p) + dent[r] dH/dz'),
  * with dH/dz'_j = -p_j (log p_j + H). dent and scale may be NULL. Overwrites. */
-void logprob_backward(float *dlogits, const float *logits, const float *scale,
+void logprob_backward(pool *tp, float *dlogits, const float *logits, const float *scale,
                       const int32_t *target, const float *dlogp, const float *dent, int n, int v);
 
 #endif

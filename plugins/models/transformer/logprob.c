@@ -7,6 +7,8 @@
  * Backward, for incoming dlogp and dH (then times scale, for z' = scale · z):
  *   ∂logp/∂z'_j = 1[j = t] − p_j
  *   ∂H/∂z'_j    = −p_j (log p_j + H)
+ * Rows are independent, so they are split over the pool. exp here is libm's
+ * double exp: these are the numbers the RL objective is made of.
  */
 #include <math.h>
 
@@ -33,47 +35,82 @@ static double entropy(const float *z, float s, double lz, int v)
     return lz - pz;
 }
 
-void logprob_forward(float *logp, float *ent, const float *logits, const float *scale,
-                     const int32_t *target, int n, int v)
+/* Below this many logits (N · V) one thread does it all: waking the team
+ * costs about 50 us here, some 5000 of these double exps. */
+#define LOGPROB_MIN_PARALLEL 16384
+
+typedef struct logprob_job {
+    float *logp, *ent, *dlogits;
+    const float *logits, *scale, *dlogp, *dent;
+    const int32_t *target;
+    int n, v;
+} logprob_job;
+
+/* Rows are independent: each worker takes a range of them. */
+static void forward_part(void *arg, int wk, int nw)
 {
-    for (int r = 0; r < n; r++) {
-        if (target[r] < 0) {
-            logp[r] = 0;
-            if (ent)
-                ent[r] = 0;
+    const logprob_job *j = arg;
+    const int v = j->v;
+    int lo, hi;
+    pool_share(j->n, wk, nw, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        if (j->target[r] < 0) {
+            j->logp[r] = 0;
+            if (j->ent)
+                j->ent[r] = 0;
             continue;
         }
-        const float *z = logits + (size_t)r * v;
-        float s = scale ? scale[r] : 1.0f;
+        const float *z = j->logits + (size_t)r * v;
+        float s = j->scale ? j->scale[r] : 1.0f;
         double lz = log_sum_exp(z, s, v);
-        logp[r] = (float)(s * z[target[r]] - lz);
-        if (ent)
-            ent[r] = (float)entropy(z, s, lz, v);
+        j->logp[r] = (float)(s * z[j->target[r]] - lz);
+        if (j->ent)
+            j->ent[r] = (float)entropy(z, s, lz, v);
     }
 }
 
-void logprob_backward(float *dlogits, const float *logits, const float *scale,
-                      const int32_t *target, const float *dlogp, const float *dent, int n, int v)
+void logprob_forward(pool *tp, float *logp, float *ent, const float *logits, const float *scale,
+                     const int32_t *target, int n, int v)
 {
-    for (int r = 0; r < n; r++) {
-        float *dz = dlogits + (size_t)r * v;
-        if (target[r] < 0) {
-            for (int j = 0; j < v; j++)
-                dz[j] = 0;
+    logprob_job j = {.logp = logp, .ent = ent, .logits = logits, .scale = scale,
+                     .target = target, .n = n, .v = v};
+    pool_run((size_t)n * v < LOGPROB_MIN_PARALLEL ? NULL : tp, forward_part, &j);
+}
+
+static void backward_part(void *arg, int wk, int nw)
+{
+    const logprob_job *j = arg;
+    const int v = j->v;
+    int lo, hi;
+    pool_share(j->n, wk, nw, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        float *dz = j->dlogits + (size_t)r * v;
+        const int32_t t = j->target[r];
+        if (t < 0) {
+            for (int i = 0; i < v; i++)
+                dz[i] = 0;
             continue;
         }
-        const float *z = logits + (size_t)r * v;
-        float s = scale ? scale[r] : 1.0f;
+        const float *z = j->logits + (size_t)r * v;
+        float s = j->scale ? j->scale[r] : 1.0f;
         double lz = log_sum_exp(z, s, v);
-        float de = dent ? dent[r] : 0.0f;
+        float de = j->dent ? j->dent[r] : 0.0f, dl = j->dlogp[r];
         double H = de != 0 ? entropy(z, s, lz, v) : 0;
-        for (int j = 0; j < v; j++) {
-            double lp = s * z[j] - lz, p = exp(lp);
-            double g = -dlogp[r] * p;
+        for (int i = 0; i < v; i++) {
+            double lp = s * z[i] - lz, p = exp(lp);
+            double g = -dl * p;
             if (de != 0)
                 g += de * (-p * (lp + H));
-            dz[j] = (float)(s * g);
+            dz[i] = (float)(s * g);
         }
-        dz[target[r]] += s * dlogp[r];
+        dz[t] += s * dl;
     }
+}
+
+void logprob_backward(pool *tp, float *dlogits, const float *logits, const float *scale,
+                      const int32_t *target, const float *dlogp, const float *dent, int n, int v)
+{
+    logprob_job j = {.dlogits = dlogits, .logits = logits, .scale = scale, .target = target,
+                     .dlogp = dlogp, .dent = dent, .n = n, .v = v};
+    pool_run((size_t)n * v < LOGPROB_MIN_PARALLEL ? NULL : tp, backward_part, &j);
 }

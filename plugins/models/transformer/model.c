@@ -104,13 +104,57 @@ static void free_acts(llama_model *m)
     m->cap_rows = m->cap_probs = m->cap_scratch = 0;
 }
 
+/* n bf16 workspaces, or NULL (out of memory). */
+static gemm_ws **ws_new(int n)
+{
+    gemm_ws **ws = calloc((size_t)n, sizeof *ws);
+    for (int i = 0; ws && i < n; i++)
+        if (!(ws[i] = gemm_ws_new())) {
+            while (i-- > 0)
+                gemm_ws_free(ws[i]);
+            free(ws);
+            ws = NULL;
+        }
+    return ws;
+}
+
+static void ws_free(gemm_ws **ws, int n)
+{
+    for (int i = 0; ws && i < n; i++)
+        gemm_ws_free(ws[i]);
+    free(ws);
+}
+
+int llama_model_set_bf16(llama_model *m, int on)
+{
+    if (!on || m->gx.ws) {
+        if (!on) {
+            ws_free(m->gx.ws, pool_size(m->gx.tp));
+            m->gx.ws = NULL;
+        }
+        return 0;
+    }
+    if (!gemm_bf16_available() || !(m->gx.ws = ws_new(pool_size(m->gx.tp))))
+        return -1;
+    return 0;
+}
+
 int llama_model_set_threads(llama_model *m, int n)
 {
     pool *p = NULL;
+    gemm_ws **ws = NULL;
     if (n > 1 && !(p = pool_new(n)))
         return -1;
-    pool_free(m->tp);
-    m->tp = p;
+    if (m->gx.ws && !(ws = ws_new(n))) { /* bf16: a workspace per worker */
+        pool_free(p);
+        return -1;
+    }
+    if (m->gx.ws) {
+        ws_free(m->gx.ws, pool_size(m->gx.tp));
+        m->gx.ws = ws;
+    }
+    pool_free(m->gx.tp);
+    m->gx.tp = p;
     m->cap_scratch = 0; /* attention backward scratch is per worker */
     free(m->dscratch);
     m->dscratch = NULL;
@@ -119,7 +163,8 @@ int llama_model_set_threads(llama_model *m, int n)
 
 void llama_model_free(llama_model *m)
 {
-    pool_free(m->tp);
+    ws_free(m->gx.ws, pool_size(m->gx.tp));
+    pool_free(m->gx.tp);
     free_acts(m);
     free(m->acts);
     llama_params_unbind(&m->p);
@@ -136,7 +181,7 @@ void llama_model_free(llama_model *m)
  * nothing. */
 static int ensure_capacity(llama_model *m, size_t rows, size_t probs, size_t scratch)
 {
-    scratch *= (size_t)pool_size(m->tp); /* one T*T block per worker */
+    scratch *= (size_t)pool_size(m->gx.tp); /* one T*T block per worker */
     if (rows <= m->cap_rows && probs <= m->cap_probs && scratch <= m->cap_scratch && m->dscratch)
         return 0;
     if (rows < m->cap_rows)
@@ -258,28 +303,29 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
         llama_layer_acts *a = &m->acts[l];
         float *x = m->res + (size_t)l * N * D, *x_out = m->res + (size_t)(l + 1) * N * D;
         /* attention block */
-        arch_norm_forward(c, a->xn1, a->mean1, a->rstd1, x, w->attn_norm, w->attn_norm_b, N);
-        arch_linear_forward(m->tp, c, a->q, a->xn1, w->wq, w->bq, QLD, N, D, QD, 0);
-        arch_linear_forward(m->tp, c, a->k, a->xn1, w->wk, w->bk, QLD, N, D, KD, 0);
-        arch_linear_forward(m->tp, c, a->v, a->xn1, w->wv, w->bv, QLD, N, D, KD, 0);
+        arch_norm_forward(m->gx.tp, c, a->xn1, a->mean1, a->rstd1, x, w->attn_norm,
+                          w->attn_norm_b, N);
+        arch_linear_forward(&m->gx, c, a->q, a->xn1, w->wq, w->bq, QLD, N, D, QD, 0);
+        arch_linear_forward(&m->gx, c, a->k, a->xn1, w->wk, w->bk, QLD, N, D, KD, 0);
+        arch_linear_forward(&m->gx, c, a->v, a->xn1, w->wv, w->bv, QLD, N, D, KD, 0);
         if (rope) {
             rope_forward(a->q, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
             rope_forward(a->k, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
         }
-        attention_forward(m->tp, a->att, a->probs, a->q, a->k, a->v, &as);
+        attention_forward(m->gx.tp, a->att, a->probs, a->q, a->k, a->v, &as);
         memcpy(a->res_mid, x, (size_t)N * D * sizeof(float));
-        arch_linear_forward(m->tp, c, a->res_mid, a->att, w->wo, w->bo, D, N, QD, D, 1);
+        arch_linear_forward(&m->gx, c, a->res_mid, a->att, w->wo, w->bo, D, N, QD, D, 1);
         /* MLP block */
-        arch_norm_forward(c, a->xn2, a->mean2, a->rstd2, a->res_mid, w->mlp_norm, w->mlp_norm_b,
-                          N);
-        arch_mlp_in_forward(m->tp, c, w, a->gate, a->up, a->act, a->xn2, N);
+        arch_norm_forward(m->gx.tp, c, a->xn2, a->mean2, a->rstd2, a->res_mid, w->mlp_norm,
+                          w->mlp_norm_b, N);
+        arch_mlp_in_forward(&m->gx, c, w, a->gate, a->up, a->act, a->xn2, N);
         memcpy(x_out, a->res_mid, (size_t)N * D * sizeof(float));
-        arch_linear_forward(m->tp, c, x_out, a->act, w->w_down, w->b_down, D, N, F, D, 1);
+        arch_linear_forward(&m->gx, c, x_out, a->act, w->w_down, w->b_down, D, N, F, D, 1);
     }
-    arch_norm_forward(c, m->xf, m->meanf, m->rstdf, m->res + (size_t)L_(m) * N * D,
+    arch_norm_forward(m->gx.tp, c, m->xf, m->meanf, m->rstdf, m->res + (size_t)L_(m) * N * D,
                       m->p.final_norm, m->p.final_norm_b, N);
-    matmul_forward(m->tp, m->logits, m->xf, m->p.lm_head, N, D, V, 0);
-    logprob_forward(logp, ent, m->logits, b->scale, b->target, N, V);
+    matmul_forward(&m->gx, m->logits, m->xf, m->p.lm_head, N, D, V, 0);
+    logprob_forward(m->gx.tp, logp, ent, m->logits, b->scale, b->target, N, V);
     return 0;
 }
 
@@ -293,11 +339,12 @@ void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, co
     const size_t ND = (size_t)N * D;
 
     /* head: logits -> final norm; m->dx becomes dL/dx_L */
-    logprob_backward(m->dlogits, m->logits, b->scale, b->target, dlogp, dent, N, V);
+    logprob_backward(m->gx.tp, m->dlogits, m->logits, b->scale, b->target, dlogp, dent, N,
+                     V);
     memset(m->dxn, 0, ND * sizeof(float));
-    matmul_backward(m->tp, m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, N, D, V);
+    matmul_backward(&m->gx, m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, N, D, V);
     memset(m->dx, 0, ND * sizeof(float));
-    arch_norm_backward(c, m->dx, m->g.final_norm, m->g.final_norm_b, m->dxn,
+    arch_norm_backward(m->gx.tp, c, m->dx, m->g.final_norm, m->g.final_norm_b, m->dxn,
                        m->res + (size_t)L_(m) * ND, m->p.final_norm, m->meanf, m->rstdf, N);
 
     for (int l = L_(m) - 1; l >= 0; l--) {
@@ -307,34 +354,34 @@ void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, co
         const float *x = m->res + (size_t)l * ND;
         /* MLP block: x_out = m + act Wd + bd; dx holds dL/dx_out, and becomes dL/dm */
         memset(m->dact, 0, (size_t)N * F * sizeof(float));
-        arch_linear_backward(m->tp, c, m->dact, gw->w_down, gw->b_down, m->dx, a->act, w->w_down,
+        arch_linear_backward(&m->gx, c, m->dact, gw->w_down, gw->b_down, m->dx, a->act, w->w_down,
                              D, N, F, D);
         memset(m->dxn, 0, ND * sizeof(float));
-        arch_mlp_in_backward(m->tp, c, w, gw, m->dxn, m->dgate, m->dup, m->dact, a->gate, a->up,
+        arch_mlp_in_backward(&m->gx, c, w, gw, m->dxn, m->dgate, m->dup, m->dact, a->gate, a->up,
                              a->xn2, N);
-        arch_norm_backward(c, m->dx, gw->mlp_norm, gw->mlp_norm_b, m->dxn, a->res_mid,
+        arch_norm_backward(m->gx.tp, c, m->dx, gw->mlp_norm, gw->mlp_norm_b, m->dxn, a->res_mid,
                            w->mlp_norm, a->mean2, a->rstd2, N);
         /* attention block: m = x + att Wo + bo; dx becomes dL/dx */
         memset(m->datt, 0, (size_t)N * QD * sizeof(float));
-        arch_linear_backward(m->tp, c, m->datt, gw->wo, gw->bo, m->dx, a->att, w->wo, D, N, QD,
+        arch_linear_backward(&m->gx, c, m->datt, gw->wo, gw->bo, m->dx, a->att, w->wo, D, N, QD,
                              D);
         memset(m->dk, 0, (size_t)N * KD * sizeof(float));
         memset(m->dv, 0, (size_t)N * KD * sizeof(float));
-        attention_backward(m->tp, m->dq, m->dk, m->dv, m->datt, a->probs, a->q, a->k, a->v, &as,
-                           m->dscratch, m->cap_scratch / (size_t)pool_size(m->tp));
+        attention_backward(m->gx.tp, m->dq, m->dk, m->dv, m->datt, a->probs, a->q, a->k, a->v, &as,
+                           m->dscratch, m->cap_scratch / (size_t)pool_size(m->gx.tp));
         if (rope) {
             rope_backward(m->dq, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
             rope_backward(m->dk, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
         }
         memset(m->dxn, 0, ND * sizeof(float));
-        arch_linear_backward(m->tp, c, m->dxn, gw->wq, gw->bq, m->dq, a->xn1, w->wq, QLD, N, D,
+        arch_linear_backward(&m->gx, c, m->dxn, gw->wq, gw->bq, m->dq, a->xn1, w->wq, QLD, N, D,
                              QD);
-        arch_linear_backward(m->tp, c, m->dxn, gw->wk, gw->bk, m->dk, a->xn1, w->wk, QLD, N, D,
+        arch_linear_backward(&m->gx, c, m->dxn, gw->wk, gw->bk, m->dk, a->xn1, w->wk, QLD, N, D,
                              KD);
-        arch_linear_backward(m->tp, c, m->dxn, gw->wv, gw->bv, m->dv, a->xn1, w->wv, QLD, N, D,
+        arch_linear_backward(&m->gx, c, m->dxn, gw->wv, gw->bv, m->dv, a->xn1, w->wv, QLD, N, D,
                              KD);
-        arch_norm_backward(c, m->dx, gw->attn_norm, gw->attn_norm_b, m->dxn, x, w->attn_norm,
-                           a->mean1, a->rstd1, N);
+        arch_norm_backward(m->gx.tp, c, m->dx, gw->attn_norm, gw->attn_norm_b, m->dxn, x,
+                           w->attn_norm, a->mean1, a->rstd1, N);
     }
     embedding_backward(m->g.embed, b->tokens, m->dx, N, D);
     if (m->g.pos_embed)

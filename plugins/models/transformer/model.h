@@ -40,7 +40,8 @@ typedef struct llama_model {
     float *params, *grads;       /* [n_params] each; grads zeroed by llama_zero_grad */
     llama_params p, g;           /* views into params and grads */
     float *rope_cos, *rope_sin;  /* [max_positions, HD/2]; NULL for GPT-2 (learned positions) */
-    pool *tp;                    /* owned; the instance's threads (NULL: one) */
+    gemm_ctx gx;                 /* owned: the instance's threads (gx.tp, NULL: one) and,
+                                    for bf16 products, a workspace per thread */
 
     /* activations, sized for cap_rows rows and cap_probs probabilities */
     size_t cap_rows, cap_probs;
@@ -56,6 +57,11 @@ typedef struct llama_model {
 /* Allocate a model for `c` (parameters zero). 0, or -1 with a message. */
 int llama_model_init(llama_model *m, const llama_config *c, char *err, size_t errn);
 void llama_model_free(llama_model *m);
+/* bf16 products (on: 1) or float32 (0) for the linear layers and the head
+ * (gemm.h). Attention's products, parameters, gradients, AdamW state and
+ * everything between the products stay float32. 0, or -1 when the
+ * CPU has no AVX512-BF16 (gemm_bf16_available) or memory runs out. */
+int llama_model_set_bf16(llama_model *m, int on);
 /* Run the model's products on n threads (n >= 1). 0, or -1 if the threads
  * cannot be started (the model keeps its previous setting). */
 int llama_model_set_threads(llama_model *m, int n);

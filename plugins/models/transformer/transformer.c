@@ -9,6 +9,7 @@
  *   path = "dir";                 load a Hugging Face-shaped directory, or
  *   init = { preset = "tiny"; seed = 1; hidden_size = ...; };  fresh weights
  *   threads = 1;                  threads of this instance
+ *   compute = "fp32";             precision of the matrix products (gemm.h)
  *   chat_template = "auto";       how prompts are formatted (chat_template.h)
  */
 #include <cblas.h>
@@ -158,6 +159,24 @@ static int init_given(tern_ctx *ctx)
     return 0;
 }
 
+/* The `compute` setting: fp32 or bf16 products (model.h). */
+static int set_compute(transformer *t)
+{
+    const char *compute = "fp32";
+    int rc = host->get_string(t->ctx, "compute", &compute);
+    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
+        return rc;
+    if (strcmp(compute, "bf16") != 0)
+        return TERN_OK;
+    if (!gemm_bf16_available())
+        return host->setting_error(t->ctx, "compute", "bf16 needs a CPU with AVX512-BF16 (Intel "
+                                   "Cooper Lake or Sapphire Rapids and later, AMD Zen 4 and "
+                                   "later); this one has none: use compute = \"fp32\"");
+    if (llama_model_set_bf16(&t->m, 1) != 0)
+        return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+    return TERN_OK;
+}
+
 static int tf_create(tern_ctx *ctx, void **state)
 {
     transformer *t = calloc(1, sizeof *t);
@@ -219,6 +238,10 @@ static int tf_create(tern_ctx *ctx, void **state)
         tf_destroy(t);
         return host->fail(ctx, TERN_ERR, "cannot start %d threads", (int)threads);
     }
+    if ((rc = set_compute(t)) != TERN_OK) {
+        tf_destroy(t);
+        return rc;
+    }
     if (has_path) {
         if (checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0) {
             rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
@@ -232,8 +255,9 @@ static int tf_create(tern_ctx *ctx, void **state)
         tf_destroy(t);
         return rc;
     }
-    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d threads",
-              t->m.n_params, c.n_layers, c.hidden_size, t->threads);
+    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d threads, %s "
+              "products", t->m.n_params, c.n_layers, c.hidden_size, t->threads,
+              t->m.gx.ws ? "bf16" : "fp32");
     *state = t;
     return TERN_OK;
 }
@@ -497,7 +521,7 @@ static int tf_step(void *state, tern_optim_step *s)
         return rc;
     adamw_hparams h = {.lr = s->lr, .beta1 = s->beta1, .beta2 = s->beta2, .eps = s->eps,
                        .weight_decay = s->weight_decay, .grad_clip = s->grad_clip};
-    s->grad_norm = adamw_step(&t->opt, &t->m.cfg, t->m.params, t->m.grads, &h);
+    s->grad_norm = adamw_step(&t->opt, t->m.gx.tp, &t->m.cfg, t->m.params, t->m.grads, &h);
     llama_zero_grad(&t->m);
     return TERN_OK;
 }
@@ -627,6 +651,10 @@ static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
                  .aka = "num_threads|n_threads",
                  .doc = "threads of this instance (its own, whatever other instances use)"),
+    TERN_SETTING(.name = "compute", .type = TERN_SETTING_STRING, .def = "\"fp32\"",
+                 .choices = "fp32|bf16", .aka = "precision|matmul_precision",
+                 .doc = "precision of the matrix products: fp32, or bf16 (operands rounded to "
+                        "bfloat16, sums and everything else float32; needs AVX512-BF16)"),
     TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",
                  .choices = "auto|chatml|llama3|llama3.1|plain|none", .aka = "template|chat",
                  .doc = "prompt format: auto (from the model directory's tokenizer_config.json; "

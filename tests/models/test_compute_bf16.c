@@ -1,0 +1,320 @@
+/* test_compute_bf16.c: the transformer's bf16 products (compute = "bf16").
+ *
+ * - gemm.c's bf16 GEMM against a double-precision product of the same
+ *   bf16-rounded operands: every transpose, odd sizes, K and N across the
+ *   packing blocks, leading dimensions wider than the matrices, beta 0 / 1 /
+ *   other (beta 0 must not read C).
+ * - The model in bf16 against PyTorch's float32 reference (the llama_micro
+ *   fixture of test_transformer): within bf16's 2e-2, and not equal to the
+ *   float32 result (the setting takes effect).
+ * - Generation and score agree in bf16; training in bf16 learns; bad values
+ *   of the setting are refused.
+ *
+ * On a CPU without AVX512-BF16 the tests skip and say so. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "gemm.h"
+#include "harness.h"
+#include "hf_config.h"
+#include "model.h"
+#include "safetensors.h"
+#include "tern/model.h"
+#include "tern/rng.h"
+
+#define FIXTURE TERN_TEST_SOURCE_DIR "/tests/fixtures/llama_micro"
+
+static void need_bf16(void)
+{
+    if (!gemm_bf16_available())
+        cr_skip_test("skipped: this CPU has no AVX512-BF16, so compute = \"bf16\" is refused here");
+}
+
+/* float32 -> bf16 -> float32, round to nearest even */
+static float round_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* One product: C = alpha op(A) op(B) + beta C with random data, checked
+ * element by element against the double-precision sum of the bf16-rounded
+ * operands. The float32 sum differs from it only by rounding: at most
+ * K · 2^-24 · sum |a b| (a loose bound, written as 1e-6 · K · sum |a b|). */
+static void check_gemm(int ta, int tb, int m, int n, int k, int pad, float alpha, float beta)
+{
+    const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+    const int arows = ta ? k : m, brows = tb ? n : k;
+    float *a = malloc((size_t)arows * lda * sizeof *a), *b = malloc((size_t)brows * ldb * sizeof *b);
+    float *c = malloc((size_t)m * ldc * sizeof *c), *c0 = malloc((size_t)m * ldc * sizeof *c0);
+    tern_rng r;
+    tern_rng_seed(&r, (uint64_t)(m * 131 + n * 17 + k + ta * 2 + tb));
+    for (size_t i = 0; i < (size_t)arows * lda; i++)
+        a[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
+    for (size_t i = 0; i < (size_t)brows * ldb; i++)
+        b[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
+    for (size_t i = 0; i < (size_t)m * ldc; i++)
+        c0[i] = c[i] = beta == 0.0f ? NAN : (float)tern_rng_uniform(&r); /* beta 0: never read */
+    gemm_ws *ws = gemm_ws_new();
+    cr_assert_not_null(ws);
+    gemm(ws, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    double worst = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double sum = 0, mag = 0;
+            for (int p = 0; p < k; p++) {
+                double x = round_bf16(ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p]);
+                double y = round_bf16(tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j]);
+                sum += x * y;
+                mag += fabs(x * y);
+            }
+            double want = alpha * sum + (beta == 0.0f ? 0.0 : beta * c0[(size_t)i * ldc + j]);
+            double got = c[(size_t)i * ldc + j];
+            double tol = 1e-6 * (k + 1) * (fabs(alpha) * mag + fabs(beta) + 1e-30);
+            cr_assert(fabs(got - want) <= tol, "ta %d tb %d %dx%dx%d: C[%d][%d] = %.9g, want %.9g",
+                      ta, tb, m, n, k, i, j, got, want);
+            worst = fmax(worst, fabs(got - want));
+        }
+    /* the padding columns of C are not written */
+    for (int i = 0; i < m; i++)
+        for (int j = n; j < ldc; j++) {
+            float got = c[(size_t)i * ldc + j], was = c0[(size_t)i * ldc + j];
+            cr_assert(memcmp(&got, &was, sizeof got) == 0, "C[%d][%d] outside the matrix written",
+                      i, j);
+        }
+    gemm_ws_free(ws);
+    free(a), free(b), free(c), free(c0);
+}
+
+Test(gemm_bf16, every_transpose_and_odd_sizes)
+{
+    need_bf16();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_gemm(ta, tb, 1, 1, 1, 0, 1.0f, 0.0f);
+            check_gemm(ta, tb, 13, 33, 7, 3, 1.0f, 0.0f);   /* edge tiles, odd K */
+            check_gemm(ta, tb, 25, 17, 64, 0, 0.5f, 1.0f);  /* accumulate */
+            check_gemm(ta, tb, 12, 32, 2, 5, -2.0f, 0.25f); /* exactly one tile */
+        }
+}
+
+Test(gemm_bf16, k_and_n_across_packing_blocks)
+{
+    need_bf16();
+    check_gemm(0, 1, 40, 70, 1031, 0, 1.0f, 0.0f); /* K over two KC blocks, odd */
+    check_gemm(1, 0, 30, 1100, 40, 2, 1.0f, 1.0f); /* N over NC */
+    check_gemm(0, 0, 200, 40, 520, 0, 1.0f, 0.5f); /* M over MC, K over KC */
+}
+
+Test(gemm_bf16, zero_k_scales_c)
+{
+    need_bf16();
+    gemm_ws *ws = gemm_ws_new();
+    float c[4] = {1, 2, 3, 4}, dummy = 0;
+    gemm(ws, 0, 0, 2, 2, 0, 1.0f, &dummy, 1, &dummy, 2, 0.5f, c, 2);
+    cr_expect(c[0] == 0.5f && c[3] == 2.0f);
+    gemm(ws, 0, 0, 2, 2, 0, 1.0f, &dummy, 1, &dummy, 2, 0.0f, c, 2);
+    cr_expect(c[0] == 0.0f && c[3] == 0.0f);
+    gemm_ws_free(ws);
+}
+
+/* ---- the model in bf16 against PyTorch's float32 reference ------------- */
+
+static double rel_err(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1e-300));
+}
+
+static float *tensor(const st_file *f, const char *name, size_t *n)
+{
+    const st_tensor *t = st_find(f, name);
+    cr_assert_not_null(t, "fixture lacks %s", name);
+    float *out = malloc(t->numel * sizeof(float));
+    char err[256];
+    cr_assert_eq(st_to_f32(t, out, t->numel, err, sizeof err), 0, "%s", err);
+    *n = t->numel;
+    return out;
+}
+
+/* The fixture's three sequences packed into one batch (as test_transformer). */
+typedef struct ref_batch {
+    int32_t start[4], tokens[64], pos[64], target[64];
+    float a[64], b[64];
+    llama_batch batch;
+} ref_batch;
+
+static void load_ref_batch(const st_file *ref, ref_batch *rb)
+{
+    int r = 0;
+    for (int s = 0; s < 3; s++) {
+        char name[64];
+        size_t n, k;
+        snprintf(name, sizeof name, "tokens.%d", s);
+        float *tok = tensor(ref, name, &n);
+        snprintf(name, sizeof name, "coef_logp.%d", s);
+        float *ca = tensor(ref, name, &k);
+        snprintf(name, sizeof name, "coef_entropy.%d", s);
+        float *cb = tensor(ref, name, &k);
+        rb->start[s] = r;
+        for (size_t i = 0; i < n; i++, r++) {
+            int last = i + 1 == n;
+            rb->tokens[r] = (int32_t)tok[i];
+            rb->pos[r] = (int32_t)i;
+            rb->target[r] = last ? -1 : (int32_t)tok[i + 1];
+            rb->a[r] = last ? 0 : ca[i + 1];
+            rb->b[r] = last ? 0 : cb[i + 1];
+        }
+        free(tok), free(ca), free(cb);
+    }
+    rb->start[3] = r;
+    rb->batch = (llama_batch){.n_seqs = 3, .n_rows = r, .seq_start = rb->start,
+                              .tokens = rb->tokens, .pos = rb->pos, .target = rb->target};
+}
+
+/* Logits and every gradient of the fixture model: bf16 on `threads` threads
+ * against PyTorch's float32 numbers. */
+static void check_parity(int threads)
+{
+    need_bf16();
+    llama_config c;
+    llama_model m;
+    char err[512];
+    cr_assert_eq(hf_config_read(FIXTURE "/config.json", &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(llama_model_init(&m, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(checkpoint_load_weights(FIXTURE, &m, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(llama_model_set_threads(&m, threads), 0);
+    cr_assert_eq(llama_model_set_bf16(&m, 1), 0);
+    st_file ref;
+    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
+    ref_batch rb;
+    load_ref_batch(&ref, &rb);
+    float logp[64], ent[64];
+    cr_assert_eq(llama_forward(&m, &rb.batch, logp, ent, err, sizeof err), 0, "%s", err);
+    for (int s = 0; s < 3; s++) {
+        char name[64];
+        size_t n;
+        snprintf(name, sizeof name, "logits.%d", s);
+        float *want = tensor(&ref, name, &n);
+        double e = rel_err(m.logits + (size_t)rb.start[s] * c.vocab_size, want, n);
+        cr_expect_lt(e, 2e-2, "logits of sequence %d: relative error %g", s, e);
+        /* float32 matches to 4e-7; bf16 operands cannot */
+        cr_expect_gt(e, 1e-5, "logits of sequence %d match float32 (%g): bf16 not in use", s, e);
+        free(want);
+    }
+    llama_zero_grad(&m);
+    llama_backward(&m, &rb.batch, rb.a, rb.b);
+    for (size_t t = 0; t < llama_tensor_count(&c); t++) {
+        llama_tensor_info ti;
+        llama_tensor_describe(&c, t, &ti);
+        char name[128];
+        size_t n;
+        snprintf(name, sizeof name, "grad.%s", ti.name);
+        float *want = tensor(&ref, name, &n);
+        double e = rel_err(m.grads + ti.offset, want, n);
+        cr_expect_lt(e, 2e-2, "%s: relative error %g", name, e);
+        free(want);
+    }
+    st_close(&ref);
+    llama_model_free(&m);
+}
+
+Test(model_bf16, forward_and_gradients_within_bf16_of_pytorch) { check_parity(1); }
+Test(model_bf16, forward_and_gradients_within_bf16_of_pytorch_on_3_threads) { check_parity(3); }
+
+/* ---- through the plugin: compute = "bf16" ------------------------------ */
+
+Test(plugin_bf16, generate_and_score_agree)
+{
+    need_bf16();
+    harness h;
+    int rc = harness_open(&h, "transformer", TERN_KIND_MODEL,
+                          "path = \"" FIXTURE "\"; threads = 2; compute = \"bf16\";");
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    int32_t prompt[3] = {256, 72, 105};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 3,
+                            .n_samples = 4, .max_new_tokens = 20, .temperature = 1,
+                            .top_p = 1, .seed = 42};
+    tern_gen_output out[4];
+    for (int i = 0; i < 4; i++)
+        out[i] = (tern_gen_output){.size = sizeof out[i]};
+    cr_assert_eq(ops->generate(h.state, &req, 1, out), TERN_OK);
+    for (int i = 0; i < 4; i++) {
+        int32_t seq[32];
+        memcpy(seq, prompt, sizeof prompt);
+        memcpy(seq + 3, out[i].tokens, out[i].len * sizeof *seq);
+        tern_sequence s = {.size = sizeof s, .tokens = seq, .len = 3 + out[i].len, .start = 3,
+                           .temperature = 1};
+        float lpbuf[32], *lp = lpbuf;
+        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+        double worst = 0;
+        for (size_t k = 0; k < out[i].len; k++)
+            worst = fmax(worst, fabs((double)lp[3 + k] - out[i].logprobs[k]));
+        cr_expect_lt(worst, 1e-4, "sample %d: max |generate - score| = %g", i, worst);
+        ops->free_buffer(h.state, out[i].tokens);
+        ops->free_buffer(h.state, out[i].logprobs);
+    }
+    harness_close(&h);
+}
+
+Test(plugin_bf16, adamw_steps_reduce_the_loss)
+{
+    need_bf16();
+    harness h;
+    int rc = harness_open(&h, "transformer", TERN_KIND_MODEL,
+                          "compute = \"bf16\"; init = { preset = \"tiny\"; seed = 3; "
+                          "num_hidden_layers = 2; };");
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    const char *text = "the cat sat on the mat. the cat sat on the mat.";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    cr_assert_eq(ops->tokenize(h.state, text, strlen(text), 1, &ids, &n), TERN_OK);
+    tern_sequence s = {.size = sizeof s, .tokens = ids, .len = n, .start = 1};
+    float *dlogp = malloc(n * sizeof *dlogp), *lp = malloc(n * sizeof *lp);
+    for (size_t i = 0; i < n; i++)
+        dlogp[i] = i >= 1 ? -1.0f / (float)(n - 1) : 0; /* minimise mean NLL */
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; step++) {
+        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+        double nll = 0;
+        for (size_t i = 1; i < n; i++)
+            nll -= lp[i];
+        nll /= (double)(n - 1);
+        if (step == 0)
+            first = nll;
+        last = nll;
+        const float *g[1] = {dlogp};
+        cr_assert_eq(ops->backward(h.state, &s, 1, g, NULL), TERN_OK);
+        tern_optim_step st = {.size = sizeof st, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95,
+                              .eps = 1e-8, .weight_decay = 0.0, .grad_clip = 1.0};
+        cr_assert_eq(ops->step(h.state, &st), TERN_OK);
+    }
+    cr_expect_lt(last, first * 0.5, "mean NLL %g -> %g: bf16 training does not learn", first, last);
+    free(lp), free(dlogp);
+    ops->free_buffer(h.state, ids);
+    harness_close(&h);
+}
+
+Test(plugin_bf16, unknown_compute_is_refused)
+{
+    harness h;
+    cr_expect_neq(harness_open(&h, "transformer", TERN_KIND_MODEL,
+                               "compute = \"fp16\"; init = { preset = \"tiny\"; };"),
+                  TERN_OK);
+    cr_expect(strstr(h.error, "compute") && strstr(h.error, "bf16"), "%s", h.error);
+    harness_close(&h);
+}
