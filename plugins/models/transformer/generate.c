@@ -1,6 +1,8 @@
 /*
  * generate.c: batched generation with a KV cache.
  *
+ * The decoder of gen_driver.c's sampling loop, on the CPU:
+ *
  * 1. Prefill: all prompts go through one packed forward pass (model.c); each
  *    layer's keys and values of the prompt rows are copied into the cache of
  *    every sample of that prompt, and the last row's logits seed sampling.
@@ -103,7 +105,7 @@ int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *
 typedef struct decoder {
     int S, P;                  /* samples, positions per cache */
     float *kc, *vc;            /* [S, L, P, KD] each */
-    float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *logits, *scores;
+    float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *scores;
     int32_t *tok, *pos, *row_sample;
 } decoder;
 
@@ -158,7 +160,7 @@ static void row_attention(void *arg, int wk, int nw)
 
 /* Advance B rows (row r is sample row_sample[r] at position pos[r] with
  * input token tok[r]); writes logits[B, V]. */
-static void decode_step(llama_model *m, decoder *d, int B)
+static void decode_step(llama_model *m, decoder *d, int B, float *logits)
 {
     const llama_config *c = &m->cfg;
     const int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
@@ -188,13 +190,13 @@ static void decode_step(llama_model *m, decoder *d, int B)
     }
     arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, m->p.final_norm,
                       m->p.final_norm_b, B);
-    matmul_forward(&m->gx, d->logits, d->xn, m->p.lm_head, B, D, V, 0);
+    matmul_forward(&m->gx, logits, d->xn, m->p.lm_head, B, D, V, 0);
 }
 
 static void decoder_free(decoder *d)
 {
     void *bufs[] = {d->kc, d->vc, d->x, d->xn, d->q, d->k, d->v, d->att,
-                    d->gate, d->up, d->act, d->mean, d->rstd, d->logits, d->scores, d->tok, d->pos,
+                    d->gate, d->up, d->act, d->mean, d->rstd, d->scores, d->tok, d->pos,
                     d->row_sample};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
@@ -205,7 +207,7 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
 {
     memset(d, 0, sizeof *d);
     size_t D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
-           V = (size_t)m->cfg.vocab_size, HD = D / (size_t)m->cfg.n_heads,
+           HD = D / (size_t)m->cfg.n_heads,
            QD = (size_t)m->cfg.n_heads * HD, KD = (size_t)m->cfg.n_kv_heads * HD,
            L = (size_t)m->cfg.n_layers, s = (size_t)S;
     d->S = S;
@@ -223,13 +225,12 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     d->act = malloc(s * F * sizeof(float));
     d->mean = malloc(s * sizeof(float));
     d->rstd = malloc(s * sizeof(float));
-    d->logits = malloc(s * V * sizeof(float));
     d->scores = malloc((size_t)P * (size_t)pool_size(m->gx.tp) * sizeof(float));
     d->tok = malloc(s * sizeof(int32_t));
     d->pos = malloc(s * sizeof(int32_t));
     d->row_sample = malloc(s * sizeof(int32_t));
     if (!d->kc || !d->vc || !d->x || !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate ||
-        !d->up || !d->act || !d->mean || !d->rstd || !d->logits || !d->scores || !d->tok || !d->pos ||
+        !d->up || !d->act || !d->mean || !d->rstd || !d->scores || !d->tok || !d->pos ||
         !d->row_sample) {
         decoder_free(d);
         return -1;
@@ -237,157 +238,71 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     return 0;
 }
 
-/* ---- driver ------------------------------------------------------------- */
+/* ---- the CPU backend of gen_driver.c ------------------------------------ */
 
-typedef struct sample_state {
-    const gen_params *p;
-    uint64_t rng;
-    size_t prompt_len;
-    int max_new;   /* limited by the context */
-    int done;
-    size_t cap;
-} sample_state;
+typedef struct cpu_gen {
+    llama_model *m;
+    decoder d;
+    int have_d;
+} cpu_gen;
 
-static int is_stop(const gen_params *p, int32_t t)
+static int cpu_prefill(void *self, const llama_batch *b, const int *sample_prompt, int S,
+                       float *logits, char *err, size_t errn)
 {
-    for (size_t i = 0; i < p->n_stop; i++)
-        if (p->stop[i] == t)
-            return 1;
+    cpu_gen *g = self;
+    llama_model *m = g->m;
+    const int V = m->cfg.vocab_size, L = m->cfg.n_layers;
+    const size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+    float *lp = malloc((size_t)b->n_rows * sizeof *lp);
+    if (!lp || decoder_init(&g->d, m, S, m->cfg.max_positions) != 0) {
+        free(lp);
+        snprintf(err, errn, "out of memory for generating %d samples", S);
+        return -1;
+    }
+    g->have_d = 1;
+    int rc = llama_forward(m, b, lp, NULL, err, errn);
+    free(lp);
+    if (rc != 0)
+        return -1;
+    for (int s = 0; s < S; s++) {
+        const int i = sample_prompt[s];
+        const size_t r0 = (size_t)b->seq_start[i], len = (size_t)b->seq_start[i + 1] - r0;
+        for (int l = 0; l < L; l++) {
+            memcpy(cache_at(&g->d, m, g->d.kc, s, l, 0), m->acts[l].k + r0 * KD,
+                   len * KD * sizeof(float));
+            memcpy(cache_at(&g->d, m, g->d.vc, s, l, 0), m->acts[l].v + r0 * KD,
+                   len * KD * sizeof(float));
+        }
+        memcpy(logits + (size_t)s * V, m->logits + (r0 + len - 1) * V, (size_t)V * sizeof(float));
+    }
     return 0;
 }
 
-static int push(gen_sample *o, size_t *cap, int32_t tok, float lp)
+static int cpu_step(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_sample,
+                    int B, float *logits, char *err, size_t errn)
 {
-    if (o->len == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        int32_t *nt = realloc(o->tokens, nc * sizeof *nt);
-        if (!nt)
-            return -1;
-        o->tokens = nt;
-        float *nl = realloc(o->logprobs, nc * sizeof *nl);
-        if (!nl)
-            return -1;
-        o->logprobs = nl;
-        *cap = nc;
-    }
-    o->tokens[o->len] = tok;
-    o->logprobs[o->len] = lp;
-    o->len++;
+    (void)err, (void)errn;
+    cpu_gen *g = self;
+    memcpy(g->d.tok, tok, (size_t)B * sizeof *tok);
+    memcpy(g->d.pos, pos, (size_t)B * sizeof *pos);
+    memcpy(g->d.row_sample, row_sample, (size_t)B * sizeof *row_sample);
+    decode_step(g->m, &g->d, B, logits);
     return 0;
+}
+
+static void cpu_finish(void *self)
+{
+    cpu_gen *g = self;
+    if (g->have_d)
+        decoder_free(&g->d);
+    g->have_d = 0;
 }
 
 int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
                    char *err, size_t errn)
 {
-    const int V = m->cfg.vocab_size, P = m->cfg.max_positions, L = m->cfg.n_layers;
-    const size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
-    int S = 0;
-    size_t rows = 0;
-    for (int i = 0; i < n_prompts; i++) {
-        if (prompts[i].len < 1 || prompts[i].len >= (size_t)P || prompts[i].n_samples < 1) {
-            snprintf(err, errn, "prompt %d has %zu tokens and %d samples; prompts need 1 to %d "
-                     "tokens (the context is %d) and at least one sample", i, prompts[i].len,
-                     prompts[i].n_samples, P - 1, P);
-            return -1;
-        }
-        S += prompts[i].n_samples;
-        rows += prompts[i].len;
-    }
-    int32_t *start = malloc(((size_t)n_prompts + 1) * sizeof *start);
-    int32_t *tok = malloc(rows * sizeof *tok), *pos = malloc(rows * sizeof *pos);
-    int32_t *tgt = malloc(rows * sizeof *tgt);
-    float *lp = malloc(rows * sizeof *lp);
-    sample_state *st = calloc((size_t)S, sizeof *st);
-    float *work = malloc(2 * (size_t)V * sizeof(float));
-    int *idx = malloc((size_t)V * sizeof(int));
-    decoder d;
-    int rc = -1;
-    memset(out, 0, (size_t)S * sizeof *out);
-    if (!start || !tok || !pos || !tgt || !lp || !st || !work || !idx || decoder_init(&d, m, S, P)) {
-        snprintf(err, errn, "out of memory for generating %d samples", S);
-        free(start), free(tok), free(pos), free(tgt), free(lp), free(st), free(work), free(idx);
-        return -1;
-    }
-
-    /* 1. prefill every prompt in one packed forward pass */
-    start[0] = 0;
-    for (int i = 0, r = 0; i < n_prompts; i++) {
-        for (size_t t = 0; t < prompts[i].len; t++, r++) {
-            tok[r] = prompts[i].tokens[t];
-            pos[r] = (int32_t)t;
-            tgt[r] = -1;
-        }
-        start[i + 1] = start[i] + (int32_t)prompts[i].len;
-    }
-    llama_batch b = {.n_seqs = n_prompts, .n_rows = (int)rows, .seq_start = start, .tokens = tok,
-                     .pos = pos, .target = tgt};
-    if (llama_forward(m, &b, lp, NULL, err, errn) != 0)
-        goto done;
-    for (int i = 0, s = 0; i < n_prompts; i++) {
-        const size_t len = prompts[i].len, r0 = (size_t)start[i];
-        for (int k = 0; k < prompts[i].n_samples; k++, s++) {
-            const gen_params *gp = prompts[i].params;
-            st[s].p = gp;
-            /* one independent stream per sample, from the request's seed */
-            st[s].rng = gp->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(k + 1));
-            st[s].prompt_len = len;
-            st[s].max_new = gp->max_new < P - (int)len ? gp->max_new : P - (int)len;
-            for (int l = 0; l < L; l++) {
-                memcpy(cache_at(&d, m, d.kc, s, l, 0), m->acts[l].k + r0 * KD,
-                       len * KD * sizeof(float));
-                memcpy(cache_at(&d, m, d.vc, s, l, 0), m->acts[l].v + r0 * KD,
-                       len * KD * sizeof(float));
-            }
-            memcpy(d.logits + (size_t)s * V, m->logits + (r0 + len - 1) * V, (size_t)V * sizeof(float));
-            if (st[s].max_new <= 0) {
-                st[s].done = 1;
-                out[s].finish = 2;
-            }
-        }
-    }
-
-    /* 2. decode: sample from each active row's logits, then advance them */
-    for (;;) {
-        int B = 0;
-        for (int s = 0; s < S; s++) {
-            if (st[s].done)
-                continue;
-            /* logits of sample s sit at row s until compacted below */
-            float lpv;
-            int32_t t = sample_token(d.logits + (size_t)s * V, V, st[s].p, &st[s].rng, &lpv, work, idx);
-            if (push(&out[s], &st[s].cap, t, lpv) != 0) {
-                snprintf(err, errn, "out of memory while generating");
-                goto done;
-            }
-            if (is_stop(st[s].p, t) || (int)out[s].len >= st[s].max_new) {
-                st[s].done = 1;
-                out[s].finish = is_stop(st[s].p, t) ? 1 : 2;
-                continue;
-            }
-            d.tok[B] = t;
-            d.pos[B] = (int32_t)(st[s].prompt_len + out[s].len - 1);
-            d.row_sample[B] = s;
-            B++;
-        }
-        if (B == 0)
-            break;
-        decode_step(m, &d, B);
-        /* move row r's logits to its sample's slot (rows are in sample order,
-         * r <= row_sample[r], so going backwards never overwrites unread rows) */
-        for (int r = B - 1; r >= 0; r--)
-            if (d.row_sample[r] != r)
-                memmove(d.logits + (size_t)d.row_sample[r] * V, d.logits + (size_t)r * V,
-                        (size_t)V * sizeof(float));
-    }
-    rc = 0;
-done:
-    if (rc != 0)
-        for (int s = 0; s < S; s++) {
-            free(out[s].tokens);
-            free(out[s].logprobs);
-            memset(&out[s], 0, sizeof out[s]);
-        }
-    decoder_free(&d);
-    free(start), free(tok), free(pos), free(tgt), free(lp), free(st), free(work), free(idx);
-    return rc;
+    cpu_gen g = {.m = m};
+    gen_backend be = {.self = &g, .prefill = cpu_prefill, .step = cpu_step, .finish = cpu_finish};
+    return gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, prompts, n_prompts, out, err,
+                   errn);
 }

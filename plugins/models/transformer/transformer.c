@@ -1,9 +1,10 @@
 /*
  * transformer.c: the `transformer` model plugin: a Llama-family decoder on
  * the CPU, for the policy the explorers sample from and the trainer trains,
- * and for the frozen reference. This file maps tern_model_ops onto the
- * model (model.c), generation (generate.c), AdamW (adamw.c), checkpoints
- * (checkpoint.c) and the tokenizer (tokenizer.c).
+ * and for the frozen reference. The ops are the shared front's (front.c:
+ * settings, tokenizer, checkpoints); this file is the CPU engine under it,
+ * computing on the front's host copy of the weights: the model (model.c),
+ * generation (generate.c) and AdamW (adamw.c) on the instance's threads.
  *
  * Settings (docs/models.md):
  *   path = "dir";                 load a Hugging Face-shaped directory, or
@@ -12,642 +13,101 @@
  *   compute = "fp32";             precision of the matrix products (gemm.h)
  *   chat_template = "auto";       how prompts are formatted (chat_template.h)
  */
-#include <cblas.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tern/model.h"
 #include "tern/plugin.h"
 
-#include "adamw.h"
-#include "chat_template.h"
-#include "checkpoint.h"
-#include "generate.h"
-#include "hf_config.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "front.h"
 
 /* OpenBLAS's thread control (openblas_config.h is not always installed) */
 void openblas_set_num_threads(int num_threads);
 
-static const tern_host *host;
-
-/* The sequences of a score/backward call packed into one batch (row r0 + i
- * predicts token i + 1). The buffers live with the instance and only grow, so
- * a training loop allocates nothing per step. */
-typedef struct packed {
-    int32_t *start, *tokens, *pos, *target;
-    float *scale, *logp, *ent, *dlogp, *dent;
-    size_t cap_rows, cap_seqs;
-    llama_batch b;
-} packed;
-
-static void packed_free(packed *p)
+/* The engine is the host model itself. */
+static int cpu_open(const tern_host *host, tern_ctx *ctx, llama_model *m, void **eng)
 {
-    free(p->start), free(p->tokens), free(p->pos), free(p->target);
-    free(p->scale), free(p->logp), free(p->ent), free(p->dlogp), free(p->dent);
-    memset(p, 0, sizeof *p);
-}
-
-typedef struct transformer {
-    tern_ctx *ctx;
-    llama_model m;
-    tokenizer *tok;
-    chat_template *chat;  /* how encode_chat formats prompts */
-    int32_t end_of_turn;  /* the chat template's end-of-turn token, or -1 */
-    adamw opt;        /* allocated at the first step or optimizer load */
-    tern_tensor *tensors;       /* built at the first tensors() call */
-    char (*tensor_names)[96];  /* their names */
-    packed pk;                 /* score/backward batch buffers */
-    int threads;
-    char err[1024];
-} transformer;
-
-/* ---- create / destroy --------------------------------------------------- */
-
-/* Optional integer override of a preset field from init.KEY. */
-static int override_int(tern_ctx *ctx, const char *key, int *field)
-{
-    int64_t v;
-    int rc = host->get_int(ctx, key, &v);
-    if (rc == TERN_OK)
-        *field = (int)v;
-    return rc == TERN_ENOTFOUND ? TERN_OK : rc;
-}
-
-static int fresh_config(transformer *t, llama_config *c, uint64_t *seed)
-{
-    const char *preset = "tiny";
-    int rc = host->get_string(t->ctx, "init.preset", &preset);
-    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
-        return rc;
-    if (llama_preset(preset, c, t->err, sizeof t->err) != 0)
-        return host->setting_error(t->ctx, "init.preset", "%s", t->err);
-    static const char *const keys[] = {"init.hidden_size", "init.intermediate_size",
-                                       "init.num_hidden_layers", "init.num_attention_heads",
-                                       "init.num_key_value_heads", "init.max_position_embeddings"};
-    int *fields[] = {&c->hidden_size, &c->intermediate_size, &c->n_layers, &c->n_heads,
-                     &c->n_kv_heads, &c->max_positions};
-    for (size_t i = 0; i < 6; i++)
-        if ((rc = override_int(t->ctx, keys[i], fields[i])) != TERN_OK)
-            return rc;
-    int tied;
-    rc = host->get_bool(t->ctx, "init.tie_word_embeddings", &tied);
-    if (rc == TERN_OK)
-        c->tie_embeddings = tied;
-    else if (rc != TERN_ENOTFOUND)
-        return rc;
-    if (llama_config_check(c, t->err, sizeof t->err) != 0)
-        return host->setting_error(t->ctx, "init", "%s", t->err);
-    int64_t s;
-    rc = host->get_int(t->ctx, "init.seed", &s);
-    /* without init.seed the weights follow the run's seed */
-    *seed = rc == TERN_OK ? (uint64_t)s : host->rng_seed(t->ctx, "init");
-    return rc == TERN_ENOTFOUND ? TERN_OK : rc;
-}
-
-static void tf_destroy(void *state);
-
-/* The chat template of the `chat_template` setting (from the model
- * directory `dir` under "auto", NULL for a fresh model), and its
- * end-of-turn token, which must be one token of the tokenizer. */
-static int open_chat_template(transformer *t, const char *dir)
-{
-    const char *name = "auto";
-    int rc = host->get_string(t->ctx, "chat_template", &name);
-    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
-        return rc;
-    if (chat_template_from_dir(dir, name, &t->chat, t->err, sizeof t->err) != 0)
-        return host->setting_error(t->ctx, "chat_template", "%s", t->err);
-    t->end_of_turn = -1;
-    const char *eot = chat_template_end_of_turn(t->chat);
-    if (!eot)
-        return TERN_OK;
-    int32_t *ids = NULL;
-    size_t n = 0;
-    if (tokenizer_encode(t->tok, eot, strlen(eot), 0, &ids, &n) != 0)
-        return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
-    if (n == 1)
-        t->end_of_turn = ids[0];
-    free(ids);
-    if (t->end_of_turn < 0)
-        return host->setting_error(t->ctx, "chat_template", "the %s template ends a turn with "
-                                   "%s, which is not one token of this model's tokenizer (%zu "
-                                   "tokens): choose a template the model was trained with, or "
-                                   "\"none\"", chat_template_name(t->chat), eot, n);
-    return TERN_OK;
-}
-
-/* Whether the config gives any init.* key (an init group with keys). */
-static int init_given(tern_ctx *ctx)
-{
-    static const char *const int_keys[] = {"init.seed", "init.hidden_size",
-                                           "init.intermediate_size", "init.num_hidden_layers",
-                                           "init.num_attention_heads", "init.num_key_value_heads",
-                                           "init.max_position_embeddings"};
-    const char *s;
-    int64_t v;
-    int b;
-    if (host->get_string(ctx, "init.preset", &s) == TERN_OK ||
-        host->get_bool(ctx, "init.tie_word_embeddings", &b) == TERN_OK)
-        return 1;
-    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
-        if (host->get_int(ctx, int_keys[i], &v) == TERN_OK)
-            return 1;
-    return 0;
-}
-
-/* The `compute` setting: fp32 or bf16 products (model.h). */
-static int set_compute(transformer *t)
-{
-    const char *compute = "fp32";
-    int rc = host->get_string(t->ctx, "compute", &compute);
-    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
-        return rc;
-    if (strcmp(compute, "bf16") != 0)
-        return TERN_OK;
-    if (!gemm_bf16_available())
-        return host->setting_error(t->ctx, "compute", "bf16 needs a CPU with AVX512-BF16 (Intel "
-                                   "Cooper Lake or Sapphire Rapids and later, AMD Zen 4 and "
-                                   "later); this one has none: use compute = \"fp32\"");
-    if (llama_model_set_bf16(&t->m, 1) != 0)
-        return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
-    return TERN_OK;
-}
-
-static int tf_create(tern_ctx *ctx, void **state)
-{
-    transformer *t = calloc(1, sizeof *t);
-    if (!t)
-        return host->fail(ctx, TERN_ENOMEM, "out of memory");
-    t->ctx = ctx;
     int64_t threads = 1;
-    const char *path = NULL;
+    const char *compute = "fp32";
     int rc = host->get_int(ctx, "threads", &threads);
-    int has_path = host->get_string(ctx, "path", &path) == TERN_OK;
-    int has_init = init_given(ctx);
-    if (rc != TERN_OK) {
-        free(t);
+    if (rc != TERN_OK)
         return rc;
-    }
-    t->threads = (int)threads;
+    rc = host->get_string(ctx, "compute", &compute);
+    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
+        return rc;
     /* OpenBLAS's thread count is global to the process: keep it at 1 and
      * give each instance its own threads (pool.c), so an explorer and a
      * trainer in one process each get what their settings say. */
     openblas_set_num_threads(1);
-    if (has_path && has_init) {
-        free(t);
-        return host->setting_error(ctx, "init", "give either path (load a model) or init (fresh "
-                                   "weights), not both");
-    }
-    llama_config c;
-    uint64_t seed = 0;
-    if (has_path) {
-        char cfg[4200];
-        snprintf(cfg, sizeof cfg, "%s/config.json", path);
-        if (hf_config_read(cfg, &c, t->err, sizeof t->err) != 0 ||
-            tokenizer_load(path, &t->tok, t->err, sizeof t->err) != 0) {
-            rc = host->setting_error(ctx, "path", "%s", t->err);
-            tokenizer_free(t->tok);
-            free(t);
-            return rc;
-        }
-    } else {
-        rc = fresh_config(t, &c, &seed);
-        if (rc == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
-            rc = host->fail(ctx, TERN_ENOMEM, "out of memory");
-        if (rc != TERN_OK) {
-            free(t);
-            return rc;
-        }
-    }
-    if (tokenizer_vocab_size(t->tok) > c.vocab_size) {
-        rc = host->fail(ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
-                        "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
-        tf_destroy(t);
-        return rc;
-    }
-    if (llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0) {
-        rc = host->fail(ctx, TERN_ENOMEM, "%s", t->err);
-        tf_destroy(t);
-        return rc;
-    }
-    if (llama_model_set_threads(&t->m, t->threads) != 0) {
-        tf_destroy(t);
+    if (llama_model_set_threads(m, (int)threads) != 0)
         return host->fail(ctx, TERN_ERR, "cannot start %d threads", (int)threads);
-    }
-    if ((rc = set_compute(t)) != TERN_OK) {
-        tf_destroy(t);
-        return rc;
-    }
-    if (has_path) {
-        if (checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0) {
-            rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
-            tf_destroy(t);
-            return rc;
-        }
-    } else {
-        llama_init_random(&t->m, seed);
-    }
-    if ((rc = open_chat_template(t, has_path ? path : NULL)) != TERN_OK) {
-        tf_destroy(t);
-        return rc;
+    if (strcmp(compute, "bf16") == 0) {
+        if (!gemm_bf16_available())
+            return host->setting_error(ctx, "compute", "bf16 needs a CPU with AVX512-BF16 "
+                                       "(Intel Cooper Lake or Sapphire Rapids and later, AMD "
+                                       "Zen 4 and later); this one has none: use compute = "
+                                       "\"fp32\"");
+        if (llama_model_set_bf16(m, 1) != 0)
+            return host->fail(ctx, TERN_ENOMEM, "out of memory");
     }
     host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d threads, %s "
-              "products", t->m.n_params, c.n_layers, c.hidden_size, t->threads,
-              t->m.gx.ws ? "bf16" : "fp32");
-    *state = t;
+              "products", m->n_params, m->cfg.n_layers, m->cfg.hidden_size, (int)threads,
+              m->gx.ws ? "bf16" : "fp32");
+    *eng = m;
     return TERN_OK;
 }
 
-static void tf_destroy(void *state)
+/* The model belongs to the front, which frees it. */
+static void cpu_close(void *eng) { (void)eng; }
+
+static int cpu_forward(void *eng, const llama_batch *b, float *logp, float *ent, char *err,
+                       size_t errn)
 {
-    transformer *t = state;
-    if (!t)
-        return;
-    llama_model_free(&t->m);
-    tokenizer_free(t->tok);
-    chat_template_free(t->chat);
-    adamw_free(&t->opt);
-    free(t->tensors);
-    free(t->tensor_names);
-    packed_free(&t->pk);
-    free(t);
+    return llama_forward(eng, b, logp, ent, err, errn);
 }
 
-static void tf_free_buffer(void *state, void *p)
+static int cpu_backward(void *eng, const llama_batch *b, const float *dlogp, const float *dent,
+                        char *err, size_t errn)
 {
-    (void)state;
-    free(p);
-}
-
-/* ---- text ------------------------------------------------------------------ */
-
-static int tf_tokenize(void *state, const char *text, size_t len, int add_bos, int32_t **ids,
-                       size_t *n)
-{
-    transformer *t = state;
-    if (tokenizer_encode(t->tok, text, len, add_bos, ids, n) != 0)
-        return host->fail(t->ctx, TERN_ENOMEM, "tokenize: out of memory");
-    return TERN_OK;
-}
-
-static int tf_detokenize(void *state, const int32_t *ids, size_t n, char **text, size_t *len)
-{
-    transformer *t = state;
-    if (tokenizer_decode(t->tok, ids, n, text, len) != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "detokenize: a token id is outside 0..%d",
-                          tokenizer_vocab_size(t->tok) - 1);
-    return TERN_OK;
-}
-
-/* The conversation through the chat template, then tokenized as Hugging
- * Face's apply_chat_template(tokenize=True) does: a real template writes its
- * own BOS text, so none is added; "plain" and "none" get the tokenizer's BOS
- * as a bare prompt would. */
-static int tf_encode_chat(void *state, const tern_chat_message *msgs, size_t n, int32_t **ids,
-                          size_t *n_ids, char **text, size_t *text_len)
-{
-    transformer *t = state;
-    const char *name = chat_template_name(t->chat);
-    chat_message *cm = calloc(n ? n : 1, sizeof *cm);
-    if (!cm)
-        return host->fail(t->ctx, TERN_ENOMEM, "encode_chat: out of memory");
-    for (size_t i = 0; i < n; i++) {
-        if (!TERN_HAS(&msgs[i], content)) {
-            free(cm);
-            return host->fail(t->ctx, TERN_EINVAL, "encode_chat: message %zu: "
-                              "tern_chat_message is too small", i);
-        }
-        if (msgs[i].role && strcmp(msgs[i].role, "system") == 0 && strcmp(name, "none") == 0) {
-            free(cm);
-            return host->fail(t->ctx, TERN_EINVAL, "a system turn needs a chat template, and "
-                              "this model's chat_template is \"none\": set model.chat_template "
-                              "(\"chatml\", \"llama3\", \"plain\", ...) or give no system "
-                              "turn");
-        }
-        cm[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content};
-    }
-    char *s = NULL;
-    size_t len = 0;
-    int rc = chat_template_apply(t->chat, cm, n, 1, &s, &len, t->err, sizeof t->err);
-    free(cm);
-    if (rc != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "chat template %s: %s", name, t->err);
-    int add_bos = chat_template_end_of_turn(t->chat) == NULL;
-    if (tokenizer_encode(t->tok, s, len, add_bos, ids, n_ids) != 0) {
-        free(s);
-        return host->fail(t->ctx, TERN_ENOMEM, "encode_chat: out of memory");
-    }
-    if (text) {
-        *text = s;
-        *text_len = len;
-    } else {
-        free(s);
-    }
-    return TERN_OK;
-}
-
-/* ---- generate ---------------------------------------------------------------- */
-
-static int tf_generate(void *state, const tern_gen_request *req, size_t n_req,
-                       tern_gen_output *outs)
-{
-    transformer *t = state;
-    size_t total = 0;
-    for (size_t i = 0; i < n_req; i++) {
-        if (!TERN_HAS(&req[i], seed))
-            return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu is too small", i);
-        if (req[i].temperature < 0 || req[i].top_p <= 0 || req[i].top_p > 1 || req[i].top_k < 0)
-            return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu has temperature %g, "
-                              "top_k %d, top_p %g; need temperature >= 0, top_k >= 0, 0 < top_p "
-                              "<= 1", i, (double)req[i].temperature, req[i].top_k,
-                              (double)req[i].top_p);
-        total += req[i].n_samples;
-    }
-    gen_prompt *prompts = calloc(n_req, sizeof *prompts);
-    gen_params *params = calloc(n_req, sizeof *params);
-    gen_sample *samples = calloc(total ? total : 1, sizeof *samples);
-    if (!prompts || !params || !samples) {
-        free(prompts), free(params), free(samples);
-        return host->fail(t->ctx, TERN_ENOMEM, "generate: out of memory");
-    }
-    for (size_t i = 0; i < n_req; i++) {
-        params[i] = (gen_params){.temperature = req[i].temperature, .top_k = req[i].top_k,
-                                 .top_p = req[i].top_p, .max_new = (int)req[i].max_new_tokens,
-                                 .stop = req[i].stop, .n_stop = req[i].n_stop,
-                                 .seed = req[i].seed};
-        prompts[i] = (gen_prompt){.tokens = req[i].prompt, .len = req[i].prompt_len,
-                                  .n_samples = (int)req[i].n_samples, .params = &params[i]};
-    }
-    int rc = TERN_OK;
-    if (llama_generate(&t->m, prompts, (int)n_req, samples, t->err, sizeof t->err) != 0) {
-        rc = host->fail(t->ctx, TERN_EINVAL, "generate: %s", t->err);
-    } else {
-        for (size_t s = 0; s < total; s++) {
-            outs[s].tokens = samples[s].tokens; /* handed over: free_buffer frees them */
-            outs[s].logprobs = samples[s].logprobs;
-            outs[s].len = samples[s].len;
-            outs[s].finish = (uint32_t)samples[s].finish;
-        }
-    }
-    free(prompts), free(params), free(samples);
-    return rc;
-}
-
-/* ---- score and backward ------------------------------------------------------- */
-
-/* Grow p to hold `rows` rows and `seqs` sequences. */
-static int packed_reserve(packed *p, size_t rows, size_t seqs)
-{
-    if (rows <= p->cap_rows && seqs <= p->cap_seqs)
-        return 0;
-    packed_free(p);
-    p->start = malloc((seqs + 1) * sizeof *p->start);
-    p->tokens = malloc(rows * sizeof *p->tokens);
-    p->pos = malloc(rows * sizeof *p->pos);
-    p->target = malloc(rows * sizeof *p->target);
-    p->scale = malloc(rows * sizeof *p->scale);
-    p->logp = malloc(rows * sizeof *p->logp);
-    p->ent = malloc(rows * sizeof *p->ent);
-    p->dlogp = malloc(rows * sizeof *p->dlogp);
-    p->dent = malloc(rows * sizeof *p->dent);
-    if (!p->start || !p->tokens || !p->pos || !p->target || !p->scale || !p->logp || !p->ent ||
-        !p->dlogp || !p->dent) {
-        packed_free(p);
-        return -1;
-    }
-    p->cap_rows = rows;
-    p->cap_seqs = seqs;
+    (void)err, (void)errn;
+    llama_backward(eng, b, dlogp, dent);
     return 0;
 }
 
-static int pack(transformer *t, const tern_sequence *seqs, size_t n)
+static int cpu_step(void *eng, adamw *opt, const adamw_hparams *h, double *norm, char *err,
+                    size_t errn)
 {
-    packed *p = &t->pk;
-    size_t rows = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!TERN_HAS(&seqs[i], start) || !seqs[i].tokens || seqs[i].len < 1 || seqs[i].start < 1)
-            return host->fail(t->ctx, TERN_EINVAL, "sequence %zu: needs tokens, len >= 1 and "
-                              "start >= 1", i);
-        rows += seqs[i].len;
-    }
-    if (n == 0 || packed_reserve(p, rows, n) != 0)
-        return host->fail(t->ctx, n ? TERN_ENOMEM : TERN_EINVAL,
-                          n ? "out of memory for %zu tokens" : "no sequences (%zu tokens)", rows);
-    memset(p->dlogp, 0, rows * sizeof *p->dlogp);
-    memset(p->dent, 0, rows * sizeof *p->dent);
-    p->start[0] = 0;
-    size_t r = 0;
-    for (size_t i = 0; i < n; i++) {
-        const tern_sequence *s = &seqs[i];
-        float temp = TERN_HAS(s, temperature) && s->temperature > 0 ? s->temperature : 1.0f;
-        for (size_t k = 0; k < s->len; k++, r++) {
-            p->tokens[r] = s->tokens[k];
-            p->pos[r] = (int32_t)k;
-            p->target[r] = k + 1 < s->len && k + 1 >= s->start ? s->tokens[k + 1] : -1;
-            p->scale[r] = 1.0f / temp;
-        }
-        p->start[i + 1] = (int32_t)r;
-    }
-    p->b = (llama_batch){.n_seqs = (int)n, .n_rows = (int)rows, .seq_start = p->start,
-                         .tokens = p->tokens, .pos = p->pos, .target = p->target,
-                         .scale = p->scale};
-    return TERN_OK;
+    (void)err, (void)errn;
+    llama_model *m = eng;
+    *norm = adamw_step(opt, m->gx.tp, &m->cfg, m->params, m->grads, h);
+    llama_zero_grad(m);
+    return 0;
 }
 
-static int tf_score(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
-                    float **entropies)
+static int cpu_generate(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
+                        size_t errn)
 {
-    transformer *t = state;
-    int rc = pack(t, seqs, n);
-    if (rc != TERN_OK)
-        return rc;
-    const packed *p = &t->pk;
-    if (llama_forward(&t->m, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "score: %s", t->err);
-    for (size_t i = 0; i < n; i++) {
-        /* position k >= start is predicted by row r0 + k - 1; the caller's arrays */
-        for (size_t k = 0; k < seqs[i].len; k++) {
-            int pred = k >= seqs[i].start;
-            logprobs[i][k] = pred ? p->logp[p->start[i] + (int32_t)k - 1] : 0.0f;
-            if (entropies && entropies[i])
-                entropies[i][k] = pred ? p->ent[p->start[i] + (int32_t)k - 1] : 0.0f;
-        }
-    }
-    return TERN_OK;
+    return llama_generate(eng, p, n, out, err, errn);
 }
 
-static int tf_backward(void *state, const tern_sequence *seqs, size_t n,
-                       const float *const *dlogp, const float *const *dentropy)
-{
-    transformer *t = state;
-    int rc = pack(t, seqs, n);
-    if (rc != TERN_OK)
-        return rc;
-    packed *p = &t->pk;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
-            p->dlogp[p->start[i] + (int32_t)k - 1] = dlogp[i][k];
-            if (dentropy && dentropy[i])
-                p->dent[p->start[i] + (int32_t)k - 1] = dentropy[i][k];
-        }
-    if (llama_forward(&t->m, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "backward: %s", t->err);
-    llama_backward(&t->m, &p->b, p->dlogp, p->dent);
-    return TERN_OK;
-}
-
-/* ---- optimizer, tensors, checkpoints ----------------------------------------- */
-
-static int ensure_optimizer(transformer *t)
-{
-    if (t->opt.m)
-        return TERN_OK;
-    if (adamw_init(&t->opt, t->m.n_params) != 0)
-        return host->fail(t->ctx, TERN_ENOMEM, "out of memory for the AdamW state");
-    return TERN_OK;
-}
-
-static int tf_step(void *state, tern_optim_step *s)
-{
-    transformer *t = state;
-    if (!TERN_HAS(s, grad_norm))
-        return host->fail(t->ctx, TERN_EINVAL, "step: tern_optim_step is too small");
-    int rc = ensure_optimizer(t);
-    if (rc != TERN_OK)
-        return rc;
-    adamw_hparams h = {.lr = s->lr, .beta1 = s->beta1, .beta2 = s->beta2, .eps = s->eps,
-                       .weight_decay = s->weight_decay, .grad_clip = s->grad_clip};
-    s->grad_norm = adamw_step(&t->opt, t->m.gx.tp, &t->m.cfg, t->m.params, t->m.grads, &h);
-    llama_zero_grad(&t->m);
-    return TERN_OK;
-}
-
-static int tf_tensors(void *state, const tern_tensor **out, size_t *n)
-{
-    transformer *t = state;
-    size_t count = llama_tensor_count(&t->m.cfg);
-    if (!t->tensors) {
-        t->tensors = calloc(count, sizeof *t->tensors);
-        t->tensor_names = calloc(count, sizeof *t->tensor_names);
-        if (!t->tensors || !t->tensor_names) {
-            free(t->tensors);
-            free(t->tensor_names);
-            t->tensors = NULL;
-            t->tensor_names = NULL;
-            return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
-        }
-        for (size_t i = 0; i < count; i++) {
-            llama_tensor_info info;
-            llama_tensor_describe(&t->m.cfg, i, &info);
-            tern_tensor *x = &t->tensors[i];
-            memcpy(t->tensor_names[i], info.name, sizeof t->tensor_names[i]);
-            x->size = sizeof *x;
-            x->name = t->tensor_names[i];
-            x->dtype = 1;
-            x->ndim = (uint32_t)info.ndim;
-            x->shape[0] = info.shape[0];
-            x->shape[1] = info.ndim == 2 ? info.shape[1] : 0;
-            x->data = t->m.params + info.offset;
-            x->bytes = info.numel * sizeof(float);
-        }
-    }
-    *out = t->tensors;
-    *n = count;
-    return TERN_OK;
-}
-
-static int tf_save(void *state, const char *dir, int with_optimizer)
-{
-    transformer *t = state;
-    if (with_optimizer && ensure_optimizer(t) != TERN_OK)
-        return TERN_ENOMEM;
-    if (checkpoint_save(dir, &t->m, t->tok, with_optimizer ? &t->opt : NULL, t->err,
-                        sizeof t->err) != 0)
-        return host->fail(t->ctx, TERN_EIO, "save: %s", t->err);
-    return TERN_OK;
-}
-
-static int tf_load(void *state, const char *dir, int with_optimizer)
-{
-    transformer *t = state;
-    char cfgpath[4200];
-    llama_config c;
-    snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
-    if (hf_config_read(cfgpath, &c, t->err, sizeof t->err) != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "load: %s", t->err);
-    if (memcmp(&c, &t->m.cfg, sizeof c) != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "load: %s describes another model than this "
-                          "instance (sizes or special tokens differ); start a new instance with "
-                          "path = \"%s\" instead", cfgpath, dir);
-    if (with_optimizer && ensure_optimizer(t) != TERN_OK)
-        return TERN_ENOMEM;
-    if (checkpoint_load_weights(dir, &t->m, with_optimizer ? &t->opt : NULL, t->err,
-                                sizeof t->err) != 0)
-        return host->fail(t->ctx, TERN_EINVAL, "load: %s", t->err);
-    return TERN_OK;
-}
-
-/* ---- descriptor ------------------------------------------------------------ */
-
-static int tf_special_tokens(void *state, tern_special_tokens *out)
-{
-    transformer *t = state;
-    if (!TERN_HAS(out, pad))
-        return host->fail(t->ctx, TERN_EINVAL, "special_tokens: tern_special_tokens is too small");
-    out->bos = tokenizer_bos(t->tok);
-    /* a chat model's response ends with its turn */
-    out->eos = t->end_of_turn >= 0 ? t->end_of_turn : tokenizer_eos(t->tok);
-    out->pad = tokenizer_pad(t->tok);
-    return TERN_OK;
-}
-
-static const tern_model_ops ops = {
-    .size = sizeof(tern_model_ops),
-    .create = tf_create,
-    .destroy = tf_destroy,
-    .free_buffer = tf_free_buffer,
-    .tokenize = tf_tokenize,
-    .detokenize = tf_detokenize,
-    .generate = tf_generate,
-    .score = tf_score,
-    .backward = tf_backward,
-    .step = tf_step,
-    .tensors = tf_tensors,
-    .save = tf_save,
-    .load = tf_load,
-    .special_tokens = tf_special_tokens,
-    .encode_chat = tf_encode_chat,
+static const tf_engine cpu_engine = {
+    .name = "CPU",
+    .host_optimizer = 1,
+    .open = cpu_open,
+    .close = cpu_close,
+    .forward = cpu_forward,
+    .backward = cpu_backward,
+    .step = cpu_step,
+    .generate = cpu_generate,
+    /* pull and push: none, the host copy is what it computes on */
 };
 
-static const tern_setting_spec init_keys[] = {
-    TERN_SETTING(.name = "preset", .type = TERN_SETTING_STRING, .choices = "tiny|bench",
-                 .doc = "starting sizes: tiny (~1M parameters) or bench (~10M); default tiny"),
-    TERN_SETTING(.name = "seed", .type = TERN_SETTING_INT, .min = 0, .max = 9007199254740992.0,
-                 .doc = "seed of the fresh weights; default: derived from run.seed"),
-    TERN_SETTING(.name = "hidden_size", .type = TERN_SETTING_INT, .min = 2, .max = 65536),
-    TERN_SETTING(.name = "intermediate_size", .type = TERN_SETTING_INT, .min = 1, .max = 262144),
-    TERN_SETTING(.name = "num_hidden_layers", .type = TERN_SETTING_INT, .min = 1, .max = 1024,
-                 .aka = "layers|n_layers"),
-    TERN_SETTING(.name = "num_attention_heads", .type = TERN_SETTING_INT, .min = 1, .max = 4096,
-                 .aka = "heads|n_heads"),
-    TERN_SETTING(.name = "num_key_value_heads", .type = TERN_SETTING_INT, .min = 1, .max = 4096,
-                 .aka = "kv_heads|n_kv_heads"),
-    TERN_SETTING(.name = "max_position_embeddings", .type = TERN_SETTING_INT, .min = 2,
-                 .max = 1048576, .aka = "context|max_positions|context_length"),
-    TERN_SETTING(.name = "tie_word_embeddings", .type = TERN_SETTING_BOOL,
-                 .aka = "tied|tie_embeddings"),
-    TERN_SETTINGS_END,
-};
+static int tf_create(tern_ctx *ctx, void **state) { return front_create(&cpu_engine, ctx, state); }
+
+static const tern_model_ops ops = FRONT_OPS(tf_create);
 
 static const tern_setting_spec settings[] = {
-    TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .aka = "dir|checkpoint|model_dir",
-                 .doc = "load this Hugging Face-shaped model directory"),
-    TERN_SETTING(.name = "init", .type = TERN_SETTING_GROUP, .children = init_keys,
-                 .doc = "fresh weights from a preset and a seed, with optional sizes"),
+    FRONT_SETTINGS,
     TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
                  .aka = "num_threads|n_threads",
                  .doc = "threads of this instance (its own, whatever other instances use)"),
@@ -655,10 +115,6 @@ static const tern_setting_spec settings[] = {
                  .choices = "fp32|bf16", .aka = "precision|matmul_precision",
                  .doc = "precision of the matrix products: fp32, or bf16 (operands rounded to "
                         "bfloat16, sums and everything else float32; needs AVX512-BF16)"),
-    TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",
-                 .choices = "auto|chatml|llama3|llama3.1|plain|none", .aka = "template|chat",
-                 .doc = "prompt format: auto (from the model directory's tokenizer_config.json; "
-                        "none without one), a named template, or none (the prompt as it is)"),
     TERN_SETTINGS_END,
 };
 
@@ -677,6 +133,6 @@ static const tern_plugin_descriptor descriptor = {
 
 TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
 {
-    host = h;
+    front_set_host(h);
     return &descriptor;
 }

@@ -1,0 +1,110 @@
+/*
+ * front.h: the tern_model_ops of a decoder plugin, over an engine that does
+ * the arithmetic. The front owns what every engine shares: settings (path,
+ * init, chat_template), the tokenizer and chat template, checkpoints, the
+ * packing of sequences into batches, and the host copy of the weights
+ * (llama_model's params: what tensors(), save() and load() read and write).
+ * The `transformer` plugin's engine computes on that host copy itself
+ * (transformer.c); the `transformer_cuda` plugin's keeps its own copy on the
+ * GPU and moves it with pull/push.
+ *
+ * Host copy protocol: tensors() hands out pointers into the host copy, which
+ * a caller may then write (a weight transport applying a snapshot), so after
+ * tensors() the front pushes the host copy to the engine before its next
+ * compute op. save() pulls first; load() pushes after.
+ */
+#ifndef TERN_TRANSFORMER_FRONT_H
+#define TERN_TRANSFORMER_FRONT_H
+
+#include <stddef.h>
+
+#include "tern/model.h"
+#include "tern/plugin.h"
+
+#include "adamw.h"
+#include "generate.h"
+#include "model.h"
+
+typedef struct tf_engine {
+    const char *name; /* for messages: "CPU", "CUDA" */
+    /* 1: step() uses the front's host AdamW state (allocated before the first
+     * step); 0: the engine keeps its own and fills the host one in pull(). */
+    int host_optimizer;
+    /* Start the engine for m, whose config and weights are set, reading its
+     * own settings from ctx. TERN_OK, or a status with the message given to
+     * host (fail or setting_error). */
+    int (*open)(const tern_host *host, tern_ctx *ctx, llama_model *m, void **eng);
+    void (*close)(void *eng);
+    /* llama_forward's contract: logp[N], ent[N] (may be NULL) on the host;
+     * the activations stay for backward. 0, or -1 with a message. */
+    int (*forward)(void *eng, const llama_batch *b, float *logp, float *ent, char *err,
+                   size_t errn);
+    /* After forward on the same batch: accumulate parameter gradients from
+     * dlogp[N] and dent[N] (may be NULL), host arrays. 0, or -1. */
+    int (*backward)(void *eng, const llama_batch *b, const float *dlogp, const float *dent,
+                    char *err, size_t errn);
+    /* Clip, AdamW, zero the gradients; *norm: the norm before clipping.
+     * opt: the front's host state when host_optimizer, else NULL. 0, or -1. */
+    int (*step)(void *eng, adamw *opt, const adamw_hparams *h, double *norm, char *err,
+                size_t errn);
+    /* llama_generate's contract. */
+    int (*generate)(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
+                    size_t errn);
+    /* Copy the engine's weights into params (the host copy; NULL: skip) and
+     * its AdamW state into opt (allocated by the caller; NULL: skip).
+     * NULL op: the engine computes on the host copy. 0, or -1. */
+    int (*pull)(void *eng, float *params, adamw *opt, char *err, size_t errn);
+    /* The reverse: the engine's weights from params, its AdamW state from
+     * opt (either may be NULL). NULL op as for pull. 0, or -1. */
+    int (*push)(void *eng, const float *params, const adamw *opt, char *err, size_t errn);
+} tf_engine;
+
+/* Call first, from tern_plugin_entry. */
+void front_set_host(const tern_host *h);
+
+/* tern_model_ops.create for an instance computing on `engine`. */
+int front_create(const tf_engine *engine, tern_ctx *ctx, void **state);
+/* The other ops, the same for every engine. */
+void front_destroy(void *state);
+void front_free_buffer(void *state, void *p);
+int front_tokenize(void *state, const char *text, size_t len, int add_bos, int32_t **ids,
+                   size_t *n);
+int front_detokenize(void *state, const int32_t *ids, size_t n, char **text, size_t *len);
+int front_encode_chat(void *state, const tern_chat_message *msgs, size_t n, int32_t **ids,
+                      size_t *n_ids, char **text, size_t *text_len);
+int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs);
+int front_score(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
+                float **entropies);
+int front_backward(void *state, const tern_sequence *seqs, size_t n, const float *const *dlogp,
+                   const float *const *dentropy);
+int front_step(void *state, tern_optim_step *s);
+int front_tensors(void *state, const tern_tensor **out, size_t *n);
+int front_save(void *state, const char *dir, int with_optimizer);
+int front_load(void *state, const char *dir, int with_optimizer);
+int front_special_tokens(void *state, tern_special_tokens *out);
+
+/* tern_model_ops with every op but create (a plugin's ops table starts from
+ * this and sets create). */
+#define FRONT_OPS(create_fn)                                                                     \
+    {.size = sizeof(tern_model_ops), .create = (create_fn), .destroy = front_destroy,          \
+     .free_buffer = front_free_buffer, .tokenize = front_tokenize,                              \
+     .detokenize = front_detokenize, .generate = front_generate, .score = front_score,         \
+     .backward = front_backward, .step = front_step, .tensors = front_tensors,                 \
+     .save = front_save, .load = front_load, .special_tokens = front_special_tokens,           \
+     .encode_chat = front_encode_chat}
+
+/* The `init` group's keys (fresh weights), shared by the plugins. */
+extern const tern_setting_spec front_init_keys[];
+
+/* The settings every engine's plugin has: path, init, chat_template. */
+#define FRONT_SETTINGS                                                                           \
+    TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .aka = "dir|checkpoint|model_dir", \
+                 .doc = "load this Hugging Face-shaped model directory"),                       \
+    TERN_SETTING(.name = "init", .type = TERN_SETTING_GROUP, .children = front_init_keys,        \
+                 .doc = "fresh weights from a preset and a seed, with optional sizes"),         \
+    TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",        \
+                 .choices = "auto|chatml|llama3|llama3.1|plain|none", .aka = "template|chat",   \
+                 .doc = "prompt format: auto (from the model directory's tokenizer_config.json; " \
+                        "none without one), a named template, or none (the prompt as it is)")
+
+#endif
