@@ -1,0 +1,148 @@
+/*
+ * transformer_cuda.c: the `transformer_cuda` model plugin: the `transformer`
+ * plugin's decoder (same settings, checkpoints, tokenizer and sampling: the
+ * shared front, ../transformer/front.c) computing on one NVIDIA GPU. This
+ * file is the CUDA engine under the front: the model on the device
+ * (cuda_model.c), its products (cuda_linear.c), kernels (kernels.h) and
+ * decoding (cuda_generate.c).
+ *
+ * Settings (docs/models.md):
+ *   path / init / chat_template   as the `transformer` plugin
+ *   device = 0;                   the CUDA device ordinal
+ *   compute = "fp32";             or "bf16": bf16 operands, float32 sums
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tern/model.h"
+#include "tern/plugin.h"
+
+#include "cuda_model.h"
+#include "front.h"
+
+static int cu_open(const tern_host *host, tern_ctx *ctx, llama_model *hm, void **eng)
+{
+    int64_t device = 0;
+    const char *compute = "fp32";
+    char err[512];
+    int rc = host->get_int(ctx, "device", &device);
+    if (rc != TERN_OK)
+        return rc;
+    rc = host->get_string(ctx, "compute", &compute);
+    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
+        return rc;
+    int n = cuda_device_count(err, sizeof err);
+    if (n == 0)
+        return host->fail(ctx, TERN_ERR, "transformer_cuda: %s; it needs an NVIDIA GPU with its "
+                          "driver: run on such a machine, or use plugin = \"transformer\" (the "
+                          "CPU)", err);
+    if (device >= n)
+        return host->setting_error(ctx, "device", "there is no CUDA device %lld: this machine "
+                                   "has %d (0 to %d)", (long long)device, n, n - 1);
+    cuda_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return host->fail(ctx, TERN_ENOMEM, "out of memory");
+    if (cuda_model_init(m, hm, (int)device, strcmp(compute, "bf16") == 0, err, sizeof err) != 0) {
+        free(m);
+        return host->fail(ctx, TERN_ERR, "transformer_cuda: %s", err);
+    }
+    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d) on %s, %s products",
+              m->n_params, m->cfg.n_layers, m->cfg.hidden_size, m->where,
+              m->bf16 ? "bf16" : "fp32");
+    *eng = m;
+    return TERN_OK;
+}
+
+static void cu_close(void *eng)
+{
+    cuda_model_free(eng);
+    free(eng);
+}
+
+static int cu_forward(void *eng, const llama_batch *b, float *logp, float *ent, char *err,
+                      size_t errn)
+{
+    return cuda_model_forward(eng, b, logp, ent, err, errn);
+}
+
+static int cu_backward(void *eng, const llama_batch *b, const float *dlogp, const float *dent,
+                       char *err, size_t errn)
+{
+    return cuda_model_backward(eng, b, dlogp, dent, err, errn);
+}
+
+static int cu_step(void *eng, adamw *opt, const adamw_hparams *h, double *norm, char *err,
+                   size_t errn)
+{
+    (void)opt; /* the AdamW state lives on the device */
+    return cuda_model_step(eng, h, norm, err, errn);
+}
+
+static int cu_generate(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
+                       size_t errn)
+{
+    return cuda_generate(eng, p, n, out, err, errn);
+}
+
+static int cu_pull(void *eng, float *params, adamw *opt, char *err, size_t errn)
+{
+    if (params && cuda_model_download(eng, params, err, errn) != 0)
+        return -1;
+    return opt ? cuda_model_download_opt(eng, opt, err, errn) : 0;
+}
+
+static int cu_push(void *eng, const float *params, const adamw *opt, char *err, size_t errn)
+{
+    if (params && cuda_model_upload(eng, params, err, errn) != 0)
+        return -1;
+    return opt ? cuda_model_upload_opt(eng, opt, err, errn) : 0;
+}
+
+static const tf_engine cuda_engine = {
+    .name = "CUDA",
+    .host_optimizer = 0,
+    .open = cu_open,
+    .close = cu_close,
+    .forward = cu_forward,
+    .backward = cu_backward,
+    .step = cu_step,
+    .generate = cu_generate,
+    .pull = cu_pull,
+    .push = cu_push,
+};
+
+static int tc_create(tern_ctx *ctx, void **state) { return front_create(&cuda_engine, ctx, state); }
+
+static const tern_model_ops ops = FRONT_OPS(tc_create);
+
+static const tern_setting_spec settings[] = {
+    FRONT_SETTINGS,
+    TERN_SETTING(.name = "device", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1024,
+                 .aka = "gpu|cuda_device", .doc = "the CUDA device ordinal to run on"),
+    TERN_SETTING(.name = "compute", .type = TERN_SETTING_STRING, .def = "\"fp32\"",
+                 .choices = "fp32|bf16", .aka = "precision|matmul_precision",
+                 .doc = "precision of the linear layers' products: fp32, or bf16 (operands "
+                        "rounded to bfloat16, float32 sums; weights, gradients, AdamW state "
+                        "and attention stay float32); bf16 needs compute capability 8.0+"),
+    TERN_SETTINGS_END,
+};
+
+static const tern_plugin_descriptor descriptor = {
+    .size = sizeof(tern_plugin_descriptor),
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .kind = TERN_KIND_MODEL,
+    .name = "transformer_cuda",
+    .version = "0.1.0",
+    .summary = "Llama/Qwen2 decoder on an NVIDIA GPU (cuBLAS + CUDA kernels): generate, score, "
+               "train; HF checkpoints",
+    .caps = TERN_CAP_GPU,
+    .ops = &ops,
+    .settings = settings,
+};
+
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+{
+    front_set_host(h);
+    return &descriptor;
+}

@@ -1,0 +1,239 @@
+/*
+ * test_transformer_cuda.c: the GPU plugin against the CPU one, through the
+ * plugin API, on the llama_micro fixture (Llama with GQA, the model the CPU
+ * plugin is checked against PyTorch with):
+ *   - score: per-token log-probs and entropies (fp32 < 1e-4, bf16 < 2e-2);
+ *   - backward + step: the weights move the same way (AdamW with eps far
+ *     above |g|, so each update is lr·g/(|g| + eps): the gradients compared);
+ *   - a checkpoint saved from the GPU loads on the CPU and scores the same;
+ *   - generate's log-probs equal score's on the GPU, and training learns.
+ * Without a GPU these report "skipped: no GPU", except the test of the
+ * message a user gets then.
+ */
+#include <criterion/criterion.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tern/model.h"
+
+#define FIXTURE TERN_TEST_SOURCE_DIR "/tests/fixtures/llama_micro"
+#define WORK TERN_TEST_WORK_DIR "/cuda"
+
+static int gpu_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess)
+        return 0;
+    return n;
+}
+
+static void need_gpu(void)
+{
+    if (gpu_count() == 0) {
+        /* Criterion keeps skips quiet; ctest reads this line (SKIP_REGULAR_EXPRESSION) */
+        fprintf(stderr, "%s: skipped: no GPU\n", criterion_current_test->name);
+        cr_skip_test("skipped: no GPU");
+    }
+}
+
+/* Three sequences of the fixture's byte vocabulary, one at temperature 0.7. */
+#define NSEQ 3
+static int32_t toks[NSEQ][24];
+static tern_sequence seqs[NSEQ];
+
+static void make_batch(void)
+{
+    static const size_t lens[NSEQ] = {24, 9, 17};
+    for (int s = 0; s < NSEQ; s++) {
+        for (size_t i = 0; i < lens[s]; i++)
+            toks[s][i] = (int32_t)((37 * s + 11 * i + 3) % 250);
+        seqs[s] = (tern_sequence){.size = sizeof seqs[s], .tokens = toks[s], .len = lens[s],
+                                  .start = s == 1 ? 4 : 1, .temperature = s == 2 ? 0.7f : 1};
+    }
+}
+
+/* Max |a - b| / (|b| + 1) over the scored positions. */
+static double score_diff(const tern_model_ops *oa, void *a, const tern_model_ops *ob, void *b)
+{
+    float la[NSEQ][24], lb[NSEQ][24], ea[NSEQ][24], eb[NSEQ][24];
+    float *pla[NSEQ], *plb[NSEQ], *pea[NSEQ], *peb[NSEQ];
+    for (int s = 0; s < NSEQ; s++)
+        pla[s] = la[s], plb[s] = lb[s], pea[s] = ea[s], peb[s] = eb[s];
+    cr_assert_eq(oa->score(a, seqs, NSEQ, pla, pea), TERN_OK);
+    cr_assert_eq(ob->score(b, seqs, NSEQ, plb, peb), TERN_OK);
+    double worst = 0;
+    for (int s = 0; s < NSEQ; s++)
+        for (size_t i = seqs[s].start; i < seqs[s].len; i++) {
+            worst = fmax(worst, fabs((double)la[s][i] - lb[s][i]) / (fabs(lb[s][i]) + 1));
+            worst = fmax(worst, fabs((double)ea[s][i] - eb[s][i]) / (fabs(eb[s][i]) + 1));
+        }
+    return worst;
+}
+
+static void check_against_cpu(const char *compute, double tol)
+{
+    need_gpu();
+    make_batch();
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "path = \"%s\"; compute = \"%s\";", FIXTURE, compute);
+    harness cpu, gpu;
+    cr_assert_eq(harness_open(&cpu, "transformer", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 cpu.error);
+    cr_assert_eq(harness_open(&gpu, "transformer_cuda", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 gpu.error);
+    const tern_model_ops *oc = harness_ops(&cpu), *og = harness_ops(&gpu);
+
+    double d = score_diff(og, gpu.state, oc, cpu.state);
+    cr_expect_lt(d, tol, "score, %s: GPU and CPU differ by %g", compute, d);
+
+    /* one step with update lr·g/(|g| + eps), eps >> |g|: the weight deltas are the gradients */
+    const tern_tensor *tc, *tg;
+    size_t nc, ng;
+    cr_assert_eq(oc->tensors(cpu.state, &tc, &nc), TERN_OK);
+    size_t total = 0;
+    for (size_t i = 0; i < nc; i++)
+        total += tc[i].bytes / sizeof(float);
+    float *before = malloc(total * sizeof(float));
+    for (size_t i = 0, off = 0; i < nc; off += tc[i].bytes / sizeof(float), i++)
+        memcpy(before + off, tc[i].data, tc[i].bytes);
+    float *dl[NSEQ], dlbuf[NSEQ][24];
+    for (int s = 0; s < NSEQ; s++) {
+        dl[s] = dlbuf[s];
+        for (size_t i = 0; i < seqs[s].len; i++)
+            dlbuf[s][i] = i >= seqs[s].start ? -1.0f / (float)(i + 1) : 0;
+    }
+    const float *const *dlc = (const float *const *)dl;
+    cr_assert_eq(oc->backward(cpu.state, seqs, NSEQ, dlc, NULL), TERN_OK);
+    cr_assert_eq(og->backward(gpu.state, seqs, NSEQ, dlc, NULL), TERN_OK);
+    tern_optim_step st = {.size = sizeof st, .lr = 1.0, .beta1 = 0, .beta2 = 0, .eps = 1e3,
+                          .weight_decay = 0, .grad_clip = 0};
+    tern_optim_step sg = st;
+    cr_assert_eq(oc->step(cpu.state, &st), TERN_OK);
+    cr_assert_eq(og->step(gpu.state, &sg), TERN_OK, "%s", gpu.error);
+    cr_expect_lt(fabs(sg.grad_norm - st.grad_norm) / st.grad_norm, tol, "grad norm %g vs %g",
+                 sg.grad_norm, st.grad_norm);
+    cr_assert_eq(oc->tensors(cpu.state, &tc, &nc), TERN_OK);
+    cr_assert_eq(og->tensors(gpu.state, &tg, &ng), TERN_OK);
+    cr_assert_eq(ng, nc);
+    for (size_t i = 0, off = 0; i < nc; off += tc[i].bytes / sizeof(float), i++) {
+        cr_assert_str_eq(tg[i].name, tc[i].name);
+        const float *a = tg[i].data, *b = tc[i].data;
+        double num = 0, den = 0;
+        for (size_t j = 0; j < tc[i].bytes / sizeof(float); j++) {
+            double da = a[j] - before[off + j], db = b[j] - before[off + j];
+            num += (da - db) * (da - db);
+            den += db * db;
+        }
+        double e = den > 0 ? sqrt(num / den) : sqrt(num);
+        cr_expect_lt(e, tol, "%s, %s: gradient relative error %g", compute, tc[i].name, e);
+    }
+    free(before);
+
+    /* the GPU's checkpoint, on the CPU */
+    char dir[256];
+    snprintf(dir, sizeof dir, WORK "/%s", compute);
+    cr_assert_eq(og->save(gpu.state, dir, 1), TERN_OK, "%s", gpu.error);
+    harness back;
+    snprintf(cfg, sizeof cfg, "path = \"%s\";", dir);
+    cr_assert_eq(harness_open(&back, "transformer", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 back.error);
+    d = score_diff(og, gpu.state, harness_ops(&back), back.state);
+    cr_expect_lt(d, tol, "saved from the GPU, scored on the CPU: differ by %g", d);
+    harness_close(&back);
+    harness_close(&gpu);
+    harness_close(&cpu);
+}
+
+Test(cuda, fp32_matches_the_cpu_plugin) { check_against_cpu("fp32", 1e-4); }
+Test(cuda, bf16_within_bf16_of_the_cpu_plugin) { check_against_cpu("bf16", 2e-2); }
+
+Test(cuda, generate_and_score_agree)
+{
+    need_gpu();
+    harness h;
+    cr_assert_eq(harness_open(&h, "transformer_cuda", TERN_KIND_MODEL,
+                              "path = \"" FIXTURE "\";"), TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    int32_t prompt[3] = {256, 72, 105};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 3,
+                            .n_samples = 4, .max_new_tokens = 20, .temperature = 0.8f,
+                            .top_p = 1, .seed = 42};
+    tern_gen_output out[4];
+    for (int i = 0; i < 4; i++)
+        out[i] = (tern_gen_output){.size = sizeof out[i]};
+    cr_assert_eq(ops->generate(h.state, &req, 1, out), TERN_OK, "%s", h.error);
+    for (int i = 0; i < 4; i++) {
+        int32_t seq[32];
+        memcpy(seq, prompt, sizeof prompt);
+        memcpy(seq + 3, out[i].tokens, out[i].len * sizeof *seq);
+        tern_sequence s = {.size = sizeof s, .tokens = seq, .len = 3 + out[i].len, .start = 3,
+                           .temperature = 0.8f};
+        float lpbuf[32], *lp = lpbuf;
+        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+        double worst = 0;
+        for (size_t k = 0; k < out[i].len; k++)
+            worst = fmax(worst, fabs((double)lp[3 + k] - out[i].logprobs[k]));
+        cr_expect_lt(worst, 1e-4, "sample %d: max |generate - score| = %g", i, worst);
+        ops->free_buffer(h.state, out[i].tokens);
+        ops->free_buffer(h.state, out[i].logprobs);
+    }
+    harness_close(&h);
+}
+
+Test(cuda, adamw_steps_reduce_the_loss)
+{
+    need_gpu();
+    harness h;
+    cr_assert_eq(harness_open(&h, "transformer_cuda", TERN_KIND_MODEL,
+                              "init = { preset = \"tiny\"; seed = 3; num_hidden_layers = 2; };"),
+                 TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    const char *text = "the cat sat on the mat. the cat sat on the mat.";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    cr_assert_eq(ops->tokenize(h.state, text, strlen(text), 1, &ids, &n), TERN_OK);
+    tern_sequence s = {.size = sizeof s, .tokens = ids, .len = n, .start = 1};
+    float *dlogp = malloc(n * sizeof *dlogp), *lp = malloc(n * sizeof *lp);
+    for (size_t i = 0; i < n; i++)
+        dlogp[i] = i >= 1 ? -1.0f / (float)(n - 1) : 0; /* minimise mean NLL */
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; step++) {
+        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
+        double nll = 0;
+        for (size_t i = 1; i < n; i++)
+            nll -= lp[i];
+        nll /= (double)(n - 1);
+        if (step == 0)
+            first = nll;
+        last = nll;
+        const float *g[1] = {dlogp};
+        cr_assert_eq(ops->backward(h.state, &s, 1, g, NULL), TERN_OK);
+        tern_optim_step st = {.size = sizeof st, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95,
+                              .eps = 1e-8, .weight_decay = 0.0, .grad_clip = 1.0};
+        cr_assert_eq(ops->step(h.state, &st), TERN_OK);
+    }
+    cr_expect_lt(last, first * 0.5, "mean NLL %g -> %g: GPU training does not learn", first, last);
+    free(lp), free(dlogp);
+    ops->free_buffer(h.state, ids);
+    harness_close(&h);
+}
+
+/* What a user sees: without a GPU, one message naming the CPU plugin; with
+ * one, a device that does not exist is refused by its setting. */
+Test(cuda, a_missing_device_is_one_clear_message)
+{
+    harness h;
+    const char *cfg = gpu_count() ? "init = { preset = \"tiny\"; }; device = 99;"
+                                  : "init = { preset = \"tiny\"; };";
+    cr_expect_neq(harness_open(&h, "transformer_cuda", TERN_KIND_MODEL, cfg), TERN_OK);
+    if (gpu_count())
+        cr_expect(strstr(h.error, "device") && strstr(h.error, "99"), "%s", h.error);
+    else
+        cr_expect(strstr(h.error, "CUDA") && strstr(h.error, "plugin = \"transformer\""), "%s",
+                  h.error);
+    harness_close(&h);
+}
