@@ -15,32 +15,12 @@
  * the order of those adds depends on scheduling, in the last bits only.
  */
 #include "kernels.h"
+#include "reduce.cuh"
 
 #define SS_THREADS 256   /* a multiple of 32 */
 #define SS_MAX_BLOCKS 1024
 #define AW_THREADS 256
 #define AW_MAX_BLOCKS 65536
-
-static __device__ __forceinline__ double warp_sum(double v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-/* Σ of v over the block; every thread gets the same total. sh: 32 slots. */
-static __device__ double block_sum(double v, double *sh)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0)
-        sh[wid] = v;
-    __syncthreads();
-    v = lane < nw ? sh[lane] : 0.0;
-    v = warp_sum(v);
-    __syncthreads();
-    return v;
-}
 
 static __global__ void __launch_bounds__(SS_THREADS)
     sumsq_kernel(double *__restrict__ acc, const float *__restrict__ g, size_t n)

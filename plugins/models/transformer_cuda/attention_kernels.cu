@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "reduce.cuh"
 
 namespace {
 
@@ -35,26 +36,6 @@ constexpr int WARP = 32;
 constexpr int WARPS_PER_BLOCK = 4;
 constexpr int BLOCK = WARP * WARPS_PER_BLOCK;
 constexpr int MAX_HD = 256;
-constexpr unsigned FULL_MASK = 0xffffffffu;
-
-/* Sum over the warp; every lane gets the total (xor butterfly). */
-static __device__ __forceinline__ float warp_sum(float x)
-{
-#pragma unroll
-    for (int o = WARP / 2; o > 0; o >>= 1)
-        x += __shfl_xor_sync(FULL_MASK, x, o);
-    return x;
-}
-
-/* Two sums at once (independent shuffles overlap). */
-static __device__ __forceinline__ void warp_sum2(float &a, float &b)
-{
-#pragma unroll
-    for (int o = WARP / 2; o > 0; o >>= 1) {
-        a += __shfl_xor_sync(FULL_MASK, a, o);
-        b += __shfl_xor_sync(FULL_MASK, b, o);
-    }
-}
 
 /* Blocks of WARPS_PER_BLOCK warps covering `warps` warps. */
 unsigned blocks_for(long long warps)
@@ -93,28 +74,7 @@ static __global__ void __launch_bounds__(BLOCK)
         acc[i] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    for (int j = row_first[r]; j <= r; j++) {
-        const float *kj = kg + (size_t)j * KD, *vj = vg + (size_t)j * KD;
-        float part = 0.0f;
-#pragma unroll
-        for (int i = 0; i < NI; i++) {
-            const int d = i * WARP + lane;
-            if (d < HD)
-                part += qv[i] * kj[d];
-        }
-        const float s = warp_sum(part) * scale;
-        const float mn = fmaxf(m, s);
-        const float c = expf(m - mn); /* 0 at the first key (m = −inf) */
-        const float e = expf(s - mn);
-        l = l * c + e;
-#pragma unroll
-        for (int i = 0; i < NI; i++) {
-            const int d = i * WARP + lane;
-            if (d < HD)
-                acc[i] = acc[i] * c + e * vj[d];
-        }
-        m = mn;
-    }
+    attend_keys<NI>(qv, kg, vg, KD, HD, row_first[r], r, lane, scale, acc, m, l);
     /* l > 0 whenever row_first[r] <= r; the guard only keeps an empty range finite */
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     float *o = out + (size_t)r * QD + (size_t)h * HD;

@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "reduce.cuh"
 
 namespace {
 
@@ -26,15 +27,6 @@ constexpr int BLOCK = WARP * WARPS_PER_BLOCK;
 constexpr int COPY_BLOCK = 256;
 constexpr unsigned COPY_MAX_GRID = 1u << 16; /* grid-stride beyond this */
 constexpr int MAX_HD = 256;
-constexpr unsigned FULL_MASK = 0xffffffffu;
-
-static __device__ __forceinline__ float warp_sum(float x)
-{
-#pragma unroll
-    for (int o = WARP / 2; o > 0; o >>= 1)
-        x += __shfl_xor_sync(FULL_MASK, x, o);
-    return x;
-}
 
 unsigned copy_grid(size_t total)
 {
@@ -98,28 +90,7 @@ static __global__ void __launch_bounds__(BLOCK)
         acc[i] = 0.0f;
     }
     float m = -INFINITY, lsum = 0.0f;
-    for (int t = 0; t <= last; t++) {
-        const float *kt = kb + (size_t)t * KD, *vt = vb + (size_t)t * KD;
-        float part = 0.0f;
-#pragma unroll
-        for (int i = 0; i < NI; i++) {
-            const int d = i * WARP + lane;
-            if (d < HD)
-                part += qv[i] * kt[d];
-        }
-        const float s = warp_sum(part) * scale;
-        const float mn = fmaxf(m, s);
-        const float c = expf(m - mn); /* 0 at the first position (m = −inf) */
-        const float e = expf(s - mn);
-        lsum = lsum * c + e;
-#pragma unroll
-        for (int i = 0; i < NI; i++) {
-            const int d = i * WARP + lane;
-            if (d < HD)
-                acc[i] = acc[i] * c + e * vt[d];
-        }
-        m = mn;
-    }
+    attend_keys<NI>(qv, kb, vb, KD, HD, 0, last, lane, scale, acc, m, lsum);
     const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f; /* empty range (pos < 0): 0 */
 #pragma unroll
     for (int i = 0; i < NI; i++) {

@@ -20,51 +20,9 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "reduce.cuh"
 
 #define LP_THREADS 512 /* a multiple of 32, at most 1024 */
-
-static __device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-static __device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-/* Σ (or max) of v over the block; every thread gets the same result.
- * sh: 32 slots. Both end with a barrier, so sh may be reused and every read
- * the threads made before the call is complete. */
-static __device__ float block_sum(float v, float *sh)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0)
-        sh[wid] = v;
-    __syncthreads();
-    v = lane < nw ? sh[lane] : 0.0f;
-    v = warp_sum(v);
-    __syncthreads();
-    return v;
-}
-
-static __device__ float block_max(float v, float *sh)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_max(v);
-    if (lane == 0)
-        sh[wid] = v;
-    __syncthreads();
-    v = lane < nw ? sh[lane] : -INFINITY;
-    v = warp_max(v);
-    __syncthreads();
-    return v;
-}
 
 /* grid: N blocks, one per row */
 static __global__ void __launch_bounds__(LP_THREADS)

@@ -16,34 +16,12 @@
  * bits of dw may differ from run to run (acceptable for a gradient).
  */
 #include "kernels.h"
+#include "reduce.cuh"
 
 #define RMS_THREADS 256   /* a multiple of 32, at most 1024 */
 #define DW_THREADS 256
 #define DW_ROWS 32        /* rows per block of the dw kernel (at least) */
 #define MAX_GRID_Y 65535
-
-static __device__ __forceinline__ double warp_sum(double v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-/* Σ of v over the block; every thread gets the same total. sh: 32 slots.
- * Ends with a barrier, so sh may be reused and every read done before the
- * call is complete in all threads. */
-static __device__ double block_sum(double v, double *sh)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0)
-        sh[wid] = v;
-    __syncthreads();
-    v = lane < nw ? sh[lane] : 0.0;
-    v = warp_sum(v);
-    __syncthreads();
-    return v;
-}
 
 /* grid: N blocks, one per row. out may equal in (every read of the row
  * for Σ x² is done before the block_sum barrier; then each thread reads
