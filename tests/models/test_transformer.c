@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "command.h"
 #include "harness.h"
+#include "model_checks.h"
 #include "hf_config.h"
 #include "model.h"
 #include "safetensors.h"
@@ -202,33 +203,9 @@ Test(parity, greedy_decoding_matches_pytorch)
 /* Sampled log-probs equal score's at the same temperature (no truncation). */
 static void check_generate_score(float temperature, int threads)
 {
-    harness h;
-    const tern_model_ops *ops = open_fixture_threads(&h, threads);
-    int32_t prompt[3] = {256, 72, 105};
-    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 3,
-                            .n_samples = 4, .max_new_tokens = 20, .temperature = temperature,
-                            .top_p = 1, .seed = 42};
-    tern_gen_output out[4];
-    for (int i = 0; i < 4; i++)
-        out[i] = (tern_gen_output){.size = sizeof out[i]};
-    cr_assert_eq(ops->generate(h.state, &req, 1, out), TERN_OK);
-    for (int i = 0; i < 4; i++) {
-        cr_assert_eq(out[i].len, 20);
-        int32_t seq[32];
-        memcpy(seq, prompt, sizeof prompt);
-        memcpy(seq + 3, out[i].tokens, out[i].len * sizeof *seq);
-        tern_sequence s = {.size = sizeof s, .tokens = seq, .len = 3 + out[i].len, .start = 3,
-                           .temperature = temperature};
-        float lpbuf[32], *lp = lpbuf;
-        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
-        double worst = 0;
-        for (size_t k = 0; k < out[i].len; k++)
-            worst = fmax(worst, fabs((double)lp[3 + k] - out[i].logprobs[k]));
-        cr_expect_lt(worst, 1e-4, "sample %d: max |generate - score| = %g", i, worst);
-        ops->free_buffer(h.state, out[i].tokens);
-        ops->free_buffer(h.state, out[i].logprobs);
-    }
-    harness_close(&h);
+    char group[256];
+    snprintf(group, sizeof group, "path = \"" FIXTURE "\"; threads = %d;", threads);
+    expect_generate_matches_score("transformer", group, temperature);
 }
 
 Test(consistency, generate_and_score_agree_at_temperature_1) { check_generate_score(1.0f, 1); }
@@ -288,42 +265,8 @@ Test(consistency, stop_tokens_end_a_sample)
 
 Test(training, adamw_steps_reduce_the_loss)
 {
-    harness h;
-    int rc = harness_open(&h, "transformer", TERN_KIND_MODEL,
-                          "init = { preset = \"tiny\"; seed = 3; num_hidden_layers = 2; };");
-    cr_assert_eq(rc, TERN_OK, "%s", h.error);
-    const tern_model_ops *ops = harness_ops(&h);
-    const char *text = "the cat sat on the mat. the cat sat on the mat.";
-    int32_t *ids = NULL;
-    size_t n = 0;
-    cr_assert_eq(ops->tokenize(h.state, text, strlen(text), 1, &ids, &n), TERN_OK);
-    tern_sequence s = {.size = sizeof s, .tokens = ids, .len = n, .start = 1};
-    float *dlogp = malloc(n * sizeof *dlogp);
-    for (size_t i = 0; i < n; i++)
-        dlogp[i] = i >= 1 ? -1.0f / (float)(n - 1) : 0; /* minimise mean NLL */
-    double first = 0, last = 0;
-    float *lp = malloc(n * sizeof *lp);
-    for (int step = 0; step < 30; step++) {
-        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
-        double nll = 0;
-        for (size_t i = 1; i < n; i++)
-            nll -= lp[i];
-        nll /= (double)(n - 1);
-        if (step == 0)
-            first = nll;
-        last = nll;
-        const float *g[1] = {dlogp};
-        cr_assert_eq(ops->backward(h.state, &s, 1, g, NULL), TERN_OK);
-        tern_optim_step st = {.size = sizeof st, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95,
-                              .eps = 1e-8, .weight_decay = 0.0, .grad_clip = 1.0};
-        cr_assert_eq(ops->step(h.state, &st), TERN_OK);
-        cr_expect_gt(st.grad_norm, 0);
-    }
-    cr_expect_lt(last, first * 0.5, "mean NLL %g -> %g: training does not learn", first, last);
-    free(lp);
-    free(dlogp);
-    ops->free_buffer(h.state, ids);
-    harness_close(&h);
+    expect_training_halves_nll("transformer", "init = { preset = \"tiny\"; seed = 3; "
+                                              "num_hidden_layers = 2; };");
 }
 
 Test(checkpoint, save_load_round_trip_is_bit_exact)

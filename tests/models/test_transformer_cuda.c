@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "learn_check.h"
+#include "model_checks.h"
 #include "tern/model.h"
 
 #define FIXTURE TERN_TEST_SOURCE_DIR "/tests/fixtures/llama_micro"
@@ -155,34 +155,7 @@ Test(cuda, bf16_within_bf16_of_the_cpu_plugin) { check_against_cpu("bf16", 2e-2)
 Test(cuda, generate_and_score_agree)
 {
     need_gpu();
-    harness h;
-    cr_assert_eq(harness_open(&h, "transformer_cuda", TERN_KIND_MODEL,
-                              "path = \"" FIXTURE "\";"), TERN_OK, "%s", h.error);
-    const tern_model_ops *ops = harness_ops(&h);
-    int32_t prompt[3] = {256, 72, 105};
-    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 3,
-                            .n_samples = 4, .max_new_tokens = 20, .temperature = 0.8f,
-                            .top_p = 1, .seed = 42};
-    tern_gen_output out[4];
-    for (int i = 0; i < 4; i++)
-        out[i] = (tern_gen_output){.size = sizeof out[i]};
-    cr_assert_eq(ops->generate(h.state, &req, 1, out), TERN_OK, "%s", h.error);
-    for (int i = 0; i < 4; i++) {
-        int32_t seq[32];
-        memcpy(seq, prompt, sizeof prompt);
-        memcpy(seq + 3, out[i].tokens, out[i].len * sizeof *seq);
-        tern_sequence s = {.size = sizeof s, .tokens = seq, .len = 3 + out[i].len, .start = 3,
-                           .temperature = 0.8f};
-        float lpbuf[32], *lp = lpbuf;
-        cr_assert_eq(ops->score(h.state, &s, 1, &lp, NULL), TERN_OK);
-        double worst = 0;
-        for (size_t k = 0; k < out[i].len; k++)
-            worst = fmax(worst, fabs((double)lp[3 + k] - out[i].logprobs[k]));
-        cr_expect_lt(worst, 1e-4, "sample %d: max |generate - score| = %g", i, worst);
-        ops->free_buffer(h.state, out[i].tokens);
-        ops->free_buffer(h.state, out[i].logprobs);
-    }
-    harness_close(&h);
+    expect_generate_matches_score("transformer_cuda", "path = \"" FIXTURE "\";", 0.8f);
 }
 
 Test(cuda, adamw_steps_reduce_the_loss)
