@@ -23,8 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "experience/experience.h"
+#include "tern/model.h"
 #include "harness.h"
 #include "tern/buffer.h"
 
@@ -61,7 +62,7 @@ static unsigned char *make_record(size_t *len)
     for (int i = 0; i < RESPONSE; i++)
         logp[i] = -0.01f * (float)(i % 300);
     tern_experience e = {.batch = 12, .version = 11, .task_index = 4242, .group = 3,
-                         .sample = 5, .finish = 1, .reward = 1, .accuracy = 1, .advantage = 0.5,
+                         .sample = 5, .finish = TERN_FINISH_STOP, .reward = 1, .accuracy = 1, .advantage = 0.5,
                          .generated_ns = 1, .rewarded_ns = 2, .domain = "math",
                          .task_id = "gsm8k-train-04242", .n_parts = 2, .prompt_len = PROMPT,
                          .response_len = RESPONSE, .tokens = tokens, .logp = logp};

@@ -20,10 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "reward/rewarder.h"
-#include "session.h"
-#include "task.h"
+#include "host/session.h"
+#include "data/task.h"
 
 #define BATCH 64
 

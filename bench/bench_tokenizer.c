@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #define FIXTURES BENCH_SOURCE_DIR "/tests/fixtures/tokenizers"
 #define REF BENCH_SOURCE_DIR "/tests/ref/tokenizers/node_modules/@lenml"

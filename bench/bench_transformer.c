@@ -19,10 +19,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "adamw.h"
-#include "generate.h"
-#include "hf_config.h"
-#include "model.h"
+#include "decoder/adamw.h"
+#include "decoder/model.h"
+#include "generation/generate.h"
+#include "hf/hf_config.h"
 #include "tern/rng.h"
 
 void openblas_set_num_threads(int num_threads);

@@ -2,7 +2,7 @@
 """torch_peer.py: the PyTorch side of tern's transformer benchmark.
 
 Mirrors bench/bench_transformer.c: the same model (tern's "bench" preset of
-plugins/models/transformer/hf_config.c, a 9.6M-parameter Llama: vocab 259,
+plugins/models/transformer/hf/hf_config.c, a 9.6M-parameter Llama: vocab 259,
 hidden 384, intermediate 1024, 6 layers, 6 heads, 2 KV heads, max positions
 256, RMSNorm eps 1e-5, RoPE theta 10000, untied lm_head), in float32 on the
 CPU, doing the same work, so that a report can compare the two.

@@ -36,7 +36,7 @@ install(FILES ${_mode_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/mod
 # the quickstart's tasks: its data.train and data.eval, relative to the config
 install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
   DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/data COMPONENT runtime)
-install(FILES README.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
+install(FILES README.md docs/architecture.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
   docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md
   docs/rewards.md docs/sandbox.md docs/timeline.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 file(GLOB _doc_images ${PROJECT_SOURCE_DIR}/docs/img/*.png)

@@ -2,7 +2,7 @@
 #
 # One plugin = one MODULE library NAME.so that exports only its entry point
 # (hidden visibility) and links nothing of libtern, only the SDK headers
-# (target Tern::sdk; DESIGN.md §3). The same function serves the tern source
+# (target Tern::sdk; docs/architecture.md §3). The same function serves the tern source
 # tree and out-of-tree projects (find_package(Tern) includes this file).
 #
 #   TERN_PLUGIN_OUTPUT_DIR   where the .so is built (default: the usual place)

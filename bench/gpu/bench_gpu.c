@@ -31,9 +31,9 @@
 #include <time.h>
 
 #include "cuda_model.h"
-#include "generate.h"
-#include "hf_config.h"
-#include "model.h"
+#include "decoder/model.h"
+#include "generation/generate.h"
+#include "hf/hf_config.h"
 
 static double now(void)
 {

@@ -1,7 +1,7 @@
 /*
  * bad_plugin.c: a buffer plugin that is broken in exactly one way per build,
  * chosen by the BAD_* definitions in CMakeLists.txt, so that each refusal of
- * the loader (DESIGN.md §3) has a purpose-built file to be tested against.
+ * the loader (docs/architecture.md §3) has a purpose-built file to be tested against.
  * Built without any BAD_* definition it is a valid (if useless) plugin.
  */
 #include <stdlib.h>

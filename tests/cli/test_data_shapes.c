@@ -15,10 +15,10 @@
 #include "data/png_write.h"
 #include "data/shapes.h"
 #include "command.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "image.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 #define TERN TERN_TEST_BIN

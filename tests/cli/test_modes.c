@@ -1,5 +1,5 @@
 /* test_modes.c: every config in etc/modes/, shortened, runs, and its
- * trace.json obeys the rules of its sync mode (DESIGN.md §4, docs/sync.md):
+ * trace.json obeys the rules of its sync mode (docs/architecture.md §4, docs/sync.md):
  *   - fixed schedules: batch k is generated with v(k) = I * max(0, floor((k - O) / I))
  *     and step t trains batch t;
  *   - no train step starts before its batch is in the buffer (`put`);

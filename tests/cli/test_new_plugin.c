@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "command.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "tern/buffer.h"
 #include "tern/model.h"

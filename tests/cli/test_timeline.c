@@ -1,5 +1,5 @@
 /* test_timeline.c: `tern timeline` end to end, on synthetic traces written as
- * core/src/trace.c writes them: one explorer syncing weights in memory, two
+ * core/src/rundir/trace.c writes them: one explorer syncing weights in memory, two
  * explorers syncing through checkpoints; what the SVG holds, the window
  * options, -o, and every bad input (exit 2, a message naming the file, no
  * output left behind). */

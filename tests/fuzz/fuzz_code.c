@@ -251,7 +251,7 @@ static void check_why(int match, const char *why, size_t cap)
     if (n >= cap || (match && n) || (!match && !n && cap > 1))
         abort();
     for (size_t i = 0; i < n;) {
-        size_t k = reward_utf8_length((const unsigned char *)why + i, n - i);
+        size_t k = tern_utf8_len((const unsigned char *)why + i, n - i);
         if (!k)
             abort();
         i += k;

@@ -1,6 +1,6 @@
 /*
  * fuzz_safetensors.c: libFuzzer target for the safetensors reader
- * (plugins/models/transformer/safetensors.h). The input is a whole file
+ * (plugins/models/transformer/hf/safetensors.h). The input is a whole file
  * image: st_open_buffer validates it, and every tensor it accepts is looked
  * up and converted, so any byte the validation lets through is read. Nothing
  * may crash, leak, read out of bounds or overflow.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "hf/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "core_schema.h"
-#include "diag.h"
-#include "host_table.h"
-#include "schema.h"
+#include "config/config.h"
+#include "config/core_schema.h"
+#include "config/diag.h"
+#include "host/host_table.h"
+#include "config/schema.h"
 
 static const tern_setting_spec element_keys[] = {
     TERN_SETTING(.name = "name", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED),

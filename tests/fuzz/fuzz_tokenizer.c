@@ -1,6 +1,6 @@
 /*
  * fuzz_tokenizer.c: libFuzzer target for the Hugging Face BPE tokenizers
- * (plugins/models/transformer/bpe.c through tokenizer.h). The first byte picks
+ * (plugins/models/transformer/tokenizer/bpe.c through tokenizer.h). The first byte picks
  * the GPT-2, Llama 3 or Qwen2 fixture of tests/fixtures/tokenizers, the rest
  * is the text, any bytes. Encoding must not crash, leak or read out of
  * bounds; every id is in the vocabulary; and decoding gives the text back
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
-#include "unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 static tokenizer *toks[3];
 

@@ -151,7 +151,7 @@ static void check_text(const char *s, size_t n)
     reason[sizeof reason - 1] = '\0';
     vis_clean_reason(reason, sizeof reason);
     for (size_t i = 0; reason[i];) {
-        size_t u = reward_utf8_length((const unsigned char *)reason + i, strlen(reason + i));
+        size_t u = tern_utf8_len((const unsigned char *)reason + i, strlen(reason + i));
         if (!u || (u == 1 && ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)))
             abort();
         i += u;

@@ -1,5 +1,5 @@
 /* test_bpe.c: Hugging Face byte-level BPE tokenizers (plugins/models/transformer/
- * bpe.c behind tokenizer.h) against the reference implementation: every
+ * tokenizer/bpe.c behind tokenizer/tokenizer.h) against the reference implementation: every
  * corpus line of tests/fixtures/tokenizers/ gives exactly the ids that
  * tests/ref/tokenizers/make_fixtures.mjs recorded from it, for the GPT-2,
  * Llama 3 and Qwen2 families, with and without special tokens; decoding,
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tokenizer.h"
-#include "unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 #define FIXTURES TERN_TEST_SOURCE_DIR "/tests/fixtures/tokenizers"
 #define REF TERN_TEST_SOURCE_DIR "/tests/ref/tokenizers"

@@ -1,4 +1,4 @@
-/* Chat templates (plugins/models/transformer/chat_template.c) against the
+/* Chat templates (plugins/models/transformer/tokenizer/chat_template.c) against the
  * renderings of the real Hugging Face templates in
  * tests/fixtures/chat_templates/ (made by tests/ref/chat_templates/). */
 #include <criterion/criterion.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chat_template.h"
+#include "tokenizer/chat_template.h"
 
 #define FIXTURES TERN_TEST_SOURCE_DIR "/tests/fixtures/chat_templates"
 

@@ -1,6 +1,6 @@
 /* test_compute_bf16.c: the transformer's bf16 products (compute = "bf16").
  *
- * - gemm.c's bf16 GEMM against a double-precision product of the same
+ * - layers/gemm.c's bf16 GEMM against a double-precision product of the same
  *   bf16-rounded operands: every transpose, odd sizes, K and N across the
  *   packing blocks, leading dimensions wider than the matrices, beta 0 / 1 /
  *   other (beta 0 must not read C).
@@ -17,13 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "gemm.h"
+#include "decoder/model.h"
 #include "harness.h"
-#include "hf_config.h"
+#include "hf/checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/safetensors.h"
+#include "layers/gemm.h"
 #include "model_checks.h"
-#include "model.h"
-#include "safetensors.h"
 #include "tern/model.h"
 #include "tern/rng.h"
 

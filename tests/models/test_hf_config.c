@@ -1,5 +1,5 @@
 /* test_hf_config.c: Hugging Face config.json for Llama
- * (plugins/models/transformer/hf_config.h): write/read round trips, a real
+ * (plugins/models/transformer/hf/hf_config.h): write/read round trips, a real
  * model's config with keys tern ignores, every refusal with the key it
  * names, and the presets' sizes. */
 #include <criterion/criterion.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "hf_config.h"
-#include "llama.h"
+#include "decoder/llama.h"
+#include "hf/hf_config.h"
 
 static char *work_path(const char *name)
 {

@@ -22,15 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
 #include "command.h"
-#include "generate.h"
+#include "decoder/model.h"
+#include "generation/generate.h"
 #include "harness.h"
-#include "hf_config.h"
-#include "model.h"
-#include "safetensors.h"
+#include "hf/checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/safetensors.h"
 #include "tern/model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #define FIXTURES TERN_TEST_SOURCE_DIR "/tests/fixtures/"
 #define N_SEQS 2

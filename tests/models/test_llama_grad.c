@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "decoder/model.h"
 #include "tern/rng.h"
 
 static llama_config micro(int tied)

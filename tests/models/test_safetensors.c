@@ -1,5 +1,5 @@
 /* test_safetensors.c: the safetensors reader and writer
- * (plugins/models/transformer/safetensors.h): bit-exact round trips, BF16
+ * (plugins/models/transformer/hf/safetensors.h): bit-exact round trips, BF16
  * and F16 conversion against hand-computed values, every refusal of a
  * malformed file with what its message must say, truncation, and the
  * atomicity of writes. Corrupt files are built byte by byte. */
@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "hf/safetensors.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* test_tokenizer.c: the tokenizer interface and the byte tokenizer
- * (plugins/models/transformer/tokenizer.h): exact round trips of any bytes,
+ * (plugins/models/transformer/tokenizer/tokenizer.h): exact round trips of any bytes,
  * special tokens, errors, and tokenizer.json. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *work_dir(const char *name)
 {

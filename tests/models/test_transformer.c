@@ -10,13 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
 #include "command.h"
+#include "decoder/model.h"
 #include "harness.h"
+#include "hf/checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/safetensors.h"
 #include "model_checks.h"
-#include "hf_config.h"
-#include "model.h"
-#include "safetensors.h"
 #include "tern/model.h"
 
 #define FIXTURE TERN_TEST_SOURCE_DIR "/tests/fixtures/llama_micro"

@@ -28,10 +28,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "reward_case.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 #define WORK TERN_TEST_WORK_DIR "/code_reward"

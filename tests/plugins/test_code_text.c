@@ -123,7 +123,7 @@ static int valid_utf8(const char *s)
 {
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
-        size_t k = reward_utf8_length((const unsigned char *)s + i, n - i);
+        size_t k = tern_utf8_len((const unsigned char *)s + i, n - i);
         if (!k)
             return 0;
         i += k;

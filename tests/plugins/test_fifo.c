@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "tern/buffer.h"
 

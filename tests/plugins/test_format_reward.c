@@ -11,7 +11,7 @@
 
 #include "corpus.h"
 #include "harness.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 static tern_task *empty_task(void)

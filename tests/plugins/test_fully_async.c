@@ -1,6 +1,6 @@
 /* test_fully_async.c: the `fully_async` sync plugin: the explorer never
  * waits, the trainer publishes every I steps, max_staleness bounds what the
- * trainer accepts (DESIGN.md §4, diagram (c)). */
+ * trainer accepts (docs/architecture.md §4, diagram (c)). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>

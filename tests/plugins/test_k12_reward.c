@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "corpus.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "reward_case.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 #define CORPUS TERN_TEST_SOURCE_DIR "/tests/corpora/k12.jsonl"

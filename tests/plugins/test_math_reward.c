@@ -16,10 +16,10 @@
 #include <time.h>
 
 #include "corpus.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "reward_case.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -1,11 +1,11 @@
 /* test_multi_explorer.c: the `multi_explorer` sync plugin: N explorers that
  * never wait, the trainer publishing every I steps, max_staleness bounding
- * what the trainer accepts (DESIGN.md §4, diagram (d)). */
+ * what the trainer accepts (docs/architecture.md §4, diagram (d)). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "tern/sync.h"
 

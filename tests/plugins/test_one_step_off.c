@@ -1,5 +1,5 @@
 /* test_one_step_off.c: the `one_step_off` sync plugin follows the fixed
- * schedule of DESIGN.md §4 with offset O >= 1 exactly. */
+ * schedule of docs/architecture.md §4 with offset O >= 1 exactly. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "tern/buffer.h"
 

@@ -1,5 +1,5 @@
 /* test_synchronous.c: the `synchronous` sync plugin follows the fixed
- * schedule of DESIGN.md §4 with offset 0 exactly. */
+ * schedule of docs/architecture.md §4 with offset 0 exactly. */
 #include <criterion/criterion.h>
 #include <string.h>
 

@@ -20,13 +20,13 @@
 
 #include "boxes.h"
 #include "corpus.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "harness.h"
 #include "reward_case.h"
 #include "image.h"
 #include "palette.h"
 #include "regions.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 #include "text.h"
 
@@ -50,7 +50,7 @@ static void assert_reason_clean(const tern_reward_result *r)
     cr_assert_gt(n, 0, "empty reason");
     for (size_t i = 0; i < n;) {
         const unsigned char *u = (const unsigned char *)r->reason + i;
-        size_t k = reward_utf8_length(u, n - i);
+        size_t k = tern_utf8_len(u, n - i);
         cr_assert_gt(k, 0, "reason byte %zu (0x%02x) is not UTF-8: %s", i, u[0], r->reason);
         cr_assert(k > 1 || (u[0] >= 0x20 && u[0] != 0x7F), "reason byte %zu is 0x%02x: %s", i,
                   u[0], r->reason);

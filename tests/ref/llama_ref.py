@@ -68,7 +68,7 @@ def fail(msg):
 
 
 # --------------------------------------------------------------------------
-# Layout (mirrors plugins/models/transformer/llama_layout.c)
+# Layout (mirrors plugins/models/transformer/decoder/llama_layout.c)
 # --------------------------------------------------------------------------
 
 def param_layout(c):

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "task.h"
+#include "base/errmsg.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 int corpus_run(harness *h, const char *path, corpus_result *out)

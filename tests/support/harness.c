@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_schema.h"
-#include "diag.h"
-#include "errmsg.h"
-#include "schema.h"
+#include "config/core_schema.h"
+#include "config/diag.h"
+#include "base/errmsg.h"
+#include "config/schema.h"
 
 /* Each ops table starts with size, create, destroy. */
 typedef struct ops_head {

@@ -6,10 +6,10 @@
 
 #include <stddef.h>
 
-#include "config.h"
-#include "host_table.h"
-#include "metrics.h"
-#include "registry.h"
+#include "config/config.h"
+#include "host/host_table.h"
+#include "rundir/metrics.h"
+#include "host/registry.h"
 #include "tern/plugin.h"
 
 typedef struct harness {

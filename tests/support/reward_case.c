@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 
 tern_task *reward_task_of(const char *json)
 {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "harness.h"
-#include "task.h"
+#include "data/task.h"
 #include "tern/reward.h"
 
 /* The task parsed from `json` (free it with tern_task_free). */

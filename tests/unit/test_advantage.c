@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "algo/advantage.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "tern/abi.h"
 
 #define TOL 1e-12

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "core_schema.h"
-#include "schema.h"
-#include "suggest.h"
+#include "config/config.h"
+#include "config/core_schema.h"
+#include "config/schema.h"
+#include "config/suggest.h"
 
 static const tern_setting_spec inner_keys[] = {
     TERN_SETTING(.name = "depth", .type = TERN_SETTING_INT, .def = "2", .min = 1, .max = 8),

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "experience/crc32c.h"
 #include "experience/experience.h"
 

@@ -7,13 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "errmsg.h"
-#include "host_table.h"
-#include "metrics.h"
-#include "schema.h"
-#include "task.h"
-#include "trace.h"
+#include "config/config.h"
+#include "base/errmsg.h"
+#include "host/host_table.h"
+#include "rundir/metrics.h"
+#include "config/schema.h"
+#include "data/task.h"
+#include "rundir/trace.h"
 
 static const tern_setting_spec keys[] = {
     TERN_SETTING(.name = "n", .type = TERN_SETTING_INT, .def = "3"),

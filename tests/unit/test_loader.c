@@ -1,13 +1,13 @@
-/* test_loader.c: every refusal of the plugin loader (DESIGN.md §3), each
+/* test_loader.c: every refusal of the plugin loader (docs/architecture.md §3), each
  * against a purpose-built bad plugin, and the search-path rules. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "host_table.h"
-#include "loader.h"
-#include "registry.h"
+#include "base/errmsg.h"
+#include "host/host_table.h"
+#include "host/loader.h"
+#include "host/registry.h"
 
 #define BAD TERN_TEST_BAD_PLUGIN_DIR
 

@@ -17,15 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "diag.h"
-#include "errmsg.h"
+#include "config/config.h"
+#include "config/diag.h"
+#include "base/errmsg.h"
 #include "loop/queue.h"
 #include "loop/run.h"
-#include "loop/run_settings.h"
+#include "config/run_settings.h"
 #include "loop/run_state.h"
-#include "loop/weights.h"
-#include "utf8.h"
+#include "weights/weights.h"
+#include "tern/support/utf8.h"
 
 static void sleep_ms(long ms)
 {
@@ -167,6 +167,9 @@ static const tern_model_ops fake_ops = {
     .size = sizeof(tern_model_ops),
     .tensors = fake_tensors,
 };
+/* A fake model instance as the model proxy holds it. */
+#define FAKE(p) (&(tern_model){.ops = &fake_ops, .state = (p)})
+
 
 /* Tensors named names[i] of sizes[i] floats, values base + 10*i + j. */
 static void fake_init(fake_model *m, size_t n, const char *const *names, const size_t *sizes,
@@ -203,19 +206,19 @@ Test(weights, snapshot_take_and_apply_copy_the_values)
     fake_model a, b;
     fake_two(&a, 100);
     fake_two(&b, 0);
-    tern_snapshot *s = tern_snapshot_take(&fake_ops, &a, 7);
+    tern_snapshot *s = tern_snapshot_of(FAKE(&a), 7);
     cr_assert_not_null(s, "%s", tern_error_message());
     cr_assert_eq(tern_snapshot_version(s), 7);
     /* the snapshot is a copy: later changes to the source do not reach it */
     a.data[0][0] = -1;
     a.data[1][1] = -1;
-    cr_assert_eq(tern_snapshot_apply(s, &fake_ops, &b), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(tern_snapshot_into(s, FAKE(&b)), TERN_OK, "%s", tern_error_message());
     expect_values(&b, 100);
     tern_snapshot_free(s);
 
     fake_model c;
     fake_two(&c, 5);
-    cr_assert_eq(tern_weights_copy(&fake_ops, &c, &b), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(tern_weights_copy(FAKE(&c), FAKE(&b)), TERN_OK, "%s", tern_error_message());
     expect_values(&b, 5);
 }
 
@@ -226,9 +229,9 @@ Test(weights, apply_refuses_another_tensor_count)
     static const char *const three[] = {"embed.weight", "head.weight", "extra.bias"};
     static const size_t sizes3[] = {4, 2, 1};
     fake_init(&b, 3, three, sizes3, 50);
-    tern_snapshot *s = tern_snapshot_take(&fake_ops, &a, 0);
+    tern_snapshot *s = tern_snapshot_of(FAKE(&a), 0);
     cr_assert_not_null(s);
-    cr_assert_eq(tern_snapshot_apply(s, &fake_ops, &b), TERN_EINVAL);
+    cr_assert_eq(tern_snapshot_into(s, FAKE(&b)), TERN_EINVAL);
     const char *msg = tern_error_message();
     cr_expect(strstr(msg, "2 tensors") && strstr(msg, "3 tensors"), "message: %s", msg);
     expect_values(&b, 50); /* untouched */
@@ -241,9 +244,9 @@ Test(weights, apply_refuses_another_name_and_leaves_the_model_untouched)
     fake_two(&a, 1);
     static const char *const other[] = {"embed.weight", "lm_head.weight"};
     fake_init(&b, 2, other, two_sizes, 50);
-    tern_snapshot *s = tern_snapshot_take(&fake_ops, &a, 0);
+    tern_snapshot *s = tern_snapshot_of(FAKE(&a), 0);
     cr_assert_not_null(s);
-    cr_assert_eq(tern_snapshot_apply(s, &fake_ops, &b), TERN_EINVAL);
+    cr_assert_eq(tern_snapshot_into(s, FAKE(&b)), TERN_EINVAL);
     const char *msg = tern_error_message();
     cr_expect(strstr(msg, "'head.weight'") && strstr(msg, "'lm_head.weight'"), "message: %s",
               msg);
@@ -258,9 +261,9 @@ Test(weights, apply_refuses_another_byte_size)
     fake_two(&a, 1);
     static const size_t bigger[] = {4, 3};
     fake_init(&b, 2, two_names, bigger, 50);
-    tern_snapshot *s = tern_snapshot_take(&fake_ops, &a, 0);
+    tern_snapshot *s = tern_snapshot_of(FAKE(&a), 0);
     cr_assert_not_null(s);
-    cr_assert_eq(tern_snapshot_apply(s, &fake_ops, &b), TERN_EINVAL);
+    cr_assert_eq(tern_snapshot_into(s, FAKE(&b)), TERN_EINVAL);
     const char *msg = tern_error_message();
     cr_expect(strstr(msg, "head.weight") && strstr(msg, "8 bytes") && strstr(msg, "12 bytes"),
               "message: %s", msg);
@@ -273,7 +276,7 @@ Test(weights, a_model_that_cannot_list_its_tensors)
     fake_model a;
     fake_two(&a, 1);
     a.fail = 1;
-    cr_assert_null(tern_snapshot_take(&fake_ops, &a, 0));
+    cr_assert_null(tern_snapshot_of(FAKE(&a), 0));
     cr_expect(strstr(tern_error_message(), "fake tensors are unavailable"), "message: %s",
               tern_error_message());
 }
@@ -286,26 +289,26 @@ Test(weights, store_newest_and_load_latest)
     fake_model src, dst;
     fake_two(&src, 0);
     fake_two(&dst, 999);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 0), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 0), TERN_OK);
     fake_two(&src, 100);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 1), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 1), TERN_OK);
     fake_two(&src, 300);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 3), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 3), TERN_OK);
     cr_assert_eq(tern_weights_newest(w), 3);
 
     int64_t loaded = -5;
     uint64_t waited = 12345;
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, -1, &loaded, &waited), TERN_OK,
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), -1, &loaded, &waited), TERN_OK,
                  "%s", tern_error_message());
     cr_assert_eq(loaded, 3);
     expect_values(&dst, 300);
     cr_expect_eq(waited, 0, "no wait expected (taking the lock is none), waited %llu ns",
                  (unsigned long long)waited);
 
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 1, &loaded, NULL), TERN_OK);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 1, &loaded, NULL), TERN_OK);
     cr_assert_eq(loaded, 1);
     expect_values(&dst, 100);
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 0, &loaded, NULL), TERN_OK);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 0, &loaded, NULL), TERN_OK);
     cr_assert_eq(loaded, 0);
     expect_values(&dst, 0);
     tern_weights_free(w);
@@ -316,14 +319,14 @@ Test(weights, versions_only_grow)
     tern_weight_store *w = tern_weights_new();
     fake_model src;
     fake_two(&src, 0);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 4), TERN_OK);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 2), TERN_EINVAL);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 4), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 2), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "2") && strstr(tern_error_message(), "4"),
               "message: %s", tern_error_message());
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 4), TERN_EINVAL,
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 4), TERN_EINVAL,
                  "the same version twice");
     cr_assert_eq(tern_weights_newest(w), 4);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 5), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 5), TERN_OK);
     cr_assert_eq(tern_weights_newest(w), 5);
     tern_weights_free(w);
 }
@@ -334,26 +337,26 @@ Test(weights, forget_before_frees_old_versions_but_never_the_newest)
     fake_model src, dst;
     for (int v = 0; v < 4; v++) {
         fake_two(&src, 100.0f * (float)v);
-        cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, v), TERN_OK);
+        cr_assert_eq(tern_weights_publish(w, FAKE(&src), v), TERN_OK);
     }
     fake_two(&dst, -1);
     tern_weights_forget_before(w, 2);
     int64_t loaded = -1;
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 0, &loaded, NULL), TERN_EINVAL);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 0, &loaded, NULL), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "freed"), "message: %s", tern_error_message());
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 1, &loaded, NULL), TERN_EINVAL);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 1, &loaded, NULL), TERN_EINVAL);
     expect_values(&dst, -1);
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 2, &loaded, NULL), TERN_OK);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 2, &loaded, NULL), TERN_OK);
     cr_assert_eq(loaded, 2);
     expect_values(&dst, 200);
 
     /* asking to forget everything keeps the newest */
     tern_weights_forget_before(w, 100);
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 2, &loaded, NULL), TERN_EINVAL);
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, -1, &loaded, NULL), TERN_OK);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 2, &loaded, NULL), TERN_EINVAL);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), -1, &loaded, NULL), TERN_OK);
     cr_assert_eq(loaded, 3);
     expect_values(&dst, 300);
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, 3, &loaded, NULL), TERN_OK);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), 3, &loaded, NULL), TERN_OK);
     cr_assert_eq(tern_weights_newest(w), 3);
     tern_weights_free(w);
 }
@@ -371,7 +374,7 @@ static void *load_thread(void *arg)
 {
     loader *l = arg;
     atomic_store(&l->started, 1);
-    l->rc = tern_weights_load(l->w, &fake_ops, l->dst, l->version, &l->loaded, &l->waited_ns);
+    l->rc = tern_weights_load(l->w, FAKE(l->dst), l->version, &l->loaded, &l->waited_ns);
     atomic_store(&l->done, 1);
     return NULL;
 }
@@ -398,13 +401,13 @@ Test(weights, load_of_a_version_waits_until_it_is_published, .timeout = 20)
     sleep_ms(50);
     cr_assert_eq(atomic_load(&l.done), 0, "load(2) returned from an empty store");
     fake_two(&src, 0);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 0), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 0), TERN_OK);
     fake_two(&src, 100);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 1), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 1), TERN_OK);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&l.done), 0, "load(2) returned with only version 1 published");
     fake_two(&src, 200);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 2), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 2), TERN_OK);
     pthread_join(t, NULL);
     cr_assert_eq(l.rc, TERN_OK);
     cr_assert_eq(l.loaded, 2);
@@ -425,7 +428,7 @@ Test(weights, load_newest_waits_for_a_first_version, .timeout = 20)
     sleep_ms(50);
     cr_assert_eq(atomic_load(&l.done), 0, "load(-1) returned from an empty store");
     fake_two(&src, 40);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 5), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 5), TERN_OK);
     pthread_join(t, NULL);
     cr_assert_eq(l.rc, TERN_OK);
     cr_assert_eq(l.loaded, 5);
@@ -441,7 +444,7 @@ Test(weights, close_wakes_a_waiting_load, .timeout = 20)
     fake_model src, dst;
     fake_two(&src, 0);
     fake_two(&dst, -1);
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 0), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 0), TERN_OK);
     loader l;
     pthread_t t;
     start_loader(&l, &t, w, &dst, 3);
@@ -453,7 +456,7 @@ Test(weights, close_wakes_a_waiting_load, .timeout = 20)
     cr_assert_eq(l.loaded, -7, "nothing was loaded");
     expect_values(&dst, -1);
     /* after close, every load answers TERN_ECLOSED at once */
-    cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, -1, NULL, NULL), TERN_ECLOSED);
+    cr_assert_eq(tern_weights_load(w, FAKE(&dst), -1, NULL, NULL), TERN_ECLOSED);
     tern_weights_free(w);
 }
 
@@ -1103,7 +1106,7 @@ Test(messages, msg_free_releases_every_kind)
     s->error = strdup("e");
     fake_model m;
     fake_two(&m, 0);
-    s->eval = tern_snapshot_take(&fake_ops, &m, 1);
+    s->eval = tern_snapshot_of(FAKE(&m), 1);
     cr_assert_not_null(s->eval);
     tern_msg_free(s);
     tern_msg_free(NULL);
@@ -1124,7 +1127,7 @@ Test(weights, checkpoint_store_writes_behind_the_trainer)
     fake_two(&dst, 999);
     for (int v = 0; v < 6; v++) {
         fake_two(&src, (float)(100 * v));
-        cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, v), TERN_OK, "%s",
+        cr_assert_eq(tern_weights_publish(w, FAKE(&src), v), TERN_OK, "%s",
                      tern_error_message());
         fake_two(&src, -1); /* the trainer goes on: the copy must not see this */
     }
@@ -1132,17 +1135,17 @@ Test(weights, checkpoint_store_writes_behind_the_trainer)
     cr_assert_eq(tern_weights_newest(w), 5);
     int64_t loaded = -1;
     for (int v = 0; v < 6; v++) {
-        cr_assert_eq(tern_weights_load(w, &fake_ops, &dst, v, &loaded, NULL), TERN_OK, "%s",
+        cr_assert_eq(tern_weights_load(w, FAKE(&dst), v, &loaded, NULL), TERN_OK, "%s",
                      tern_error_message());
         cr_assert_eq(loaded, v);
         expect_values(&dst, (float)(100 * v));
     }
     /* an old version published again fails in the writer: the next call says so */
-    cr_assert_eq(tern_weights_publish(w, &fake_ops, &src, 3), TERN_OK);
+    cr_assert_eq(tern_weights_publish(w, FAKE(&src), 3), TERN_OK);
     int rc = tern_weights_flush(w);
     cr_expect_eq(rc, TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "version 3"), "%s", tern_error_message());
-    cr_expect_neq(tern_weights_publish(w, &fake_ops, &src, 7), TERN_OK);
+    cr_expect_neq(tern_weights_publish(w, FAKE(&src), 7), TERN_OK);
     tern_weights_free(w);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

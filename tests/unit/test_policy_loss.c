@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "algo/policy_loss.h"
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "tern/abi.h"
 
 #define TOL 1e-9

@@ -10,8 +10,8 @@
 
 #include "data/arith.h"
 #include "data/task_file.h"
-#include "errmsg.h"
-#include "log.h"
+#include "base/errmsg.h"
+#include "base/log.h"
 
 #define WORK TERN_TEST_WORK_DIR
 

@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "loop/transport.h"
+#include "base/errmsg.h"
+#include "weights/transport.h"
 
 static const tern_transport_ops *const T = &tern_transport_checkpoint;
 
@@ -46,7 +46,8 @@ static uint64_t now_ns(void)
 /* ---- a fake model ------------------------------------------------------------ */
 
 /* embed.weight f32 [rows, cols], norm.weight f32 [cols], lm_head.weight f32
- * [rows, cols] and scale.weight bf16 [cols]; only tensors() is used. */
+ * [rows, cols] and scale.weight bf16 [cols]: its tensor list is what a
+ * transport reads and writes. */
 typedef struct fake_model {
     float *f[3];
     uint16_t *h;
@@ -54,18 +55,8 @@ typedef struct fake_model {
     size_t n;
 } fake_model;
 
-static int fake_tensors(void *state, const tern_tensor **out, size_t *n)
-{
-    fake_model *m = state;
-    *out = m->t;
-    *n = m->n;
-    return TERN_OK;
-}
-
-static const tern_model_ops fake_ops = {
-    .size = sizeof(tern_model_ops),
-    .tensors = fake_tensors,
-};
+/* A transport publishes and loads a tensor list: the fake model's. */
+#define TENSORS(m) (m)->t, (m)->n
 
 static void fake_init(fake_model *m, int64_t rows, int64_t cols)
 {
@@ -160,7 +151,7 @@ static void *open_dir(const char *dir)
 static void publish(void *w, fake_model *m, int64_t v)
 {
     fake_fill(m, (float)v);
-    cr_assert_eq(T->publish(w, &fake_ops, m, v), TERN_OK, "publish %" PRId64 ": %s", v,
+    cr_assert_eq(T->publish(w, TENSORS(m), v), TERN_OK, "publish %" PRId64 ": %s", v,
                  tern_error_message());
 }
 
@@ -215,20 +206,20 @@ Test(checkpoint, publish_then_load_an_exact_version_and_the_newest)
 
     int64_t loaded = -5;
     uint64_t waited = 1;
-    cr_assert_eq(T->load(w, &fake_ops, &b, 1, &loaded, &waited), TERN_OK, "%s",
+    cr_assert_eq(T->load(w, TENSORS(&b), 1, &loaded, &waited), TERN_OK, "%s",
                  tern_error_message());
     cr_assert_eq(loaded, 1);
     cr_assert(fake_is(&b, 1), "version 1 did not load whole");
     cr_assert_eq(waited, 0, "no wait for a published version (reading LATEST is none)");
-    cr_assert_eq(T->load(w, &fake_ops, &b, -1, &loaded, NULL), TERN_OK, "%s",
+    cr_assert_eq(T->load(w, TENSORS(&b), -1, &loaded, NULL), TERN_OK, "%s",
                  tern_error_message());
     cr_assert_eq(loaded, 2);
     cr_assert(fake_is(&b, 2));
 
     /* versions only grow */
-    cr_assert_eq(T->publish(w, &fake_ops, &a, 2), TERN_EINVAL);
+    cr_assert_eq(T->publish(w, TENSORS(&a), 2), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "published after 2"), "%s", tern_error_message());
-    cr_assert_eq(T->publish(w, &fake_ops, &a, 1), TERN_EINVAL);
+    cr_assert_eq(T->publish(w, TENSORS(&a), 1), TERN_EINVAL);
 
     /* the files on disk: LATEST, and standard safetensors */
     char path[1024];
@@ -287,7 +278,7 @@ typedef struct loader {
 static void *load_thread(void *arg)
 {
     loader *l = arg;
-    l->rc = T->load(l->w, &fake_ops, l->m, l->version, &l->loaded, &l->waited_ns);
+    l->rc = T->load(l->w, TENSORS(l->m), l->version, &l->loaded, &l->waited_ns);
     atomic_store(&l->done, 1);
     return NULL;
 }
@@ -351,8 +342,8 @@ Test(checkpoint, close_wakes_a_waiter_with_eclosed, .timeout = 20)
     cr_assert_eq(l.rc, TERN_ECLOSED);
     cr_assert_geq(l.waited_ns, 50000000ull);
     /* and every later load, even of a version there is */
-    cr_assert_eq(T->load(w, &fake_ops, &b, 1, NULL, NULL), TERN_ECLOSED);
-    cr_assert_eq(T->load(w, &fake_ops, &b, -1, NULL, NULL), TERN_ECLOSED);
+    cr_assert_eq(T->load(w, TENSORS(&b), 1, NULL, NULL), TERN_ECLOSED);
+    cr_assert_eq(T->load(w, TENSORS(&b), -1, NULL, NULL), TERN_ECLOSED);
     cr_assert(fake_is(&b, 0), "a closed transport wrote into the model");
     fake_free(&a);
     fake_free(&b);
@@ -376,13 +367,13 @@ Test(checkpoint, forgotten_versions_are_refused_and_the_newest_is_kept)
         cr_assert_eq(exists(path), v >= 3, "version %" PRId64 " %s", v,
                      v >= 3 ? "was removed" : "was kept");
     }
-    cr_assert_eq(T->load(w, &fake_ops, &b, 1, NULL, NULL), TERN_EINVAL);
+    cr_assert_eq(T->load(w, TENSORS(&b), 1, NULL, NULL), TERN_EINVAL);
     const char *msg = tern_error_message();
     cr_expect(strstr(msg, "forgotten") && strstr(msg, "weights-0000000001.safetensors"), "%s",
               msg);
     cr_assert(fake_is(&b, 0));
     int64_t loaded;
-    cr_assert_eq(T->load(w, &fake_ops, &b, 3, &loaded, NULL), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(T->load(w, TENSORS(&b), 3, &loaded, NULL), TERN_OK, "%s", tern_error_message());
     cr_assert(fake_is(&b, 3));
 
     /* never the newest, whatever is asked */
@@ -391,12 +382,12 @@ Test(checkpoint, forgotten_versions_are_refused_and_the_newest_is_kept)
     cr_assert(!exists(path));
     weights_name(path, sizeof path, 4);
     cr_assert(exists(path), "the newest version was removed");
-    cr_assert_eq(T->load(w, &fake_ops, &b, -1, &loaded, NULL), TERN_OK);
+    cr_assert_eq(T->load(w, TENSORS(&b), -1, &loaded, NULL), TERN_OK);
     cr_assert_eq(loaded, 4);
 
     /* a version skipped by the publisher is refused the same way */
     publish(w, &a, 10);
-    cr_assert_eq(T->load(w, &fake_ops, &b, 7, NULL, NULL), TERN_EINVAL);
+    cr_assert_eq(T->load(w, TENSORS(&b), 7, NULL, NULL), TERN_EINVAL);
     cr_assert(fake_is(&b, 4));
     fake_free(&a);
     fake_free(&b);
@@ -408,7 +399,7 @@ Test(checkpoint, forgotten_versions_are_refused_and_the_newest_is_kept)
 static void expect_refused(void *w, fake_model *m, int64_t v, const char *want)
 {
     fake_fill(m, 77);
-    int rc = T->load(w, &fake_ops, m, v, NULL, NULL);
+    int rc = T->load(w, TENSORS(m), v, NULL, NULL);
     const char *msg = tern_error_message();
     cr_assert_eq(rc, TERN_EINVAL, "load %" PRId64 ": %s (%s)", v, tern_status_name(rc), msg);
     char name[64];
@@ -456,15 +447,15 @@ Test(checkpoint, a_model_the_format_cannot_hold_is_refused_at_publish)
     fake_model a;
     fake_init(&a, 3, 4);
     a.t[0].bytes -= 4;
-    cr_assert_eq(T->publish(w, &fake_ops, &a, 1), TERN_EINVAL);
+    cr_assert_eq(T->publish(w, TENSORS(&a), 1), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "embed.weight"), "%s", tern_error_message());
     a.t[0].bytes += 4;
     a.t[1].name = "embed.weight";
-    cr_assert_eq(T->publish(w, &fake_ops, &a, 1), TERN_EINVAL);
+    cr_assert_eq(T->publish(w, TENSORS(&a), 1), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "two tensors named"), "%s", tern_error_message());
     a.t[1].name = "norm.weight";
     a.t[3].dtype = 9;
-    cr_assert_eq(T->publish(w, &fake_ops, &a, 1), TERN_EINVAL);
+    cr_assert_eq(T->publish(w, TENSORS(&a), 1), TERN_EINVAL);
     a.t[3].dtype = 2;
     /* nothing half-made was left behind, and version 1 is still free */
     cr_assert_eq(T->newest(w), -1);
@@ -575,7 +566,7 @@ Test(checkpoint, corrupt_files_give_an_error_not_a_crash)
     /* a LATEST that is not a number: loads and a fresh open say so */
     snprintf(path, sizeof path, "%s/LATEST", wdir);
     put_bytes(path, "12abc\n", 6);
-    cr_assert_eq(T->load(w, &fake_ops, &b, -1, NULL, NULL), TERN_EINVAL);
+    cr_assert_eq(T->load(w, TENSORS(&b), -1, NULL, NULL), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "LATEST"), "%s", tern_error_message());
     cr_assert_null(tern_transport_checkpoint_new(wdir));
     cr_expect(strstr(tern_error_message(), "12abc"), "%s", tern_error_message());
@@ -597,7 +588,7 @@ Test(checkpoint, a_second_instance_on_the_directory_sees_the_newest, .timeout = 
     publish(w, &a, 2);
     cr_assert_eq(T->newest(r), 2);
     int64_t loaded;
-    cr_assert_eq(T->load(r, &fake_ops, &b, -1, &loaded, NULL), TERN_OK, "%s",
+    cr_assert_eq(T->load(r, TENSORS(&b), -1, &loaded, NULL), TERN_OK, "%s",
                  tern_error_message());
     cr_assert_eq(loaded, 2);
     cr_assert(fake_is(&b, 2));
@@ -620,7 +611,7 @@ Test(checkpoint, a_second_instance_on_the_directory_sees_the_newest, .timeout = 
     /* a resumed run: the newest on disk counts, and versions still only grow */
     w = open_dir(wdir);
     cr_assert_eq(T->newest(w), 3);
-    cr_assert_eq(T->publish(w, &fake_ops, &a, 3), TERN_EINVAL);
+    cr_assert_eq(T->publish(w, TENSORS(&a), 3), TERN_EINVAL);
     publish(w, &a, 4);
     T->destroy(w);
     fake_free(&a);
@@ -685,7 +676,7 @@ static void writer_child(fake_model *m, int ready, double max_s)
     uint64_t end = now_ns() + (uint64_t)(max_s * 1e9);
     for (; now_ns() < end; v++) {
         fake_fill(m, (float)v);
-        if (T->publish(w, &fake_ops, m, v) != TERN_OK) {
+        if (T->publish(w, TENSORS(m), v) != TERN_OK) {
             fprintf(stderr, "writer: %s\n", tern_error_message());
             _exit(2);
         }
@@ -772,7 +763,7 @@ Test(checkpoint, a_writer_killed_mid_write_never_leaves_a_partial_version, .time
         } else {
             int64_t loaded = -1;
             fake_fill(&r, -1);
-            int rc = T->load(w, &fake_ops, &r, -1, &loaded, NULL);
+            int rc = T->load(w, TENSORS(&r), -1, &loaded, NULL);
             cr_assert_eq(rc, TERN_OK, "round %d: %s", round, tern_error_message());
             cr_assert_eq(loaded, newest);
             cr_assert(fake_is(&r, (float)loaded), "round %d: version %" PRId64 " loaded "
@@ -804,7 +795,7 @@ static void *reader_thread(void *arg)
     rd->last = -1;
     while (!atomic_load(rd->stop)) {
         int64_t loaded = -1;
-        int rc = T->load(rd->w, &fake_ops, &rd->m, -1, &loaded, NULL);
+        int rc = T->load(rd->w, TENSORS(&rd->m), -1, &loaded, NULL);
         if (rc == TERN_ECLOSED)
             break;
         if (rc != TERN_OK) {

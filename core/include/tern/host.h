@@ -4,7 +4,7 @@
  * A plugin receives `const tern_host *` in its entry point (plugin.h) and may
  * keep the pointer: the table lives until the process ends. Every service is a
  * function pointer, never a linked symbol, so a plugin links nothing of libtern
- * (DESIGN.md §3). Members are appended only; check TERN_HAS(host, member)
+ * (docs/architecture.md §3). Members are appended only; check TERN_HAS(host, member)
  * before using one added after ABI 1.0.
  *
  * Most services take the calling instance's `tern_ctx *` (handed to the

@@ -2,7 +2,7 @@
  * tern/model.h: the ops table of a model plugin (TERN_KIND_MODEL).
  *
  * A model is a differentiable function tokens -> per-token log-probs and knows
- * nothing of RL (DESIGN.md §2): the core's algorithms compute dL/dlogp (and
+ * nothing of RL (docs/architecture.md §2): the core's algorithms compute dL/dlogp (and
  * dL/dentropy) per token and hand them back for the backward pass.
  *
  * Sequences: token ids are int32. For a sequence x[0..len), position i >= 1 has
@@ -46,6 +46,19 @@ typedef struct tern_gen_request {
     uint64_t seed;            /* same seed, request and thread count: same output */
 } tern_gen_request;
 
+/* Why a generated sample ended (tern_gen_output.finish). */
+typedef enum tern_finish {
+    TERN_FINISH_STOP = 1,   /* a stop token (kept as the last token) */
+    TERN_FINISH_LENGTH = 2  /* max_new_tokens reached */
+} tern_finish;
+
+/* The element type of a tern_tensor (tern_tensor.dtype). */
+typedef enum tern_dtype {
+    TERN_DTYPE_F32 = 1,  /* IEEE float32 */
+    TERN_DTYPE_BF16 = 2, /* bfloat16 (the top 16 bits of a float32) */
+    TERN_DTYPE_F16 = 3   /* IEEE float16 */
+} tern_dtype;
+
 /* One generated continuation. The model fills it; the caller frees tokens and
  * logprobs with ops->free_buffer. */
 typedef struct tern_gen_output {
@@ -54,7 +67,7 @@ typedef struct tern_gen_output {
     float *logprobs;   /* logprobs[i]: log-prob of tokens[i] under the distribution
                           actually sampled from (after temperature and truncation) */
     size_t len;
-    uint32_t finish;   /* 1: a stop token, 2: max_new_tokens */
+    uint32_t finish;   /* a tern_finish */
 } tern_gen_output;
 
 /* A sequence to score or train on; positions [start, len) count. */
@@ -73,7 +86,7 @@ typedef struct tern_sequence {
 typedef struct tern_tensor {
     size_t size;           /* set by the caller to sizeof(tern_tensor) */
     const char *name;      /* Hugging Face name, e.g. "model.layers.0.self_attn.q_proj.weight" */
-    uint32_t dtype;        /* 1: f32, 2: bf16, 3: f16 */
+    uint32_t dtype;        /* a tern_dtype */
     uint32_t ndim;
     int64_t shape[4];
     void *data;

@@ -2,7 +2,7 @@
  * tern/sync.h: the ops table of a synchronisation strategy (TERN_KIND_SYNC).
  *
  * A sync plugin is the schedule, not the machinery: the core's explorer and
- * trainer roles ask it three questions and obey the answers (DESIGN.md §4):
+ * trainer roles ask it three questions and obey the answers (docs/architecture.md §4):
  *
  *   1. explorer_plan: before generating batch k, which weights must be loaded?
  *      Either "wait until version v is loaded" (fixed schedules) or "take the

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "tern/abi.h"
 
 tern_adv_kind tern_adv_kind_parse(const char *name)

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "tern/abi.h"
 
 #define LOG_RATIO_MAX 20.0 /* log-ratios are clamped to [-20, 20] before exp() */

@@ -1,6 +1,6 @@
 /* policy_loss.h: the training losses of a batch of responses and their
  * gradients dL/dlogp (and dL/dentropy) per response token, which the trainer
- * hands to the model's backward pass (DESIGN.md §2: the model never sees an
+ * hands to the model's backward pass (docs/architecture.md §2: the model never sees an
  * algorithm, only these gradients).
  *
  * Per response i with n_i tokens t: logp = log pi(y_t) under the policy being

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "errmsg.h"
-#include "log.h"
+#include "base/errmsg.h"
+#include "base/log.h"
 
 /* Malformed lines logged one by one under skip_bad; the rest are counted. */
 #define SHOWN_SKIPS 5

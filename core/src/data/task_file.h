@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "task.h"
+#include "data/task.h"
 
 typedef struct tern_task_set {
     tern_task **tasks; /* [n], in file order */

@@ -1,7 +1,7 @@
 /* crc32c.c: CRC-32C, table-driven, 8 bytes per step ("slicing by 8").
  * A 4 KB experience costs about a microsecond, against tens of microseconds
  * for the buffer's copy and lock, so no hardware instruction is needed. */
-#include "crc32c.h"
+#include "experience/crc32c.h"
 
 #include <pthread.h>
 

@@ -2,12 +2,12 @@
  * written byte by byte in little-endian order; the decoder trusts nothing in
  * the record until its length and checksum agree, then checks every inner
  * size against the bytes left before reading them. */
-#include "experience.h"
+#include "experience/experience.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "experience/crc32c.h"
 
 /* ---- little-endian fields ---------------------------------------------------- */

@@ -45,7 +45,7 @@ typedef struct tern_experience {
     int64_t batch, version; /* explorer batch, weight version that generated it */
     uint32_t task_index;    /* the task's line in the training set (0-based) */
     uint32_t group, sample; /* task slot in the batch, response in its group */
-    uint32_t finish;        /* 1 stop token, 2 length limit */
+    uint32_t finish;        /* a tern_finish (tern/model.h) */
     double reward, accuracy;
     double advantage;       /* NaN: not computed (the trainer computes it per group) */
     uint64_t generated_ns;  /* wall clock when the response was generated, ns since 1970 */

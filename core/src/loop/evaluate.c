@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "reward/rewarder.h"
-#include "task.h"
-#include "trace.h"
+#include "data/task.h"
+#include "rundir/trace.h"
 
 #define CHUNK 64 /* tasks per generate() call: bounds the KV cache */
 
@@ -15,10 +15,9 @@
 static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json_t *total,
                       double *len_sum)
 {
-    const tern_model_ops *ops = run->evaluator.ops;
-    void *m = run->evaluator.state;
+    const tern_model *m = &run->evaluator;
     size_t n = to - from;
-    tern_gen_request req[CHUNK];
+    tern_gen_request req[CHUNK] = {0};
     tern_gen_output outs[CHUNK];
     int32_t *prompts[CHUNK] = {0};
     char *texts[CHUNK] = {0};
@@ -32,8 +31,8 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
         tasks[i] = run->eval.tasks[from + i];
         const char *p = tern_task_string(tasks[i], "prompt");
         size_t np = 0;
-        if ((rc = tern_model_prompt(&run->evaluator, "evaluation", tern_task_system(run, tasks[i]),
-                                    p, &prompts[i], &np)))
+        if ((rc = tern_run_prompt(m, "evaluation", tern_task_system(run, tasks[i]), p,
+                                  &prompts[i], &np)))
             break;
         req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
                                     .prompt_len = np, .n_samples = 1,
@@ -42,16 +41,14 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
                                     .n_stop = 1, .seed = 1};
         outs[i].size = sizeof outs[i];
     }
-    if (rc == TERN_OK) {
-        tern_error_clear();
-        if ((rc = ops->generate(m, req, n, outs)) != TERN_OK)
-            rc = tern_role_failed(rc, "evaluation", "generate");
-    }
+    if (rc == TERN_OK)
+        rc = tern_model_generate(m, "evaluation: generate", req, n, outs);
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
         size_t len = outs[i].len;
-        if (len && outs[i].finish == 1 && outs[i].tokens[len - 1] == stop)
+        if (len && outs[i].finish == TERN_FINISH_STOP && outs[i].tokens[len - 1] == stop)
             len--;
-        if ((rc = tern_model_text(&run->evaluator, "evaluation", outs[i].tokens, len, &texts[i])))
+        if ((rc = tern_model_text(m, "evaluation: detokenize", outs[i].tokens, len, &texts[i],
+                                  NULL)))
             break;
         ntok[i] = (uint32_t)outs[i].len;
         *len_sum += (double)outs[i].len;
@@ -66,10 +63,9 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
         json_object_set_new(right, dom, json_integer(json_integer_value(r) + (v[i].accuracy > 0)));
         json_object_set_new(total, dom, json_integer(json_integer_value(t) + 1));
     }
+    tern_model_release_outputs(m, outs, n);
     for (size_t i = 0; i < n; i++) {
         free(prompts[i]);
-        ops->free_buffer(m, outs[i].tokens);
-        ops->free_buffer(m, outs[i].logprobs);
         free(texts[i]);
     }
     return rc;
@@ -80,7 +76,7 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     memset(out, 0, sizeof *out);
     double t0 = tern_run_now();
     uint64_t span = tern_trace_begin(run->session->trace, "evaluate");
-    int rc = tern_snapshot_apply(w, run->evaluator.ops, run->evaluator.state);
+    int rc = tern_snapshot_into(w, &run->evaluator);
     size_t n = run->eval.n;
     if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < n)
         n = (size_t)run->set.eval_limit;

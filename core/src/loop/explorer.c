@@ -1,4 +1,4 @@
-/* explorer.c: the explorer role (DESIGN.md §2): a policy copy that, for each
+/* explorer.c: the explorer role (docs/architecture.md §2): a policy copy that, for each
  * batch the master hands it, loads the weights its sync plan names,
  * generates group_size responses per task and sends them, with their
  * behaviour log-probs and the weight version, back to the master. Several
@@ -10,16 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "loop/run.h"
-#include "trace.h"
+#include "rundir/trace.h"
 
 /* Which weights batch `batch` uses, loaded into this explorer's model. */
 static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *version,
                         double *waited_s)
 {
     tern_trace *tr = run->session->trace;
-    tern_model_handle *m = &run->explorers[id];
+    const tern_model *m = &run->explorers[id];
     tern_sync_plan plan = {.size = sizeof plan};
     tern_error_clear();
     int rc = run->sync_ops->explorer_plan(run->sync, id, batch, &plan);
@@ -45,7 +45,7 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *vers
         return TERN_OK;
     uint64_t t0 = tern_trace_clock(), waited = 0;
     int64_t loaded = -1;
-    rc = tern_weights_load(run->weights, m->ops, m->state, want, &loaded, &waited);
+    rc = tern_weights_load(run->weights, m, want, &loaded, &waited);
     uint64_t t1 = tern_trace_clock();
     *waited_s = 1e-9 * (double)waited;
     char args[160];
@@ -67,9 +67,7 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *vers
 static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
                     tern_rollout_msg *out)
 {
-    const tern_model_handle *h = &run->explorers[id];
-    const tern_model_ops *ops = h->ops;
-    void *m = h->state;
+    const tern_model *h = &run->explorers[id];
     uint32_t G = run->set.group_size;
     size_t total = (size_t)job->n * G;
     tern_gen_request *req = calloc(job->n, sizeof *req);
@@ -90,8 +88,8 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     for (uint32_t i = 0; i < job->n; i++) {
         out->task_index[i] = job->task_index[i];
         size_t n = 0;
-        rc = tern_model_prompt(h, "explorer", job->system[i], job->prompt[i],
-                               &out->prompt_tokens[i], &n);
+        rc = tern_run_prompt(h, "explorer", job->system[i], job->prompt[i],
+                             &out->prompt_tokens[i], &n);
         if (rc != TERN_OK)
             goto done;
         out->prompt_len[i] = (uint32_t)n;
@@ -110,12 +108,9 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     for (size_t i = 0; i < total; i++)
         outs[i].size = sizeof outs[i];
     double t0 = tern_run_now();
-    tern_error_clear();
-    rc = ops->generate(m, req, job->n, outs);
-    if (rc != TERN_OK) {
-        rc = tern_role_failed(rc, "explorer", "generate");
+    rc = tern_model_generate(h, "explorer: generate", req, job->n, outs);
+    if (rc != TERN_OK)
         goto done;
-    }
     out->gen_seconds = tern_run_now() - t0;
     out->done_unix_ns = tern_run_unix_ns();
     for (size_t i = 0; i < total; i++) {
@@ -131,9 +126,9 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
         out->gen_tokens += r->len;
         /* the text the reward reads: without the EOS that ended it */
         size_t textlen = r->len;
-        if (textlen && r->finish == 1 && outs[i].tokens[textlen - 1] == stop)
+        if (textlen && r->finish == TERN_FINISH_STOP && outs[i].tokens[textlen - 1] == stop)
             textlen--;
-        rc = tern_model_text(h, "explorer", outs[i].tokens, textlen, &r->text);
+        rc = tern_model_text(h, "explorer: detokenize", outs[i].tokens, textlen, &r->text, NULL);
         if (rc != TERN_OK)
             goto done;
         if (!r->tokens || !r->logp || !r->text) {
@@ -142,10 +137,7 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
         }
     }
 done:
-    for (size_t i = 0; outs && i < total; i++) {
-        ops->free_buffer(m, outs[i].tokens);
-        ops->free_buffer(m, outs[i].logprobs);
-    }
+    tern_model_release_outputs(h, outs, total);
     free(outs);
     free(req);
     return rc;

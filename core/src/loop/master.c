@@ -1,6 +1,7 @@
 /* master.c: the master role (see master.h): deals tasks to the explorers and
  * the warm-up to the trainer, rewards rollouts into the buffer, writes a
  * metrics line per step, evaluates, completes checkpoints, handles SIGINT. */
+#include "loop/master.h"
 #include "loop/master_state.h"
 
 #include <errno.h>
@@ -12,19 +13,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "errmsg.h"
-#include "host_table.h"
-#include "log.h"
+#include "base/errmsg.h"
+#include "host/host_table.h"
+#include "base/log.h"
 #include "loop/evaluate.h"
 #include "experience/experience.h"
 #include "reward/rewarder.h"
 #include "loop/run.h"
 #include "loop/run_state.h"
-#include "rundir.h"
-#include "task.h"
+#include "rundir/rundir.h"
+#include "data/task.h"
 #include "tern/rng.h"
-#include "trace.h"
-#include "utf8.h"
+#include "rundir/trace.h"
+#include "tern/support/utf8.h"
 
 /* ---- SIGINT ------------------------------------------------------------------ */
 
@@ -277,7 +278,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
             b->reward_sq += v[i].reward * v[i].reward;
             b->acc_sum += v[i].accuracy;
             b->len_sum += resp->len;
-            b->by_length += resp->finish == 2;
+            b->by_length += resp->finish == TERN_FINISH_LENGTH;
             b->n++;
             const char *dom = tern_task_string(tasks[i], "domain");
             json_object_set_new(b->acc_right, dom,

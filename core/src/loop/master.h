@@ -1,4 +1,4 @@
-/* master.h: `tern run`'s learning loop (DESIGN.md §2, §4, §5): the master
+/* master.h: `tern run`'s learning loop (docs/architecture.md §2, §4, §5): the master
  * role sets up the run (data, plugins, model instances, run directory),
  * starts the explorer and trainer threads, routes rewards, writes metrics,
  * evaluations, checkpoints and the summary, and handles SIGINT. */
@@ -7,8 +7,8 @@
 
 #include <stdio.h>
 
-#include "diag.h"
-#include "session.h"
+#include "config/diag.h"
+#include "host/session.h"
 
 typedef struct tern_loop_options {
     int resume;         /* continue the run directory out_dir/name from its newest checkpoint */

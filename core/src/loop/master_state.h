@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "diag.h"
-#include "loop/master.h"
+#include "config/diag.h"
+
 #include "loop/run.h"
 
 /* Position p of a stream is task perm_e[p mod n] of epoch e = p / n, where
@@ -71,7 +71,8 @@ void tern_run_drop_models(tern_run *run);
 int tern_run_load_data(tern_run *run);
 /* Create the run directory (or, resuming, load its newest checkpoint) and
  * open metrics.jsonl and rollouts.jsonl for appending. */
-int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o);
+struct tern_loop_options; /* loop/master.h */
+int tern_run_open_dir(tern_run *run, master *ms, const struct tern_loop_options *o);
 
 /* run_figures.c */
 /* Write the master's figures as the temporary checkpoint's state.json and

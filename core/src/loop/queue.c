@@ -1,9 +1,9 @@
 /* queue.c: see queue.h. */
-#include "queue.h"
+#include "loop/queue.h"
 
 #include <stdlib.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 
 struct tern_queue_item {
     void *msg;

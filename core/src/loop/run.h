@@ -1,4 +1,4 @@
-/* run.h: one run of the learning loop (DESIGN.md §2): the master (the
+/* run.h: one run of the learning loop (docs/architecture.md §2): the master (the
  * calling thread), one thread per explorer and a trainer thread.
  *
  * The roles share nothing but the buffer plugin, the weight store and the
@@ -16,22 +16,15 @@
 
 #include "data/task_file.h"
 #include "loop/queue.h"
-#include "loop/run_settings.h"
-#include "loop/weights.h"
+#include "config/run_settings.h"
+#include "weights/weights.h"
 #include "reward/rewarder.h"
-#include "session.h"
+#include "host/session.h"
+#include "model/model.h"
 #include "tern/buffer.h"
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
-
-/* A model instance and its plugin. */
-typedef struct tern_model_handle {
-    const tern_model_ops *ops;
-    void *state;
-    tern_ctx *ctx;  /* owned when the run made the instance (not the session) */
-    int made;       /* 1: the run created it and destroys it */
-} tern_model_handle;
 
 /* Where a resumed run starts. */
 typedef struct tern_resume_point {
@@ -51,12 +44,12 @@ typedef struct tern_run {
     char dir[PATH_MAX];    /* the run directory */
     FILE *out;             /* where the command prints (progress goes to stderr) */
 
-    tern_model_handle policy;    /* trainer's */
-    tern_model_handle reference; /* trainer's; ops NULL when no reference is used */
+    tern_model policy;    /* trainer's */
+    tern_model reference; /* trainer's; ops NULL when no reference is used */
     int reference_is_copy;       /* same_as = "model": a frozen copy of the RL-start policy */
-    tern_model_handle *explorers; /* [n_explorers], one per explorer thread */
+    tern_model *explorers; /* [n_explorers], one per explorer thread */
     uint32_t n_explorers;        /* the sync plugin's describe().explorers */
-    tern_model_handle evaluator; /* master's; NULL ops without an eval split */
+    tern_model evaluator; /* master's; NULL ops without an eval split */
     tern_special_tokens special;
 
     const tern_buffer_ops *buffer_ops;
@@ -120,7 +113,7 @@ typedef struct tern_response {
     int32_t *tokens;
     float *logp;
     uint32_t len;
-    uint32_t finish;
+    uint32_t finish;         /* a tern_finish */
     char *text;
 } tern_response;
 
@@ -194,23 +187,15 @@ uint64_t tern_run_unix_ns(void);
  * "ROLE: WHAT: message" and return rc (TERN_ERR if rc is not a failure). */
 int tern_role_failed(int rc, const char *role, const char *what);
 
-/* The model's tokens for `text` (BOS first with `bos`) in an array of our
- * own (n + 1 entries, for an appended EOS); TERN_OK or a wrapped failure. */
-int tern_model_tokenize(const tern_model_handle *m, const char *role, const char *text, int bos,
-                        int32_t **ids, size_t *n);
 /* The model's tokens for a task's prompt: through the model's chat template
  * (encode_chat, ABI 1.4) as a user turn after `system` (may be NULL), else
  * tokenized with BOS. Our own array (n + 1 entries); a system turn for a
  * model without encode_chat is refused with a message. */
-int tern_model_prompt(const tern_model_handle *m, const char *role, const char *system,
-                      const char *prompt, int32_t **ids, size_t *n);
+int tern_run_prompt(const tern_model *m, const char *role, const char *system,
+                    const char *prompt, int32_t **ids, size_t *n);
 /* The system turn for task t: its "system" string field, else
  * data.system_prompt, else NULL. Not a copy. */
 const char *tern_task_system(const tern_run *run, const tern_task *t);
-/* The text of tokens[0..n) as our own NUL-terminated string (the ABI does
- * not promise the NUL); TERN_OK or a wrapped failure. */
-int tern_model_text(const tern_model_handle *m, const char *role, const int32_t *tokens,
-                    size_t n, char **text);
 
 /* Seed of a named stream with numbers mixed in (batch, slot, epoch ...). */
 uint64_t tern_run_seed(const tern_run *run, const char *stream, uint64_t a, uint64_t b);

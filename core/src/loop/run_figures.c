@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "log.h"
+#include "base/errmsg.h"
+#include "base/log.h"
 #include "loop/master_state.h"
 #include "loop/run_state.h"
-#include "trace.h"
+#include "rundir/trace.h"
+#include "tern/support/atomic_file.h"
 
 /* ---- resume ---------------------------------------------------------------- */
 
@@ -83,17 +84,15 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
 
     char path[PATH_MAX + 160];
     snprintf(path, sizeof path, "%s/policy", ckpt);
-    tern_error_clear();
-    rc = run->policy.ops->load(run->policy.state, path, 1);
-    if (rc != TERN_OK)
-        return tern_errorf(rc, "%s: cannot load the policy: %s", path, tern_error_message());
+    char what[PATH_MAX + 200];
+    snprintf(what, sizeof what, "%s: cannot load the policy", path);
+    if ((rc = tern_model_load(&run->policy, what, path, 1)) != TERN_OK)
+        return rc;
     if (run->reference_is_copy && r->rl_started) {
         snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
-        tern_error_clear();
-        rc = run->reference.ops->load(run->reference.state, path, 0);
-        if (rc != TERN_OK)
-            return tern_errorf(rc, "%s: cannot load the reference: %s", path,
-                               tern_error_message());
+        snprintf(what, sizeof what, "%s: cannot load the reference", path);
+        if ((rc = tern_model_load(&run->reference, what, path, 0)) != TERN_OK)
+            return rc;
     }
     ms->steps_done = r->step;
     ms->sft_done = r->sft_step;
@@ -201,13 +200,17 @@ int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
                                                         : 0));
     json_object_set_new(o, "checkpoint",
                         ms->last_checkpoint[0] ? json_string(ms->last_checkpoint) : json_null());
-    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/summary.json", run->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int rc = TERN_OK;
-    if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
-        rename(tmp, path) != 0)
+    tern_atomic_file a; /* summary.json.tmp, renamed over summary.json */
+    FILE *f = NULL;
+    if (tern_atomic_file_open(&a, path, NULL, 0) != 0 ||
+        !(f = tern_atomic_file_stream(&a, NULL, 0)) ||
+        json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
+        tern_atomic_file_commit(&a, NULL, 0) != 0)
         rc = tern_errorf(TERN_EIO, "%s: cannot write the summary", path);
+    tern_atomic_file_abort(&a);
     json_decref(o);
     if (rc == TERN_OK && ms->accuracy_before >= 0 && ms->accuracy_after >= 0)
         tern_logf(TERN_LOG_INFO, "run", "greedy eval accuracy %.3f before RL, %.3f after (%+.1f "

@@ -6,13 +6,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "errmsg.h"
-#include "host_table.h"
-#include "log.h"
+#include "base/errmsg.h"
+#include "host/host_table.h"
+#include "base/log.h"
+#include "loop/master.h"
 #include "loop/master_state.h"
 #include "reward/rewarder.h"
 #include "loop/run_state.h"
-#include "rundir.h"
+#include "rundir/rundir.h"
 
 /* ---- instances ------------------------------------------------------------- */
 
@@ -26,35 +27,26 @@ static tern_instance *find_instance(tern_session *s, const char *label)
 
 /* Another instance of the model plugin from the config's model section. */
 static int make_model(tern_run *run, const tern_instance *model, const char *label,
-                      tern_model_handle *h)
+                      tern_model *m)
 {
-    h->ops = model->entry->plugin->desc->ops;
-    h->ctx = tern_ctx_new(label, &run->session->config, model->group,
-                          model->entry->plugin->desc->settings, run->seed, run->session->metrics,
-                          run->session->trace);
-    if (!h->ctx)
+    tern_ctx *ctx = tern_ctx_new(label, &run->session->config, model->group,
+                                 model->entry->plugin->desc->settings, run->seed,
+                                 run->session->metrics, run->session->trace);
+    if (!ctx)
         return tern_errorf(TERN_ENOMEM, "out of memory");
-    tern_error_clear();
-    int rc = h->ops->create(h->ctx, &h->state);
-    if (rc != TERN_OK) {
-        const char *m = tern_error_message();
-        tern_ctx_free(h->ctx);
-        h->ctx = NULL;
-        h->ops = NULL;
-        return tern_errorf(rc, "%s: the model plugin failed to start a second instance: %s",
-                           label, *m ? m : "it gave no reason");
-    }
-    h->made = 1;
-    return TERN_OK;
+    char what[96];
+    snprintf(what, sizeof what, "%s: the model plugin failed to start a second instance", label);
+    int rc = tern_model_make(m, model->entry->plugin->desc->ops, ctx, what);
+    if (rc != TERN_OK)
+        tern_ctx_free(ctx);
+    return rc;
 }
 
-static void drop_model(tern_model_handle *h)
+static void drop_model(tern_model *m)
 {
-    if (h->made && h->ops)
-        h->ops->destroy(h->state);
-    if (h->made)
-        tern_ctx_free(h->ctx);
-    memset(h, 0, sizeof *h);
+    tern_ctx *ctx = m->made ? m->ctx : NULL;
+    tern_model_unmake(m);
+    tern_ctx_free(ctx);
 }
 
 int tern_run_setup_plugins(tern_run *run, tern_diag *d)
@@ -74,8 +66,7 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
                        "};%s", s->config.path, fix);
     if (d->n)
         return TERN_ECONFIG;
-    run->policy = (tern_model_handle){.ops = model->entry->plugin->desc->ops,
-                                      .state = model->state};
+    run->policy = (tern_model){.ops = model->entry->plugin->desc->ops, .state = model->state};
     run->buffer_ops = buf->entry->plugin->desc->ops;
     run->buffer = buf->state;
     run->sync_ops = sync->entry->plugin->desc->ops;
@@ -104,20 +95,17 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
         return TERN_ECONFIG;
     }
 
-    const tern_model_ops *mo = run->policy.ops;
-    if (!TERN_HAS(mo, special_tokens) || !mo->special_tokens) {
+    int rc = tern_model_special(&run->policy, "model: the end-of-sequence token", &run->special);
+    if (rc == TERN_EUNSUPPORTED) {
         tern_diag_addf(d, "model: plugin '%s' does not tell its end-of-sequence token (the "
                        "special_tokens op of ABI 1.1), so a run cannot end responses: add the op "
                        "and rebuild the plugin against the ABI 1.1 SDK (docs/plugins.md)",
                        model->entry->name);
         return TERN_ECONFIG;
     }
-    run->special = (tern_special_tokens){.size = sizeof run->special, .bos = -1, .eos = -1,
-                                         .pad = -1};
-    tern_error_clear();
-    if (mo->special_tokens(run->policy.state, &run->special) != TERN_OK || run->special.eos < 0)
+    if (rc != TERN_OK || run->special.eos < 0)
         return tern_errorf(TERN_ERR, "model: plugin '%s' gives no end-of-sequence token: %s",
-                           model->entry->name, tern_error_message());
+                           model->entry->name, rc != TERN_OK ? tern_error_message() : "eos is -1");
 
     tern_sync_info info = {.size = sizeof info};
     tern_error_clear();
@@ -146,8 +134,7 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     /* the reference: a frozen copy of the policy (same_as), its own plugin, or none */
     int want_kl = run->set.loss.kl != TERN_KL_NONE;
     if (ref && ref->created) {
-        run->reference = (tern_model_handle){.ops = ref->entry->plugin->desc->ops,
-                                             .state = ref->state};
+        run->reference = (tern_model){.ops = ref->entry->plugin->desc->ops, .state = ref->state};
     } else if (ref && want_kl) {
         run->reference_is_copy = 1;
     } else if (!ref && run->set.loss.kl_coef > 0) {
@@ -160,7 +147,7 @@ int tern_run_setup_plugins(tern_run *run, tern_diag *d)
     }
     if (d->n)
         return TERN_ECONFIG;
-    int rc = TERN_OK;
+    rc = TERN_OK;
     run->explorers = calloc(info.explorers, sizeof *run->explorers);
     if (!run->explorers)
         return tern_errorf(TERN_ENOMEM, "out of memory");

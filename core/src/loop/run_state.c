@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
+#include "tern/support/atomic_file.h"
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -111,12 +112,14 @@ int tern_jsonl_truncate(const char *path, int64_t sft_step, int64_t step)
         return errno == ENOENT ? TERN_OK
                                : tern_errorf(TERN_EIO, "%s: cannot read: %s", path,
                                              strerror(errno));
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
+    tern_atomic_file a; /* PATH.tmp, renamed over PATH */
+    FILE *out = NULL;
+    if (tern_atomic_file_open(&a, path, NULL, 0) != 0 ||
+        !(out = tern_atomic_file_stream(&a, NULL, 0))) {
+        int e = errno;
+        tern_atomic_file_abort(&a);
         fclose(in);
-        return tern_errorf(TERN_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+        return tern_errorf(TERN_EIO, "%s.tmp: cannot write: %s", path, strerror(e));
     }
     char *line = NULL;
     size_t cap = 0;
@@ -133,7 +136,7 @@ int tern_jsonl_truncate(const char *path, int64_t sft_step, int64_t step)
     }
     free(line);
     fclose(in);
-    if (fclose(out) != 0 || rename(tmp, path) != 0)
+    if (tern_atomic_file_commit(&a, NULL, 0) != 0)
         return tern_errorf(TERN_EIO, "%s: cannot rewrite: %s", path, strerror(errno));
     return TERN_OK;
 }

@@ -1,4 +1,4 @@
-/* run_state.h: the run's checkpoints (DESIGN.md §5): DIR/checkpoints/step-N/
+/* run_state.h: the run's checkpoints (docs/architecture.md §5): DIR/checkpoints/step-N/
  * (RL steps done) or sft-S/ (warm-up steps done) holding policy/ (the model
  * with its optimiser state) and state.json (counters, the data position, the
  * figures so far); DIR/checkpoints/reference/ holds the frozen reference of a

@@ -1,4 +1,4 @@
-/* trainer.c: the trainer role (DESIGN.md §2): the trainable policy and the
+/* trainer.c: the trainer role (docs/architecture.md §2): the trainable policy and the
  * frozen reference. An optional supervised warm-up, then RL steps: read one
  * explorer batch from the buffer, score it under the policy (and the
  * reference), turn rewards into advantages, the loss into dL/dlogp per
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "log.h"
+#include "base/errmsg.h"
+#include "base/log.h"
 #include "experience/experience.h"
 #include "loop/run.h"
-#include "trace.h"
+#include "rundir/trace.h"
 
 static int push_report(tern_run *run, tern_step_msg *m)
 {
@@ -31,11 +31,10 @@ static int save_policy(tern_run *run, int64_t sft_step, int64_t step, char **dir
     tern_checkpoint_dir(run, sft_step, step, 1, path, sizeof path);
     snprintf(model_dir, sizeof model_dir, "%s/policy", path);
     uint64_t span = tern_trace_begin(run->session->trace, "save");
-    tern_error_clear();
-    int rc = run->policy.ops->save(run->policy.state, model_dir, 1);
+    int rc = tern_model_save(&run->policy, "trainer: saving a checkpoint", model_dir, 1);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK)
-        return tern_role_failed(rc, "trainer", "saving a checkpoint");
+        return rc;
     *dir = strdup(path);
     return *dir ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
 }
@@ -71,8 +70,7 @@ static int report_stopped(tern_run *run, int64_t sft_step, int64_t step)
 
 static int sft_step(tern_run *run, const tern_sft_job *job)
 {
-    const tern_model_ops *ops = run->policy.ops;
-    void *m = run->policy.state;
+    const tern_model *m = &run->policy;
     uint32_t n = job->n;
     int32_t **toks = calloc(n, sizeof *toks);
     tern_sequence *seqs = calloc(n, sizeof *seqs);
@@ -87,9 +85,10 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
         int32_t *p = NULL, *a = NULL;
         size_t np = 0, na = 0;
-        rc = tern_model_prompt(&run->policy, "trainer", job->system[i], job->prompt[i], &p, &np);
+        rc = tern_run_prompt(m, "trainer", job->system[i], job->prompt[i], &p, &np);
         if (rc == TERN_OK)
-            rc = tern_model_tokenize(&run->policy, "trainer", job->answer[i], 0, &a, &na);
+            rc = tern_model_tokenize(m, "trainer: tokenize", job->answer[i],
+                                     strlen(job->answer[i]), 0, &a, &na);
         /* target: the answer, then EOS */
         if (rc == TERN_OK && !(toks[i] = malloc((np + na + 1) * sizeof *toks[i])))
             rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
@@ -110,11 +109,8 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     }
     if (rc != TERN_OK)
         goto done;
-    tern_error_clear();
-    if ((rc = ops->score(m, seqs, n, lp, NULL)) != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "score (warm-up)");
+    if ((rc = tern_model_score(m, "trainer: score (warm-up)", seqs, n, lp, NULL)) != TERN_OK)
         goto done;
-    }
     /* L = -1/T sum log p(target) (the sft loss, token mean) */
     tern_loss_seq *ls = calloc(n, sizeof *ls);
     if (!ls) {
@@ -134,19 +130,14 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
         goto done;
     }
     double loss = lstats.loss;
-    tern_error_clear();
-    if ((rc = ops->backward(m, seqs, n, (const float *const *)dl, NULL)) != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "backward (warm-up)");
+    if ((rc = tern_model_backward(m, "trainer: backward (warm-up)", seqs, n,
+                                  (const float *const *)dl, NULL)) != TERN_OK)
         goto done;
-    }
     tern_optim_step st = {.size = sizeof st, .lr = run->set.sft_lr, .beta1 = run->set.beta1,
                           .beta2 = run->set.beta2, .eps = run->set.adam_eps,
                           .weight_decay = run->set.weight_decay, .grad_clip = run->set.grad_clip};
-    tern_error_clear();
-    if ((rc = ops->step(m, &st)) != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "optimiser step (warm-up)");
+    if ((rc = tern_model_step(m, "trainer: optimiser step (warm-up)", &st)) != TERN_OK)
         goto done;
-    }
     tern_step_msg *r = new_report(TERN_MSG_SFT_DONE, job->step + 1);
     if (!r) {
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
@@ -425,7 +416,6 @@ static void keep_whole_groups(batch *b, uint32_t G, uint64_t *dropped)
 static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
 {
     const tern_run_settings *set = &run->set;
-    const tern_model_ops *ops = run->policy.ops;
     uint32_t G = set->group_size;
     step_arrays a = {0};
     int rc = arrays_alloc(&a, b->n, b);
@@ -446,16 +436,10 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     }
     int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
     uint64_t span = tern_trace_begin(run->session->trace, "score");
-    tern_error_clear();
-    rc = ops->score(run->policy.state, a.seq, a.n, a.lp, a.ent);
-    if (rc != TERN_OK)
-        rc = tern_role_failed(rc, "trainer", "score (policy)");
-    if (rc == TERN_OK && need_ref) {
-        tern_error_clear();
-        rc = run->reference.ops->score(run->reference.state, a.seq, a.n, a.ref, NULL);
-        if (rc != TERN_OK)
-            rc = tern_role_failed(rc, "trainer", "score (reference)");
-    }
+    rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq, a.n, a.lp, a.ent);
+    if (rc == TERN_OK && need_ref)
+        rc = tern_model_score(&run->reference, "trainer: score (reference)", a.seq, a.n, a.ref,
+                              NULL);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK)
         goto done;
@@ -497,22 +481,17 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         goto done;
     }
     span = tern_trace_begin(run->session->trace, "backward");
-    tern_error_clear();
-    rc = ops->backward(run->policy.state, a.seq, a.n, (const float *const *)a.dl,
-                       set->loss.entropy_coef != 0 ? (const float *const *)a.dent : NULL);
+    rc = tern_model_backward(&run->policy, "trainer: backward", a.seq, a.n,
+                             (const float *const *)a.dl,
+                             set->loss.entropy_coef != 0 ? (const float *const *)a.dent : NULL);
     tern_trace_end(run->session->trace, span, NULL);
-    if (rc != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "backward");
+    if (rc != TERN_OK)
         goto done;
-    }
     tern_optim_step st = {.size = sizeof st, .lr = tern_run_lr(set, step), .beta1 = set->beta1,
                           .beta2 = set->beta2, .eps = set->adam_eps,
                           .weight_decay = set->weight_decay, .grad_clip = set->grad_clip};
-    tern_error_clear();
-    if ((rc = ops->step(run->policy.state, &st)) != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "optimiser step");
+    if ((rc = tern_model_step(&run->policy, "trainer: optimiser step", &st)) != TERN_OK)
         goto done;
-    }
     rep->grad_norm = st.grad_norm;
     rep->lr = st.lr;
 done:
@@ -542,7 +521,7 @@ static int publish(tern_run *run, int64_t version)
     snprintf(args, sizeof args, "{\"method\":\"%s\",\"version\":%lld}", run->transport,
              (long long)version);
     uint64_t span = tern_trace_begin(tr, "sync");
-    int rc = tern_weights_publish(run->weights, run->policy.ops, run->policy.state, version);
+    int rc = tern_weights_publish(run->weights, &run->policy, version);
     tern_trace_end(tr, span, args);
     if (rc != TERN_OK)
         return tern_role_failed(rc, "trainer", "publishing the weights");
@@ -605,8 +584,7 @@ static int rl_step(tern_run *run, int64_t step)
             goto fail;
         rep->published = 1;
     }
-    if (eval_due(run, done) && !(rep->eval = tern_snapshot_take(run->policy.ops,
-                                                                run->policy.state, done))) {
+    if (eval_due(run, done) && !(rep->eval = tern_snapshot_of(&run->policy, done))) {
         rc = TERN_ENOMEM;
         goto fail;
     }
@@ -640,12 +618,12 @@ static int rl_start(tern_run *run)
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     if (!run->resume.rl_started) {
         if (run->reference_is_copy &&
-            (rc = tern_weights_copy(run->policy.ops, run->policy.state, run->reference.state))) {
+            (rc = tern_weights_copy(&run->policy, &run->reference))) {
             tern_msg_free(m);
             return tern_role_failed(rc, "trainer", "copying the policy into the reference");
         }
         m->rl_fresh = 1;
-        if (run->eval.n && !(m->eval = tern_snapshot_take(run->policy.ops, run->policy.state, 0))) {
+        if (run->eval.n && !(m->eval = tern_snapshot_of(&run->policy, 0))) {
             tern_msg_free(m);
             return TERN_ENOMEM;
         }
@@ -658,11 +636,10 @@ static int rl_start(tern_run *run)
             /* the master keeps it beside the checkpoints, for a resume */
             char dir[PATH_MAX + 32];
             snprintf(dir, sizeof dir, "%s/checkpoints/reference", run->dir);
-            tern_error_clear();
-            rc = run->reference.ops->save(run->reference.state, dir, 0);
+            rc = tern_model_save(&run->reference, "trainer: saving the reference", dir, 0);
             if (rc != TERN_OK) {
                 tern_msg_free(m);
-                return tern_role_failed(rc, "trainer", "saving the reference");
+                return rc;
             }
         }
     }

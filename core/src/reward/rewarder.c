@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "log.h"
-#include "task.h"
+#include "base/errmsg.h"
+#include "base/log.h"
+#include "data/task.h"
 #include "tern/plugin.h"
-#include "utf8.h"
+#include "tern/support/utf8.h"
 
 /* Isolated responses get this long unless `timeout_ms` says otherwise. */
 #define DEFAULT_TIMEOUT_MS 10000

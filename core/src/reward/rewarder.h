@@ -1,4 +1,4 @@
-/* rewarder.h: reward routing (DESIGN.md §2), for a run's master and for
+/* rewarder.h: reward routing (docs/architecture.md §2), for a run's master and for
  * `tern reward score`. Each response goes to the reward plugins configured
  * for its task's domain; its reward is the weighted sum of theirs, its
  * accuracy the "accuracy" component of the first of them that gives one
@@ -9,15 +9,17 @@
 #ifndef TERN_REWARD_REWARDER_H
 #define TERN_REWARD_REWARDER_H
 
+#include "base/export.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "data/task_file.h"
 #include "experience/experience.h"
-#include "metrics.h"
+#include "rundir/metrics.h"
 #include "reward/worker.h"
-#include "session.h"
+#include "host/session.h"
 #include "tern/reward.h"
 
 /* One reward plugin instance and where its responses come from. */
@@ -61,9 +63,9 @@ typedef struct tern_verdict {
  * isolated ones' workers. TERN_ECONFIG for a `timeout_ms` without
  * `isolate` or a plugin that does not start in its worker. Close it
  * whatever the result. */
-int tern_rewarder_open(tern_rewarder *rw, tern_session *s);
+TERN_INTERNAL int tern_rewarder_open(tern_rewarder *rw, tern_session *s);
 /* Stop the workers; free the routes. A zeroed rewarder is fine. */
-void tern_rewarder_close(tern_rewarder *rw);
+TERN_INTERNAL void tern_rewarder_close(tern_rewarder *rw);
 /* Check that every domain of `set` has a route: TERN_ECONFIG naming the
  * domain, how many tasks have it, and the fix. */
 int tern_rewarder_check_domains(const tern_rewarder *rw, const tern_task_set *set);
@@ -72,7 +74,7 @@ int tern_rewarder_check_domains(const tern_rewarder *rw, const tern_task_set *se
  * and counted in *failures; with `observe`, "reward/failed/<why>" is observed
  * (1) for it, and each named component a plugin gives as "reward/<name>".
  * Safe from several threads. TERN_ENOMEM only. */
-int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
+TERN_INTERNAL int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
                         const char *const *texts, const uint32_t *ntok, size_t n,
                         tern_verdict *out, uint64_t *failures, tern_metrics *observe);
 

@@ -22,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
+#include "base/errmsg.h"
 #include "experience/experience.h"
-#include "host_table.h"
-#include "task.h"
+#include "host/host_table.h"
+#include "data/task.h"
 
 #define READY_MAGIC 0x31445254u /* "TRD1" */
 #define REQ_MAGIC 0x31515254u   /* "TRQ1" */

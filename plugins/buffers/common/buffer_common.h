@@ -1,10 +1,12 @@
 /*
  * buffer_common.h: what the buffer plugins (fifo, priority, sqlite) share:
  * the intrusive list their records sit in, the lock and the two condition
- * variables on CLOCK_MONOTONIC, deadlines, the checks of put/get/stats
- * arguments (one wording for every buffer), keeping a caller's meta, and
- * writing stats and records for callers built against an older SDK. Header
- * only (static inline): each plugin is its own .so and links nothing shared.
+ * variables on CLOCK_MONOTONIC (made, closed and destroyed alike), deadlines,
+ * reading a choice setting, the checks of put/get/stats arguments and the
+ * refusals of a put without memory or after close (one wording for every
+ * buffer), keeping a caller's meta, and writing stats and records for callers
+ * built against an older SDK. Header only (static inline): each plugin is its
+ * own .so and links nothing shared.
  */
 #ifndef TERN_PLUGINS_BUFFER_COMMON_H
 #define TERN_PLUGINS_BUFFER_COMMON_H
@@ -141,25 +143,51 @@ static inline void buffer_release_nodes(pthread_mutex_t *lock, tern_record *recs
 /* ---- waiting ------------------------------------------------------------------- */
 
 /* A mutex and two condition variables waiting on CLOCK_MONOTONIC (so a change
- * of the wall clock neither shortens nor stretches a timeout). Returns 0, or
- * -1 with nothing left initialised. */
-static inline int buffer_init_sync(pthread_mutex_t *lock, pthread_cond_t *a, pthread_cond_t *b)
+ * of the wall clock neither shortens nor stretches a timeout) for the buffer
+ * `name`. TERN_OK, or TERN_ENOMEM after host->fail with nothing left
+ * initialised. */
+static inline int buffer_init_sync(const tern_host *host, tern_ctx *ctx, const char *name,
+                                   pthread_mutex_t *lock, pthread_cond_t *a, pthread_cond_t *b)
 {
     pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
-    int have_a = ok && pthread_cond_init(a, &ca) == 0;
-    int have_b = have_a && pthread_cond_init(b, &ca) == 0;
-    int have_lock = have_b && pthread_mutex_init(lock, NULL) == 0;
-    pthread_condattr_destroy(&ca);
+    int have_lock = 0, have_a = 0, have_b = 0;
+    if (pthread_condattr_init(&ca) == 0) {
+        int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
+        have_a = ok && pthread_cond_init(a, &ca) == 0;
+        have_b = have_a && pthread_cond_init(b, &ca) == 0;
+        have_lock = have_b && pthread_mutex_init(lock, NULL) == 0;
+        pthread_condattr_destroy(&ca);
+    }
     if (have_lock)
-        return 0;
+        return TERN_OK;
     if (have_b)
         pthread_cond_destroy(b);
     if (have_a)
         pthread_cond_destroy(a);
-    return -1;
+    return host->fail(ctx, TERN_ENOMEM,
+                      "%s: cannot create the buffer's mutex or condition variables "
+                      "(out of memory or thread resources)", name);
+}
+
+/* Undo buffer_init_sync(). */
+static inline void buffer_destroy_sync(pthread_mutex_t *lock, pthread_cond_t *a,
+                                       pthread_cond_t *b)
+{
+    pthread_cond_destroy(b);
+    pthread_cond_destroy(a);
+    pthread_mutex_destroy(lock);
+}
+
+/* close(): set *closed under the lock and wake every waiter on a and b, so
+ * that each sees it. */
+static inline void buffer_close(pthread_mutex_t *lock, int *closed, pthread_cond_t *a,
+                                pthread_cond_t *b)
+{
+    pthread_mutex_lock(lock);
+    *closed = 1;
+    pthread_cond_broadcast(a);
+    pthread_cond_broadcast(b);
+    pthread_mutex_unlock(lock);
 }
 
 /* t + ms (ms >= 0). */
@@ -174,12 +202,39 @@ static inline struct timespec buffer_ts_after(struct timespec t, int64_t ms)
     return t;
 }
 
-/* The absolute CLOCK_MONOTONIC time `timeout_ms` (> 0) from now. */
+/* The absolute CLOCK_MONOTONIC time `timeout_ms` from now; {0, 0}, never
+ * waited for, when timeout_ms <= 0 (no wait, or no limit). */
 static inline struct timespec buffer_deadline_after(int64_t timeout_ms)
 {
-    struct timespec t;
+    struct timespec t = {0, 0};
+    if (timeout_ms <= 0)
+        return t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return buffer_ts_after(t, timeout_ms);
+}
+
+/* ---- settings ------------------------------------------------------------------- */
+
+/* The index of `value` among `choices` ("a|b|..."): TERN_OK with *index set,
+ * or host->setting_error naming `key`. The core checks choices before
+ * create(): a second guard. */
+static inline int buffer_setting_choice(const tern_host *host, tern_ctx *ctx, const char *key,
+                                        const char *value, const char *choices, int *index)
+{
+    size_t n = strlen(value);
+    int k = 0;
+    for (const char *c = choices;; k++) {
+        const char *bar = strchr(c, '|');
+        size_t len = bar ? (size_t)(bar - c) : strlen(c);
+        if (len == n && memcmp(c, value, n) == 0) {
+            *index = k;
+            return TERN_OK;
+        }
+        if (!bar)
+            break;
+        c = bar + 1;
+    }
+    return host->setting_error(ctx, key, "'%s' is not one of %s", value, choices);
 }
 
 /* ---- argument checks (one wording for every buffer) ----------------------------- */
@@ -208,13 +263,15 @@ static inline int buffer_check_put_args(const tern_host *host, tern_ctx *ctx, co
     return TERN_OK;
 }
 
-/* get's arguments: TERN_OK, or TERN_EINVAL after host->fail naming `name`. */
+/* get's arguments, after *got = 0 (when got is given): TERN_OK, or
+ * TERN_EINVAL after host->fail naming `name`. */
 static inline int buffer_check_get_args(const tern_host *host, tern_ctx *ctx, const char *name,
-                                        const tern_record *out, size_t want, const size_t *got)
+                                        const tern_record *out, size_t want, size_t *got)
 {
     if (!got)
         return host->fail(ctx, TERN_EINVAL, "%s: get got got = NULL; pass a size_t to "
                           "receive the number of records handed out", name);
+    *got = 0;
     if (want == 0)
         return host->fail(ctx, TERN_EINVAL, "%s: get got want = 0; ask for at least 1 "
                           "record", name);
@@ -228,6 +285,24 @@ static inline int buffer_check_get_args(const tern_host *host, tern_ctx *ctx, co
                               "every out[i].size = sizeof(tern_record) before get()",
                               name, i, out[i].size);
     return TERN_OK;
+}
+
+/* put found no memory to copy record `id` of `len` bytes: TERN_ENOMEM after
+ * host->fail naming `name`. */
+static inline int buffer_fail_copy(const tern_host *host, tern_ctx *ctx, const char *name,
+                                   size_t len, unsigned long long id)
+{
+    return host->fail(ctx, TERN_ENOMEM, "%s: out of memory copying a record of %zu bytes (id "
+                      "%llu); lower capacity or the size of records", name, len, id);
+}
+
+/* put of record `id` after close(): TERN_ECLOSED after host->fail naming
+ * `name`. */
+static inline int buffer_fail_put_closed(const tern_host *host, tern_ctx *ctx, const char *name,
+                                         unsigned long long id)
+{
+    return host->fail(ctx, TERN_ECLOSED, "%s: put of record %llu after the buffer was closed; "
+                      "stop producing once close() has been called", name, id);
 }
 
 /* stats' argument: TERN_OK, or TERN_EINVAL after host->fail naming `name`. */

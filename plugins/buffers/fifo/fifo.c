@@ -77,13 +77,11 @@ static int read_settings(tern_ctx *ctx, fifo *f)
     if (capacity < 1)
         return host->setting_error(ctx, "capacity", "%lld is too small; use 1 or more",
                                    (long long)capacity);
-    if (strcmp(when_full, "block") == 0)
-        f->when_full = FULL_BLOCK;
-    else if (strcmp(when_full, "drop_oldest") == 0)
-        f->when_full = FULL_DROP_OLDEST;
-    else
-        return host->setting_error(ctx, "when_full", "'%s' is not one of block|drop_oldest",
-                                   when_full);
+    int policy = 0; /* the index in "block|drop_oldest": FULL_BLOCK, FULL_DROP_OLDEST */
+    rc = buffer_setting_choice(host, ctx, "when_full", when_full, "block|drop_oldest", &policy);
+    if (rc != TERN_OK)
+        return rc;
+    f->when_full = (full_policy)policy;
     f->capacity = (uint64_t)capacity;
     return TERN_OK;
 }
@@ -95,15 +93,11 @@ static int fifo_create(tern_ctx *ctx, void **state)
         return host->fail(ctx, TERN_ENOMEM, "fifo: out of memory creating the buffer");
     f->ctx = ctx;
     int rc = read_settings(ctx, f);
+    if (rc == TERN_OK)
+        rc = buffer_init_sync(host, ctx, "fifo", &f->lock, &f->not_empty, &f->not_full);
     if (rc != TERN_OK) {
         free(f);
         return rc;
-    }
-    if (buffer_init_sync(&f->lock, &f->not_empty, &f->not_full) != 0) {
-        free(f);
-        return host->fail(ctx, TERN_ENOMEM,
-                          "fifo: cannot create the buffer's mutex or condition variables "
-                          "(out of memory or thread resources)");
     }
     list_init(&f->queue);
     list_init(&f->out);
@@ -118,9 +112,7 @@ static void fifo_destroy(void *state)
         return;
     list_free_all(&f->queue);
     list_free_all(&f->out); /* records a consumer never released */
-    pthread_cond_destroy(&f->not_full);
-    pthread_cond_destroy(&f->not_empty);
-    pthread_mutex_destroy(&f->lock);
+    buffer_destroy_sync(&f->lock, &f->not_empty, &f->not_full);
     free(f);
 }
 
@@ -141,9 +133,7 @@ static int make_room(fifo *f, int64_t timeout_ms, node **victim)
         }
         return TERN_OK;
     }
-    struct timespec dl = {0, 0};
-    if (timeout_ms > 0)
-        dl = buffer_deadline_after(timeout_ms);
+    struct timespec dl = buffer_deadline_after(timeout_ms);
     int expired = 0;
     while (!f->closed && f->held >= f->capacity) {
         if (expired)
@@ -164,9 +154,7 @@ static int fifo_put(void *state, const void *data, size_t len, const tern_record
     /* copy before locking: the copy of a large record should not stall others */
     node *n = buffer_node_new(data, len, meta);
     if (!n)
-        return host->fail(f->ctx, TERN_ENOMEM,
-                          "fifo: out of memory copying a record of %zu bytes (id %llu); lower "
-                          "capacity or the size of records", len, (unsigned long long)meta->id);
+        return buffer_fail_copy(host, f->ctx, "fifo", len, (unsigned long long)meta->id);
     node *victim;
     pthread_mutex_lock(&f->lock);
     rc = make_room(f, timeout_ms, &victim);
@@ -188,9 +176,7 @@ static int fifo_put(void *state, const void *data, size_t len, const tern_record
         return TERN_OK;
     free(n);
     if (rc == TERN_ECLOSED)
-        return host->fail(f->ctx, TERN_ECLOSED,
-                          "fifo: put of record %llu after the buffer was closed; stop producing "
-                          "once close() has been called", (unsigned long long)meta->id);
+        return buffer_fail_put_closed(host, f->ctx, "fifo", (unsigned long long)meta->id);
     return host->fail(f->ctx, TERN_ETIMEDOUT,
                       "fifo: put of record %llu timed out after %lld ms with the buffer full "
                       "(%llu records); consumers are slower than producers: raise capacity or "
@@ -206,9 +192,7 @@ static int fifo_put(void *state, const void *data, size_t len, const tern_record
  * (closed and drained) or TERN_ETIMEDOUT. */
 static int wait_for_record(fifo *f, int64_t timeout_ms)
 {
-    struct timespec dl = {0, 0};
-    if (timeout_ms > 0)
-        dl = buffer_deadline_after(timeout_ms);
+    struct timespec dl = buffer_deadline_after(timeout_ms);
     int expired = 0;
     while (!f->closed && f->held == 0) {
         if (expired)
@@ -221,8 +205,6 @@ static int wait_for_record(fifo *f, int64_t timeout_ms)
 static int fifo_get(void *state, tern_record *out, size_t want, size_t *got, int64_t timeout_ms)
 {
     fifo *f = state;
-    if (got)
-        *got = 0;
     int rc = buffer_check_get_args(host, f->ctx, "fifo", out, want, got);
     if (rc != TERN_OK)
         return rc;
@@ -269,11 +251,7 @@ static void fifo_release(void *state, tern_record *recs, size_t n)
 static void fifo_close(void *state)
 {
     fifo *f = state;
-    pthread_mutex_lock(&f->lock);
-    f->closed = 1;
-    pthread_cond_broadcast(&f->not_empty);
-    pthread_cond_broadcast(&f->not_full);
-    pthread_mutex_unlock(&f->lock);
+    buffer_close(&f->lock, &f->closed, &f->not_empty, &f->not_full);
 }
 
 static int fifo_stats(void *state, tern_buffer_stats *out)

@@ -272,13 +272,10 @@ static int read_settings(tern_ctx *ctx, prio *p)
     if (capacity < 1 || capacity > 1000000000)
         return host->setting_error(ctx, "capacity", "%lld is out of range; use 1 to 1000000000",
                                    (long long)capacity);
-    if (strcmp(order, "linear_decay") == 0)
-        p->uniform = 0;
-    else if (strcmp(order, "uniform") == 0)
-        p->uniform = 1;
-    else
-        return host->setting_error(ctx, "priority", "'%s' is not one of linear_decay|uniform",
-                                   order);
+    /* the index in "linear_decay|uniform" is p->uniform */
+    rc = buffer_setting_choice(host, ctx, "priority", order, "linear_decay|uniform", &p->uniform);
+    if (rc != TERN_OK)
+        return rc;
     if (!(decay >= 0 && decay <= 1e6))
         return host->setting_error(ctx, "decay", "%g is out of range; use 0 to 1000000", decay);
     if (max_uses < 1 || max_uses > 1000000)
@@ -307,15 +304,11 @@ static int prio_create(tern_ctx *ctx, void **state)
         return host->fail(ctx, TERN_ENOMEM, "priority: out of memory creating the buffer");
     p->ctx = ctx;
     int rc = read_settings(ctx, p);
+    if (rc == TERN_OK)
+        rc = buffer_init_sync(host, ctx, "priority", &p->lock, &p->ready_cv, &p->room_cv);
     if (rc != TERN_OK) {
         free(p);
         return rc;
-    }
-    if (buffer_init_sync(&p->lock, &p->ready_cv, &p->room_cv) != 0) {
-        free(p);
-        return host->fail(ctx, TERN_ENOMEM,
-                          "priority: cannot create the buffer's mutex or condition variables "
-                          "(out of memory or thread resources)");
     }
     heap_init(&p->ready, offsetof(node, rpos), p->uniform ? NULL : ready_above_linear);
     heap_init(&p->evictable, offsetof(node, epos),
@@ -338,9 +331,7 @@ static void prio_destroy(void *state)
     list_free_all(&p->out); /* records a consumer never released */
     heap_free(&p->evictable);
     heap_free(&p->ready);
-    pthread_cond_destroy(&p->room_cv);
-    pthread_cond_destroy(&p->ready_cv);
-    pthread_mutex_destroy(&p->lock);
+    buffer_destroy_sync(&p->lock, &p->ready_cv, &p->room_cv);
     free(p);
 }
 
@@ -427,10 +418,7 @@ static int prio_put(void *state, const void *data, size_t len, const tern_record
     /* copy before locking: the copy of a large record should not stall others */
     node *x = node_new(data, len, meta);
     if (!x)
-        return host->fail(p->ctx, TERN_ENOMEM,
-                          "priority: out of memory copying a record of %zu bytes (id %llu); "
-                          "lower capacity or the size of records", len,
-                          (unsigned long long)meta->id);
+        return buffer_fail_copy(host, p->ctx, "priority", len, (unsigned long long)meta->id);
     node *victim = NULL;
     pthread_mutex_lock(&p->lock);
     rc = wait_for_room(p, timeout_ms);
@@ -457,9 +445,7 @@ static int prio_put(void *state, const void *data, size_t len, const tern_record
         return host->fail(p->ctx, TERN_ENOMEM,
                           "priority: out of memory indexing record %llu; lower capacity", id);
     if (rc == TERN_ECLOSED)
-        return host->fail(p->ctx, TERN_ECLOSED,
-                          "priority: put of record %llu after the buffer was closed; stop "
-                          "producing once close() has been called", id);
+        return buffer_fail_put_closed(host, p->ctx, "priority", id);
     return host->fail(p->ctx, TERN_ETIMEDOUT,
                       "priority: put of record %llu timed out after %lld ms with all %llu "
                       "records of capacity handed out and none released; raise capacity or "
@@ -510,8 +496,6 @@ static size_t hand_out(prio *p, tern_record *out, size_t want, qlink *gone, size
 static int prio_get(void *state, tern_record *out, size_t want, size_t *got, int64_t timeout_ms)
 {
     prio *p = state;
-    if (got)
-        *got = 0;
     int rc = buffer_check_get_args(host, p->ctx, "priority", out, want, got);
     if (rc != TERN_OK)
         return rc;
@@ -628,11 +612,7 @@ static void prio_release(void *state, tern_record *recs, size_t n)
 static void prio_close(void *state)
 {
     prio *p = state;
-    pthread_mutex_lock(&p->lock);
-    p->closed = 1;
-    pthread_cond_broadcast(&p->ready_cv);
-    pthread_cond_broadcast(&p->room_cv);
-    pthread_mutex_unlock(&p->lock);
+    buffer_close(&p->lock, &p->closed, &p->ready_cv, &p->room_cv);
 }
 
 static int prio_stats(void *state, tern_buffer_stats *out)

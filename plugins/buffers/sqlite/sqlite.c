@@ -288,12 +288,11 @@ static int read_settings(tern_ctx *ctx, sqb *s, sqb_open_opts *o)
     if (busy < 0 || busy > INT_MAX)
         return host->setting_error(ctx, "busy_timeout_ms", "%lld is out of range [0, %d]",
                                    (long long)busy, INT_MAX);
-    if (strcmp(sync, "full") == 0)
-        o->sync_full = 1;
-    else if (strcmp(sync, "normal") == 0)
-        o->sync_full = 0;
-    else
-        return host->setting_error(ctx, "synchronous", "'%s' is not one of full|normal", sync);
+    int level = 0; /* the index in "full|normal" */
+    rc = buffer_setting_choice(host, ctx, "synchronous", sync, "full|normal", &level);
+    if (rc != TERN_OK)
+        return rc;
+    o->sync_full = level == 0;
     s->path = o->path = path;
     s->capacity = (uint64_t)capacity;
     s->busy_timeout_ms = o->busy_timeout_ms = (int)busy;
@@ -336,15 +335,11 @@ static int sqb_create(tern_ctx *ctx, void **state)
     list_init(&s->out);
     sqb_open_opts o = {0};
     int rc = read_settings(ctx, s, &o);
+    if (rc == TERN_OK)
+        rc = buffer_init_sync(host, ctx, "sqlite", &s->lock, &s->not_empty, &s->not_full);
     if (rc != TERN_OK) {
         free(s);
         return rc;
-    }
-    if (buffer_init_sync(&s->lock, &s->not_empty, &s->not_full) != 0) {
-        free(s);
-        return host->fail(ctx, TERN_ENOMEM,
-                          "sqlite: cannot create the buffer's mutex or condition variables "
-                          "(out of memory or thread resources)");
     }
     rc = sqb_open(host, ctx, &o, &s->db);
     if (rc == TERN_OK)
@@ -357,9 +352,7 @@ static int sqb_create(tern_ctx *ctx, void **state)
     }
     if (rc != TERN_OK) {
         close_db(s);
-        pthread_cond_destroy(&s->not_full);
-        pthread_cond_destroy(&s->not_empty);
-        pthread_mutex_destroy(&s->lock);
+        buffer_destroy_sync(&s->lock, &s->not_empty, &s->not_full);
         free(s);
         return rc;
     }
@@ -377,9 +370,7 @@ static void sqb_destroy(void *state)
         return;
     list_free_all(&s->out); /* records a consumer never released */
     close_db(s);
-    pthread_cond_destroy(&s->not_full);
-    pthread_cond_destroy(&s->not_empty);
-    pthread_mutex_destroy(&s->lock);
+    buffer_destroy_sync(&s->lock, &s->not_empty, &s->not_full);
     free(s);
 }
 
@@ -472,9 +463,7 @@ static int sqb_put(void *state, const void *data, size_t len, const tern_record_
     int rc = buffer_check_put_args(host, s->ctx, "sqlite", data, len, meta, max_len);
     if (rc != TERN_OK)
         return rc;
-    struct timespec dl = {0, 0};
-    if (timeout_ms > 0)
-        dl = buffer_deadline_after(timeout_ms);
+    struct timespec dl = buffer_deadline_after(timeout_ms);
     why_wait why = WAIT_FULL;
     int expired = 0;
     pthread_mutex_lock(&s->lock);
@@ -499,9 +488,7 @@ static int sqb_put(void *state, const void *data, size_t len, const tern_record_
     pthread_mutex_unlock(&s->lock);
     unsigned long long id = (unsigned long long)meta->id;
     if (rc == TERN_ECLOSED)
-        return host->fail(s->ctx, TERN_ECLOSED,
-                          "sqlite: put of record %llu after the buffer was closed; stop "
-                          "producing once close() has been called", id);
+        return buffer_fail_put_closed(host, s->ctx, "sqlite", id);
     if (rc == TERN_ETIMEDOUT && why == WAIT_LOCK)
         return host->fail(s->ctx, TERN_ETIMEDOUT,
                           "sqlite: put of record %llu timed out after %lld ms waiting for the "
@@ -634,14 +621,10 @@ static int try_get(sqb *s, tern_record *out, size_t want, size_t *got, why_wait 
 static int sqb_get(void *state, tern_record *out, size_t want, size_t *got, int64_t timeout_ms)
 {
     sqb *s = state;
-    if (got)
-        *got = 0;
     int rc = buffer_check_get_args(host, s->ctx, "sqlite", out, want, got);
     if (rc != TERN_OK)
         return rc;
-    struct timespec dl = {0, 0};
-    if (timeout_ms > 0)
-        dl = buffer_deadline_after(timeout_ms);
+    struct timespec dl = buffer_deadline_after(timeout_ms);
     why_wait why = WAIT_EMPTY;
     size_t n = 0;
     int expired = 0;
@@ -696,11 +679,7 @@ static void sqb_release(void *state, tern_record *recs, size_t n)
 static void sqb_close(void *state)
 {
     sqb *s = state;
-    pthread_mutex_lock(&s->lock);
-    s->closed = 1;
-    pthread_cond_broadcast(&s->not_empty);
-    pthread_cond_broadcast(&s->not_full);
-    pthread_mutex_unlock(&s->lock);
+    buffer_close(&s->lock, &s->closed, &s->not_empty, &s->not_full);
 }
 
 static int sqb_stats(void *state, tern_buffer_stats *out)

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
-#include "checkpoint.h"
-#include "hf_config.h"
-#include "tokenizer.h"
+#include "hf/checkpoint.h"
+#include "hf/hf_config.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 static const tern_host *host;
 
@@ -514,7 +514,7 @@ int front_tensors(void *state, const tern_tensor **out, size_t *n)
             memcpy(t->tensor_names[i], info.name, sizeof t->tensor_names[i]);
             x->size = sizeof *x;
             x->name = t->tensor_names[i];
-            x->dtype = 1;
+            x->dtype = TERN_DTYPE_F32;
             x->ndim = (uint32_t)info.ndim;
             x->shape[0] = info.shape[0];
             x->shape[1] = info.ndim == 2 ? info.shape[1] : 0;

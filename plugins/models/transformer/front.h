@@ -21,9 +21,9 @@
 #include "tern/model.h"
 #include "tern/plugin.h"
 
-#include "adamw.h"
-#include "generate.h"
-#include "model.h"
+#include "decoder/adamw.h"
+#include "decoder/model.h"
+#include "generation/generate.h"
 
 typedef struct tf_engine {
     const char *name; /* for messages: "CPU", "CUDA" */

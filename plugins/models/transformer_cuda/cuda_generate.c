@@ -22,7 +22,7 @@
 
 #include "cuda_check.h"
 #include "cuda_model.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct cuda_decoder {
     cuda_model *m;

@@ -17,7 +17,7 @@
 
 #include "cuda_check.h"
 #include "cuda_model.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 const char *cuda_blas_status(cublasStatus_t s)
 {

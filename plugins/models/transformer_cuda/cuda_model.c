@@ -1,6 +1,6 @@
 /*
  * cuda_model.c: the decoder's forward and backward passes and AdamW on the
- * GPU, step for step as ../transformer/model.c (Llama and Qwen2):
+ * GPU, step for step as ../transformer/decoder/model.c (Llama and Qwen2):
  *
  *   x_0 = E[tokens]
  *   for each layer:  h = rmsnorm(x) ;  q, k, v = h Wq^T + bq, h Wk^T + bk, h Wv^T + bv
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #define D_(m) ((m)->cfg.hidden_size)
 #define F_(m) ((m)->cfg.intermediate_size)

@@ -1,5 +1,5 @@
 /*
- * cuda_model.h: the decoder of ../transformer/model.h on one GPU: float32
+ * cuda_model.h: the decoder of ../transformer/decoder/model.h on one GPU: float32
  * parameters, gradients and AdamW state in device memory, the saved
  * activations of the last forward pass, and the products in cuBLAS (float32,
  * or bf16 operands with float32 sums). Llama and Qwen2 (RMSNorm, RoPE,
@@ -17,9 +17,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "adamw.h"
-#include "llama.h"
-#include "model.h"
+#include "decoder/adamw.h"
+#include "decoder/llama.h"
+#include "decoder/model.h"
 
 /* Activations of one layer on the device, N rows (as llama_layer_acts). */
 typedef struct cuda_layer_acts {
@@ -104,7 +104,7 @@ int cuda_linear_backward(cuda_model *m, float *din, float beta_in, float *dw, fl
 int cuda_refresh_bf16(cuda_model *m, char *err, size_t errn);
 
 /* ---- cuda_generate.c: gen_run's decoder on the device ----------------------- */
-#include "generate.h"
+#include "generation/generate.h"
 int cuda_generate(cuda_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
                   char *err, size_t errn);
 

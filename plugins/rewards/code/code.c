@@ -117,14 +117,16 @@ static int read_binds(tern_ctx *ctx, code_state *st)
             (strlen(b) > 1 && b[strlen(b) - 1] == '/'))
             return host->setting_error(ctx, "binds", "'%s' is not a plain absolute path to a "
                                        "folder or file (no trailing '/', no . or ..)", b);
-        if (!realpath(b, resolved) || strcmp(resolved, b) != 0)
-            return host->setting_error(ctx, "binds", "'%s': %s", b, errno ? strerror(errno) :
-                                       "a symbolic link: give the path it leads to");
+        /* the reserved paths first: whether such a path exists on this
+         * machine does not matter, it can never be bound */
         static const char *const reserved[] = {"/tmp", "/box", "/dev", "/proc"};
         for (size_t r = 0; r < sizeof reserved / sizeof *reserved; r++)
             if (under(b, reserved[r]))
                 return host->setting_error(ctx, "binds", "'%s': %s is the sandbox's own", b,
                                            reserved[r]);
+        if (!realpath(b, resolved) || strcmp(resolved, b) != 0)
+            return host->setting_error(ctx, "binds", "'%s': %s", b, errno ? strerror(errno) :
+                                       "a symbolic link: give the path it leads to");
         st->binds[n++] = b;
     }
     st->cfg.binds = st->binds;

@@ -1,41 +1,16 @@
 /* reward_text.h: what every reward plugin needs to quote a response in a
- * reason: the length of a valid UTF-8 sequence, and an excerpt that is
- * printable, valid UTF-8 whatever bytes it came from (the core stores reasons
- * in JSON and logs). Header-only, included by math, k12 and vision, so that
- * each plugin stays one self-contained shared object. */
+ * reason: an excerpt that is printable, valid UTF-8 whatever bytes it came
+ * from (the core stores reasons in JSON and logs). What valid UTF-8 is,
+ * tern/support/utf8.h says (tern_utf8_len). Header-only, included by math,
+ * k12 and vision, so that each plugin stays one self-contained shared
+ * object. */
 #ifndef TERN_REWARD_TEXT_H
 #define TERN_REWARD_TEXT_H
 
 #include <stddef.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if it is not one
- * (Unicode table 3-7: no overlongs, surrogates or code points past U+10FFFF). */
-static inline size_t reward_utf8_length(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        lo = c == 0xE0 ? 0xA0 : 0x80;
-        hi = c == 0xED ? 0x9F : 0xBF;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t k = 2; k < len; k++)
-        if (s[k] < 0x80 || s[k] > 0xBF)
-            return 0;
-    return len;
-}
+#include "tern/support/utf8.h"
 
 /* s[0..len) quoted into dst[cap] as printable, valid UTF-8, at most `max`
  * bytes of it (max + 4 <= cap, else max shrinks to fit): ASCII control
@@ -50,7 +25,7 @@ static inline void reward_excerpt(char *dst, size_t cap, const char *s, size_t l
         max = cap > 4 ? cap - 4 : 0;
     while (i < len) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t n = reward_utf8_length(u, len - i);
+        size_t n = tern_utf8_len(u, len - i);
         if (o + (n ? n : 1) > max) {
             if (o + 3 < cap) {
                 memcpy(dst + o, "...", 3);

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "../common/reward_boxed.h"
 #include "text.h"
 
 /* UTF-8 of the CJK words and punctuation the markers are made of. */
@@ -60,39 +61,15 @@ static int opens_boxed(const char *s, size_t i)
     return j >= 6 && memcmp(s + j - 6, "\\boxed", 6) == 0;
 }
 
-/* The '}' matching the '{' at s[open]; the caller knows there is one. */
-static size_t matching_brace(const char *s, size_t len, size_t open)
+static int take_boxed(void *out, const char *s, size_t b, size_t e)
 {
-    size_t depth = 0;
-    for (size_t i = open; i < len; i++) {
-        if (s[i] == '{')
-            depth++;
-        else if (s[i] == '}' && --depth == 0)
-            return i;
-    }
-    return len; /* not reached */
+    return take(s, b, e, out);
 }
 
-/* Scanning backwards, a '{' is balanced exactly when some '}' to its right is
- * still unmatched, so one counter finds the last balanced \boxed{ with no
- * stack, and only that one is matched forwards: linear even for a megabyte
- * of unclosed "\boxed{". A box whose content is empty holds no braces, so
- * skipping it costs only its own bytes. */
+/* The last balanced \boxed{X} with content (../common/reward_boxed.h). */
 static int find_boxed(const char *s, size_t len, k12_span *out)
 {
-    size_t unmatched = 0;
-    for (size_t i = len; i-- > 0;) {
-        if (s[i] == '}') {
-            unmatched++;
-            continue;
-        }
-        if (s[i] != '{' || unmatched == 0)
-            continue;
-        unmatched--;
-        if (opens_boxed(s, i) && take(s, i + 1, matching_brace(s, len, i), out))
-            return 1;
-    }
-    return 0;
+    return reward_find_boxed(s, len, opens_boxed, take_boxed, out);
 }
 
 /* ---- answer statements ---------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <tern/plugin.h>
 #include <tern/reward.h>
 
+#include "../common/reward_plugin.h"
 #include "extract.h"
 #include "judge.h"
 
@@ -57,8 +58,9 @@ static void fill(tern_reward_result *r, double reward, int accuracy, int format)
     r->components[1] = (tern_reward_component){.name = "format", .value = format};
 }
 
-static int score_one(const k12_state *st, const tern_reward_item *item, tern_reward_result *r)
+static int score_one(const void *state, const tern_reward_item *item, tern_reward_result *r)
 {
+    const k12_state *st = state;
     const tern_task *task = item->task;
     const char *response = item->response;
     size_t len = response ? item->response_len : 0;
@@ -130,15 +132,7 @@ static int k12_score(void *state, const tern_reward_item *items, tern_reward_res
                      size_t n)
 {
     const k12_state *st = state;
-    if (n && (!items || !results))
-        return host->fail(st->ctx, TERN_EINVAL,
-                          "k12: score() was given no items or results for %zu responses", n);
-    for (size_t i = 0; i < n; i++) {
-        int rc = score_one(st, &items[i], &results[i]);
-        if (rc != TERN_OK)
-            return rc;
-    }
-    return TERN_OK;
+    return reward_score_each(host, st->ctx, "k12", st, score_one, items, results, n, NULL);
 }
 
 /* ---- Instance ---------------------------------------------------------------- */
@@ -179,14 +173,11 @@ static int k12_create(tern_ctx *ctx, void **state)
     if (!k12_partial_parse(partial, &s.rules.partial)) /* the spec's choices say it can't */
         return host->setting_error(ctx, "partial_credit",
                                    "must be \"none\", \"half_for_subset\" or \"fraction\"");
-    k12_state *st = malloc(sizeof *st);
-    if (!st)
-        return host->fail(ctx, TERN_ENOMEM, "k12: out of memory creating the reward");
-    *st = s;
+    if ((rc = reward_keep_state(host, ctx, "k12", &s, sizeof s, state)) != TERN_OK)
+        return rc;
     host->log(ctx, TERN_LOG_DEBUG,
               "gold from '%s', kind from '%s', options from '%s', partial credit %s",
               s.answer_field, s.type_field, s.options_field, partial);
-    *state = st;
     return TERN_OK;
 }
 

@@ -51,7 +51,7 @@ static char *sanitize(const char *s, size_t len, size_t *out_len)
     size_t o = 0;
     for (size_t i = 0; i < len;) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t n = reward_utf8_length(u, len - i);
+        size_t n = tern_utf8_len(u, len - i);
         if (!n) {
             memcpy(d + o, "\xef\xbf\xbd", 3);
             o += 3;

@@ -33,7 +33,7 @@ void k12_excerpt(char *dst, const char *s, size_t len)
     size_t o = 0, i = 0;
     while (i < len) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t n = reward_utf8_length(u, len - i);
+        size_t n = tern_utf8_len(u, len - i);
         if (o + (n ? n : 1) > K12_EXCERPT_MAX) {
             memcpy(dst + o, "...", 3);
             o += 3;

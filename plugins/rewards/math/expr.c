@@ -356,6 +356,24 @@ static int expect(parser *p, char c, const char *why)
     return 0;
 }
 
+/* One level deeper, past the opening token at p->i: an expression up to
+ * `close` (`unclosed` says it is missing), read inside |...| when in_abs:
+ * its node, or -1. */
+static int parse_inner(parser *p, int in_abs, char close, const char *unclosed)
+{
+    if (enter(p) < 0)
+        return -1;
+    p->i++;
+    int saved_abs = p->in_abs;
+    p->in_abs = in_abs;
+    int e = parse_expr(p);
+    p->in_abs = saved_abs;
+    if (e < 0 || expect(p, close, unclosed) < 0)
+        return -1;
+    p->nest--;
+    return e;
+}
+
 /* Tokens that start a factor multiplied by juxtaposition ("2x", "3\pi"). */
 static int starts_factor(const parser *p, const math_tok *t)
 {
@@ -370,20 +388,22 @@ static int starts_factor(const parser *p, const math_tok *t)
     return t->kind == TK_WORD || t->kind == TK_BAD;
 }
 
-/* A bracketed list of items up to `close1` or `close2`; the count in *count,
- * the closer in *closer. */
-static int parse_items(parser *p, char close1, char close2, size_t *count, char *closer)
+/* Items separated by ',', none when `empty` (the closer comes next), outside
+ * any |...| of the enclosing text: 0 with the first, linked, in *first (-1 for
+ * none) and the count in *count, or -1. */
+static int parse_list(parser *p, int empty, int *first, size_t *count)
 {
-    int first = -1, last = -1;
+    int last = -1;
+    *first = -1;
     *count = 0;
     int saved_abs = p->in_abs;
     p->in_abs = 0;
-    if (!(is_char(peek(p), close1) || is_char(peek(p), close2))) {
+    if (!empty) {
         for (;;) {
             int it = parse_item(p);
             if (it < 0)
                 return -1;
-            link_item(p, &first, &last, it);
+            link_item(p, first, &last, it);
             (*count)++;
             if (!is_char(peek(p), ','))
                 break;
@@ -391,6 +411,16 @@ static int parse_items(parser *p, char close1, char close2, size_t *count, char 
         }
     }
     p->in_abs = saved_abs;
+    return 0;
+}
+
+/* A bracketed list of items up to `close1` or `close2`; the count in *count,
+ * the closer in *closer. */
+static int parse_items(parser *p, char close1, char close2, size_t *count, char *closer)
+{
+    int first;
+    if (parse_list(p, is_char(peek(p), close1) || is_char(peek(p), close2), &first, count) < 0)
+        return -1;
     const math_tok *t = peek(p);
     if (is_char(t, close1) || is_char(t, close2)) {
         *closer = (char)t->c;
@@ -400,20 +430,32 @@ static int parse_items(parser *p, char close1, char close2, size_t *count, char 
     return fail(p, t ? "unbalanced brackets" : "unclosed bracket");
 }
 
+/* The opening token at p->i and the items up to `close1` or `close2`, one
+ * level deeper: the first item (the count in *count, the closer in *closer),
+ * or -1, also when there is none (`empty` says so). */
+static int parse_enclosed(parser *p, char close1, char close2, size_t *count, char *closer,
+                          const char *empty)
+{
+    if (enter(p) < 0)
+        return -1;
+    p->i++;
+    int first = parse_items(p, close1, close2, count, closer);
+    p->nest--;
+    if (p->why)
+        return -1;
+    if (*count == 0)
+        return fail(p, empty);
+    return first;
+}
+
 /* ( ... ) or [ ... ]: a group, a tuple or an interval. */
 static int parse_bracket(parser *p)
 {
     char open = (char)peek(p)->c, closer = 0;
     size_t count;
-    if (enter(p) < 0)
+    int first = parse_enclosed(p, ')', ']', &count, &closer, "empty brackets");
+    if (first < 0)
         return -1;
-    p->i++;
-    int first = parse_items(p, ')', ']', &count, &closer);
-    p->nest--;
-    if (p->why)
-        return -1;
-    if (count == 0)
-        return fail(p, "empty brackets");
     if (count == 1) {
         if ((open == '(') != (closer == ')'))
             return fail(p, "mismatched brackets");
@@ -427,15 +469,9 @@ static int parse_brace(parser *p)
 {
     char closer = 0;
     size_t count;
-    if (enter(p) < 0)
+    int first = parse_enclosed(p, '}', '}', &count, &closer, "empty group");
+    if (first < 0)
         return -1;
-    p->i++;
-    int first = parse_items(p, '}', '}', &count, &closer);
-    p->nest--;
-    if (p->why)
-        return -1;
-    if (count == 0)
-        return fail(p, "empty group");
     return count == 1 ? first : collection(p, N_LIST, 0, first, count);
 }
 
@@ -445,23 +481,10 @@ static int parse_set(parser *p)
     if (enter(p) < 0)
         return -1;
     p->i++;
-    int first = -1, last = -1;
-    size_t count = 0;
-    int saved_abs = p->in_abs;
-    p->in_abs = 0;
-    if (!is_cmd(peek(p), CMD_SETR)) {
-        for (;;) {
-            int it = parse_item(p);
-            if (it < 0)
-                return -1;
-            link_item(p, &first, &last, it);
-            count++;
-            if (!is_char(peek(p), ','))
-                break;
-            p->i++;
-        }
-    }
-    p->in_abs = saved_abs;
+    int first;
+    size_t count;
+    if (parse_list(p, is_cmd(peek(p), CMD_SETR), &first, &count) < 0)
+        return -1;
     if (!is_cmd(peek(p), CMD_SETR))
         return fail(p, "unclosed set");
     p->i++;
@@ -476,19 +499,8 @@ static int parse_arg(parser *p)
     if (peek(p) && peek(p)->kind == TK_SPACE)
         p->i++;
     const math_tok *t = peek(p);
-    if (is_char(t, '{')) {
-        if (enter(p) < 0)
-            return -1;
-        p->i++;
-        int saved_abs = p->in_abs;
-        p->in_abs = 0;
-        int e = parse_expr(p);
-        p->in_abs = saved_abs;
-        if (e < 0 || expect(p, '}', "unclosed group") < 0)
-            return -1;
-        p->nest--;
-        return e;
-    }
+    if (is_char(t, '{'))
+        return parse_inner(p, 0, '}', "unclosed group");
     if (is_char(t, '('))
         return parse_bracket(p);
     if (is_digit(t)) {
@@ -683,16 +695,9 @@ static int parse_primary(parser *p)
     if (c == '{')
         return parse_brace(p);
     if (c == '|') {
-        if (enter(p) < 0)
+        int e = parse_inner(p, 1, '|', "unclosed |");
+        if (e < 0)
             return -1;
-        p->i++;
-        int saved = p->in_abs;
-        p->in_abs = 1;
-        int e = parse_expr(p);
-        p->in_abs = saved;
-        if (e < 0 || expect(p, '|', "unclosed |") < 0)
-            return -1;
-        p->nest--;
         return new_node(p, N_ABS, 0, e, -1);
     }
     return fail(p, c == ')' || c == ']' || c == '}' ? "unbalanced brackets" : "unexpected symbol");

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "../common/reward_boxed.h"
 #include "ascii.h"
 #include "number.h"
 
@@ -32,40 +33,16 @@ static int opens_boxed(const char *s, size_t i)
            (j >= 5 && memcmp(s + j - 5, "\\fbox", 5) == 0);
 }
 
-/* The '}' matching the '{' at s[open]; the caller knows there is one. */
-static size_t matching_brace(const char *s, size_t len, size_t open)
+static int take_boxed(void *out, const char *s, size_t b, size_t e)
 {
-    size_t depth = 0;
-    for (size_t i = open; i < len; i++) {
-        if (s[i] == '{')
-            depth++;
-        else if (s[i] == '}' && --depth == 0)
-            return i;
-    }
-    return len; /* not reached */
+    return take(s, b, e, out);
 }
 
-/* Scanning backwards, a '{' is balanced exactly when some '}' to its right is
- * still unmatched, so one counter finds the last balanced \boxed{ with no
- * stack, and only that one is then matched forwards: linear in len even for
- * a megabyte of unclosed "\boxed{". */
+/* The last balanced \boxed{X} or \fbox{X} with something left once cleaned
+ * (../common/reward_boxed.h). */
 static int find_boxed(const char *s, size_t len, math_answer *out)
 {
-    size_t unmatched = 0; /* '}' to the right of i that no '{' has claimed */
-    for (size_t i = len; i-- > 0;) {
-        if (s[i] == '}') {
-            unmatched++;
-            continue;
-        }
-        if (s[i] != '{' || unmatched == 0)
-            continue;
-        unmatched--;
-        /* An empty box holds no braces, so skipping it costs only its own
-         * bytes. */
-        if (opens_boxed(s, i) && take(s, i + 1, matching_brace(s, len, i), out))
-            return 1;
-    }
-    return 0;
+    return reward_find_boxed(s, len, opens_boxed, take_boxed, out);
 }
 
 /* ---- #### X ---------------------------------------------------------------- */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ascii.h"
+#include "tern/support/utf8.h"
 
 /* ---- Tables ---------------------------------------------------------------- */
 
@@ -415,24 +416,13 @@ static size_t lex_command(lexer *x, size_t i)
 
 /* ---- Non-ASCII ---------------------------------------------------------------- */
 
-/* Length of the UTF-8 sequence at s[i] if it is well formed (lead and
- * continuation bytes only; the reason writer checks the finer rules). */
-static size_t utf8_len(const char *s, size_t len, size_t i)
-{
-    unsigned char c = (unsigned char)s[i];
-    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 1;
-    if (n == 1 || i + n > len)
-        return 1;
-    for (size_t k = 1; k < n; k++)
-        if (((unsigned char)s[i + k] & 0xC0) != 0x80)
-            return 1;
-    return n;
-}
-
 static size_t lex_utf8(lexer *x, size_t i)
 {
     const char *s = x->s;
-    size_t n = utf8_len(s, x->len, i);
+    /* one valid character, or one byte of bytes that are not UTF-8 */
+    size_t n = tern_utf8_len((const unsigned char *)s + i, x->len - i);
+    if (!n)
+        n = 1;
     unsigned a = (unsigned char)s[i], b = n > 1 ? (unsigned char)s[i + 1] : 0,
              c = n > 2 ? (unsigned char)s[i + 2] : 0;
     if (n == 2 && a == 0xC2 && b == 0xB0)

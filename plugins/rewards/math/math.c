@@ -16,6 +16,7 @@
 #include <tern/plugin.h>
 #include <tern/reward.h>
 
+#include "../common/reward_plugin.h"
 #include "../common/reward_text.h"
 #include "ascii.h"
 #include "equiv.h"
@@ -144,8 +145,9 @@ static void set_reason(tern_reward_result *r, const char *text)
     r->reason[n] = '\0';
 }
 
-static int score_one(const math_state *st, const tern_reward_item *item, tern_reward_result *r)
+static int score_one(const void *state, const tern_reward_item *item, tern_reward_result *r)
 {
+    const math_state *st = state;
     const char *resp = item->response;
     size_t len = resp ? item->response_len : 0;
     math_answer a;
@@ -188,15 +190,7 @@ static int math_score(void *state, const tern_reward_item *items, tern_reward_re
                       size_t n)
 {
     const math_state *st = state;
-    if (n && (!items || !results))
-        return host->fail(st->ctx, TERN_EINVAL,
-                          "math: score() was given no items or results for %zu responses", n);
-    for (size_t i = 0; i < n; i++) {
-        int rc = score_one(st, &items[i], &results[i]);
-        if (rc != TERN_OK)
-            return rc;
-    }
-    return TERN_OK;
+    return reward_score_each(host, st->ctx, "math", st, score_one, items, results, n, NULL);
 }
 
 /* ---- Instance ------------------------------------------------------------------- */
@@ -273,14 +267,11 @@ static int math_create(tern_ctx *ctx, void **state)
     tmp.opts.percent_either = strcmp(percent, "either") == 0;
     if ((rc = read_forms(ctx, &tmp)) != TERN_OK)
         return rc;
-    math_state *st = malloc(sizeof *st);
-    if (!st)
-        return host->fail(ctx, TERN_ENOMEM, "math: out of memory creating the reward");
-    *st = tmp;
+    if ((rc = reward_keep_state(host, ctx, "math", &tmp, sizeof tmp, state)) != TERN_OK)
+        return rc;
     host->log(ctx, TERN_LOG_DEBUG,
               "gold answers from task field '%s', %zu answer forms, tolerance %g, %d points",
-              st->answer_field, st->n_forms, st->opts.tolerance, st->opts.points);
-    *state = st;
+              tmp.answer_field, tmp.n_forms, tmp.opts.tolerance, tmp.opts.points);
     return TERN_OK;
 }
 

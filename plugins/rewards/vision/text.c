@@ -409,20 +409,13 @@ static size_t normalise(const char *s, size_t len, uint32_t *cp, size_t cap, siz
             all++;
             pending_space = 0;
         }
-        size_t k = reward_utf8_length(u, len - i);
         uint32_t v;
+        size_t k = tern_utf8_decode(u, len - i, &v);
         if (k == 0) {
             v = 0xDC00u + u[0]; /* an invalid byte stands for itself */
             k = 1;
         } else if (k == 1) {
             v = (uint32_t)lower(u[0]);
-        } else if (k == 2) {
-            v = (uint32_t)(u[0] & 0x1F) << 6 | (u[1] & 0x3F);
-        } else if (k == 3) {
-            v = (uint32_t)(u[0] & 0x0F) << 12 | (uint32_t)(u[1] & 0x3F) << 6 | (u[2] & 0x3F);
-        } else {
-            v = (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3F) << 12 |
-                (uint32_t)(u[2] & 0x3F) << 6 | (u[3] & 0x3F);
         }
         if (n < cap)
             cp[n++] = v;
@@ -484,7 +477,7 @@ void vis_clean_reason(char *r, size_t cap)
     size_t i = 0;
     while (i < len) {
         const unsigned char *u = (const unsigned char *)r + i;
-        size_t n = reward_utf8_length(u, len - i);
+        size_t n = tern_utf8_len(u, len - i);
         if (n == 0) {
             /* a sequence cut at the end by truncation is dropped */
             if (u[0] >= 0xC2 && len - i < 4) {

@@ -19,6 +19,7 @@
 #include <tern/plugin.h>
 #include <tern/reward.h>
 
+#include "../common/reward_plugin.h"
 #include "boxes.h"
 #include "image.h"
 #include "palette.h"
@@ -739,8 +740,9 @@ static int type_of(const char *s)
     return -1;
 }
 
-static int score_one(const vision_state *st, const tern_reward_item *item, tern_reward_result *r)
+static int score_one(const void *state, const tern_reward_item *item, tern_reward_result *r)
 {
+    const vision_state *st = state;
     const char *resp = item->response ? item->response : "";
     size_t len = item->response ? item->response_len : 0;
     if (st->answer_tag)
@@ -788,18 +790,14 @@ static int vision_score(void *state, const tern_reward_item *items, tern_reward_
                         size_t n)
 {
     const vision_state *st = state;
-    if (n && (!items || !results))
-        return host->fail(st->ctx, TERN_EINVAL,
-                          "vision: score() was given no items or results for %zu responses", n);
-    for (size_t i = 0; i < n; i++) {
-        int rc = score_one(st, &items[i], &results[i]);
-        if (rc != TERN_OK)
-            return host->fail(st->ctx, rc,
-                              "vision: out of memory judging response %zu of %zu (an image "
-                              "within max_pixels could not be decoded); lower max_pixels or "
-                              "give the process more memory", i + 1, n);
-    }
-    return TERN_OK;
+    size_t at;
+    int rc = reward_score_each(host, st->ctx, "vision", st, score_one, items, results, n, &at);
+    if (rc != TERN_OK && at < n) /* a verdict failed, not the arguments */
+        return host->fail(st->ctx, rc,
+                          "vision: out of memory judging response %zu of %zu (an image "
+                          "within max_pixels could not be decoded); lower max_pixels or "
+                          "give the process more memory", at + 1, n);
+    return rc;
 }
 
 /* ---- Instance -------------------------------------------------------------------------------------- */
@@ -871,14 +869,11 @@ static int vision_create(tern_ctx *ctx, void **state)
     for (int i = 0; i < 3; i++)
         if (strcmp(scale, scale_names[i]) == 0)
             st.box_scale = i;
-    vision_state *s = malloc(sizeof *s);
-    if (!s)
-        return host->fail(ctx, TERN_ENOMEM, "vision: out of memory creating the reward");
-    *s = st;
+    if ((rc = reward_keep_state(host, ctx, "vision", &st, sizeof st, state)) != TERN_OK)
+        return rc;
     host->log(ctx, TERN_LOG_DEBUG, "types from task field '%s', images from '%s' (%s), boxes in "
               "%s coordinates", st.type_field, st.image_field,
               st.image_root ? st.image_root : "relative to the tasks file", scale);
-    *state = s;
     return TERN_OK;
 }
 

@@ -1,5 +1,5 @@
 /*
- * fixed_schedule.h: the arithmetic of the fixed schedule of DESIGN.md §4,
+ * fixed_schedule.h: the arithmetic of the fixed schedule of docs/architecture.md §4,
  * shared by the `synchronous` (offset 0) and `one_step_off` (offset >= 1)
  * sync plugins. Header only (static inline), pure functions of their
  * arguments, so safe from any thread.

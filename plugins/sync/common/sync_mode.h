@@ -1,5 +1,5 @@
 /*
- * sync_mode.h: the four sync plugins' shared body (DESIGN.md §4). Header
+ * sync_mode.h: the four sync plugins' shared body (docs/architecture.md §4). Header
  * only: each plugin in plugins/sync/ is this plus its own offset rule,
  * settings table and descriptor.
  *
@@ -160,6 +160,19 @@ static inline int sync_mode_accept(void *state, int64_t experience_version,
         .describe = sync_mode_describe, .explorer_plan = sync_mode_explorer_plan,               \
         .trainer_publishes = sync_mode_trainer_publishes, .accept = sync_mode_accept            \
     }
+
+/* The settings both fixed-schedule modes end with, after their own interval
+ * and offset (`bound`: the schedule's staleness bound, as the doc writes it). */
+#define FIXED_MODE_SETTINGS(bound)                                                               \
+    TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",             \
+                 .choices = "memory|checkpoint", .aka = "transport|weight_sync",                 \
+                 .doc = "how weights reach the explorer: memory (a copy between threads of one " \
+                        "process) or checkpoint (atomically written weight files)"),             \
+    TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,      \
+                 .max = 1e9, .aka = "staleness|max_stale",                                       \
+                 .doc = "versions an experience may lag the trainer: -1 = the schedule's bound " \
+                        bound "; a value >= 0 below it is refused (batches would be "            \
+                        "generated only to be skipped), a value above it changes nothing")
 
 /* Settings of both asynchronous modes (`who`: "explorer" or "explorers"). */
 #define ASYNC_MODE_SETTINGS(who)                                                                \

@@ -1,6 +1,6 @@
 /*
  * fully_async.c: the `fully_async` sync plugin (diagram (c) of the design,
- * DESIGN.md §4). The explorer never waits: before each batch it takes the
+ * docs/architecture.md §4). The explorer never waits: before each batch it takes the
  * newest version the trainer has published (TERN_SYNC_USE_NEWEST); the
  * trainer publishes after step t when (t + 1) mod I == 0. Staleness then
  * follows the speeds of the two roles, so there is no fixed offset; the

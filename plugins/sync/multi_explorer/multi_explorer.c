@@ -1,6 +1,6 @@
 /*
  * multi_explorer.c: the `multi_explorer` sync plugin (diagram (d) of the
- * design, DESIGN.md §4). N explorers feed one shared buffer; each behaves as
+ * design, docs/architecture.md §4). N explorers feed one shared buffer; each behaves as
  * in `fully_async`: it never waits and, before each batch, takes the newest
  * version the trainer has published (TERN_SYNC_USE_NEWEST). Batches are
  * numbered globally across the explorers. The trainer publishes after step t

@@ -1,7 +1,7 @@
 /*
  * one_step_off.c: the `one_step_off` sync plugin (diagram (b) of the design;
- * seed 000 right is interval 1, offset 4). The fixed schedule of DESIGN.md §4
- * with offset O >= 1:
+ * seed 000 right is interval 1, offset 4). The fixed schedule of
+ * docs/architecture.md §4 with offset O >= 1:
  *
  *   explorer batch k is generated with version
  *   v(k) = I * max(0, floor((k - O) / I)) and waits until that version is
@@ -49,15 +49,7 @@ static const tern_setting_spec settings[] = {
                  .aka = "sync_offset",
                  .doc = "O >= 1: batches the explorer runs ahead of the trainer; batch t is "
                         "trained with staleness O to O+I-1 (0 is the synchronous plugin)"),
-    TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",
-                 .choices = "memory|checkpoint", .aka = "transport|weight_sync",
-                 .doc = "how weights reach the explorer: memory (a copy between threads of one "
-                        "process) or checkpoint (atomically written weight files)"),
-    TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,
-                 .max = 1e9, .aka = "staleness|max_stale",
-                 .doc = "versions an experience may lag the trainer: -1 = the schedule's bound "
-                        "offset+interval-1; a value >= 0 below it is refused (batches would be "
-                        "generated only to be skipped), a value above it changes nothing"),
+    FIXED_MODE_SETTINGS("offset+interval-1"),
     TERN_SETTINGS_END,
 };
 

@@ -1,7 +1,7 @@
 /*
  * synchronous.c: the `synchronous` sync plugin (diagram (a) of the design;
- * seed 000 left with interval 4). The fixed schedule of DESIGN.md §4 with
- * offset O = 0:
+ * seed 000 left with interval 4). The fixed schedule of docs/architecture.md
+ * §4 with offset O = 0:
  *
  *   explorer batch k is generated with version v(k) = I * floor(k / I) and
  *   waits until that version is loaded; the trainer publishes after step t
@@ -45,15 +45,7 @@ static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "offset", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e6,
                  .aka = "sync_offset",
                  .doc = "O: must be 0 here (a positive offset is the one_step_off mode)"),
-    TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",
-                 .choices = "memory|checkpoint", .aka = "transport|weight_sync",
-                 .doc = "how weights reach the explorer: memory (a copy between threads of one "
-                        "process) or checkpoint (atomically written weight files)"),
-    TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,
-                 .max = 1e9, .aka = "staleness|max_stale",
-                 .doc = "versions an experience may lag the trainer: -1 = the schedule's bound "
-                        "interval-1; a value >= 0 below it is refused (batches would be "
-                        "generated only to be skipped), a value above it changes nothing"),
+    FIXED_MODE_SETTINGS("interval-1"),
     TERN_SETTINGS_END,
 };
 

@@ -1,0 +1,251 @@
+/* commands.h: the commands of the layer above libtern (cli/README.md):
+ * `tern new-plugin`, `tern model init`, `tern generate`, `tern score`,
+ * `tern data arith|shapes`, `tern timeline` and `tern reward score`. Each
+ * follows libtern's command convention (tern/libtern.h): it takes a
+ * tern_invocation, prints what the user asked for to `out` and every problem
+ * to `err` (one line each: what, where, how to fix), and returns the exit
+ * code. main.c calls them; the tests call them through the `tern` binary or
+ * the static archive tern_cli_static. Not installed: not part of the SDK. */
+#ifndef TERN_CLI_COMMANDS_H
+#define TERN_CLI_COMMANDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tern/libtern.h"
+
+/* `tern new-plugin KIND NAME [DIR]`: write a ready-to-build out-of-tree
+ * plugin project to DIR (NULL: ./NAME): NAME.c, a complete plugin of KIND
+ * ("model", "reward", "buffer" or "sync") whose every op does something
+ * simple, CMakeLists.txt (find_package(Tern), tern_add_plugin() and a test
+ * that runs `tern check test.cfg`), test.cfg and README.md. NAME is
+ * [a-z][a-z0-9_]*, at most 64 characters. Nothing is ever overwritten: DIR
+ * must be absent (it is created, parents too) or an empty directory.
+ * Prints the files and the next commands to `out`. config_path and the
+ * overrides of `inv` are not used. 0 when written; 2 for a bad KIND, NAME or
+ * DIR (nothing is touched); 1 when a file cannot be written ("PATH: cannot
+ * write: <reason>"), after removing whatever this call had created. */
+int tern_cmd_new_plugin(const tern_invocation *inv, const char *kind, const char *name,
+                                 const char *dir);
+
+/* ---- Driving a model plugin: `tern model init`, `tern generate`, `tern score`.
+ * Each makes one model instance through its plugin's settings, as a config
+ * would (docs/cli-model.md):
+ *   model = { plugin = PLUGIN; path = MODEL_DIR; threads = N; };          (load)
+ *   model = { plugin = PLUGIN; init = { preset = P; seed = S; }; };       (fresh)
+ * PLUGIN NULL means "transformer"; the plugin is found on the usual search
+ * path (`tern plugins`). config_path and the overrides of `inv` are not used.
+ * Problems are one line each on `err`, the plugin's own message included.
+ * Exit codes: 0 done; 2 bad usage, a missing MODEL_DIR, a plugin that is not
+ * found or refuses its settings or the directory (a bad preset, a directory
+ * that holds no model of its kind), input the model rejects (TERN_EINVAL);
+ * 1 a runtime failure (I/O, memory, a plugin op failing otherwise). Every
+ * buffer the plugin hands out is freed with its free_buffer. */
+
+/* `tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR`: create a
+ * fresh model from the plugin's preset NAME and save it to OUT_DIR (ops->save
+ * with with_optimizer = 0) as a Hugging Face-shaped directory. seed < 0 leaves
+ * the plugin's default seed. Nothing is ever overwritten: OUT_DIR must be
+ * absent (it is created, parents too) or an empty directory, else exit 2 and
+ * nothing is touched; if saving fails, what this call created is removed.
+ * Prints the directory and the files in it to `out`. */
+int tern_cmd_model_init(const tern_invocation *inv, const char *plugin,
+                                 const char *preset, long long seed, const char *out_dir);
+
+/* What `tern generate` does; build it as
+ *   tern_generate_args a = {.size = sizeof a, .model_dir = "ckpt", .prompt = "Hi",
+ *                           .prompt_len = 2, .max_tokens = 64, .temperature = 1.0,
+ *                           .top_p = 1.0, .seed = 1, .samples = 1};
+ * Members are appended only; `size` tells which this caller knows. */
+typedef struct tern_generate_args {
+    size_t size;            /* sizeof(tern_generate_args) as built by the caller */
+    const char *plugin;     /* model plugin name; NULL: "transformer" */
+    const char *model_dir;  /* directory of a saved model (the plugin's `path`) */
+    const char *prompt;     /* raw bytes, tokenized with BOS added */
+    size_t prompt_len;      /* bytes of prompt */
+    uint32_t max_tokens;    /* new tokens per sample at most (>= 1) */
+    uint32_t samples;       /* continuations to draw (>= 1) */
+    double temperature;     /* >= 0; 0: greedy */
+    int32_t top_k;          /* >= 0; 0: off */
+    double top_p;           /* in (0, 1]; 1: off */
+    uint64_t seed;          /* same seed, arguments and threads: same output */
+    const int32_t *stop;    /* token ids that end a sample, which keeps the one
+                               met; with none, a sample ends at max_tokens (or
+                               where the plugin stops on its own) */
+    size_t n_stop;          /* entries in stop */
+    uint32_t threads;       /* the plugin's `threads`; 0: its default */
+    /* appended in 0.1 with ABI 1.4 (check size) */
+    int chat;               /* 1: the prompt is a user turn, formatted with the
+                               model's chat template (its encode_chat op), and a
+                               sample also ends at the model's EOS (the
+                               template's end of turn) */
+    const char *system;     /* with chat: a system turn before it, or NULL */
+} tern_generate_args;
+
+/* `tern generate MODEL_DIR --prompt TEXT [...]`: load the model, tokenize the
+ * prompt (with BOS; with `chat`, through the model's chat template), draw
+ * `samples` continuations and print each one
+ * detokenized, as raw bytes (the model may emit invalid UTF-8): with one
+ * sample the text and a newline; with more, each after a header line
+ * "--- sample I (N tokens, logprob L) ---" (I from 1, L the sum of the
+ * tokens' log-probs under the distribution sampled from). */
+int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *args);
+
+/* What `tern score` does; members are appended only. */
+typedef struct tern_score_args {
+    size_t size;            /* sizeof(tern_score_args) as built by the caller */
+    const char *plugin;     /* model plugin name; NULL: "transformer" */
+    const char *model_dir;  /* directory of a saved model (the plugin's `path`) */
+    const char *text;       /* raw bytes, tokenized with BOS added */
+    size_t text_len;        /* bytes of text */
+    uint32_t threads;       /* the plugin's `threads`; 0: its default */
+} tern_score_args;
+
+/* `tern score MODEL_DIR --text TEXT`: load the model, tokenize the text (with
+ * BOS) and print, for each position i >= 1 of the tokens x,
+ *   i TAB id TAB token-text TAB log p(x[i] | x[0..i)) TAB entropy
+ * (6 decimals; the token's text with \n, \t, \\ and \xNN for other
+ * control bytes and bytes that are not valid UTF-8), then
+ *   total logprob X over N tokens, perplexity Y
+ * with Y = exp(-X / N). A text that gives no token after BOS is exit 2. */
+int tern_cmd_score(const tern_invocation *inv, const tern_score_args *args);
+
+/* What `tern data arith` does; build it as
+ *   tern_arith_args a = {.size = sizeof a, .seed = 1, .n_train = 2000, .n_eval = 200,
+ *                        .max_operand = 49, .ops = "+", .out_dir = "data"};
+ * (the command's defaults). Members are appended only; `size` tells which
+ * this caller knows. */
+typedef struct tern_arith_args {
+    size_t size;                    /* sizeof(tern_arith_args) as built by the caller */
+    unsigned long long seed;        /* same seed and arguments: the same bytes */
+    unsigned long long n_train;     /* training tasks (>= 1) */
+    unsigned long long n_eval;      /* evaluation tasks (>= 1), held out from training */
+    int max_operand;                /* operands are drawn from 0..max_operand (>= 0) */
+    const char *ops;                /* some of "+-*", each once; NULL: "+" */
+    const char *out_dir;            /* the directory to write the two files to */
+} tern_arith_args;
+
+/* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS]
+ * OUT_DIR`: write the synthetic arithmetic tasks of the quickstart
+ * (docs/data.md) to OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl,
+ * one task per line: {"id":"arith-train-00001","domain":"math",
+ * "prompt":"37+45=","answer":"82"}. A problem is a op b with a, b in
+ * 0..max_operand ('-' only with a >= b: no answer is negative); the problems
+ * are distinct within and across the two files (eval is held out), drawn
+ * uniformly from all of them, so n_train + n_eval must not exceed their
+ * number. OUT_DIR is created (parents too) if missing. Nothing is ever
+ * overwritten: if either file exists, exit 2 and nothing is touched. Each
+ * file is written to a temporary file and renamed into place. Prints both
+ * paths with their counts to `out`. config_path and the overrides of `inv`
+ * are not used. 0 when written; 2 for bad arguments (a message saying what
+ * and how to fix: too many tasks for the operand range names the maximum),
+ * an existing file or an OUT_DIR that is not a directory; 1 when a file or
+ * OUT_DIR cannot be written ("PATH: cannot write: <reason>"), after removing
+ * what this call created. */
+int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a);
+
+/* What `tern data shapes` does; build it as
+ *   tern_shapes_args a = {.size = sizeof a, .seed = 1, .n_images = 100, .size_px = 64,
+ *                         .out_dir = "data/shapes"};
+ * (the command's defaults). Members are appended only; `size` tells which
+ * this caller knows. */
+typedef struct tern_shapes_args {
+    size_t size;                    /* sizeof(tern_shapes_args) as built by the caller */
+    unsigned long long seed;        /* same seed and arguments: the same bytes */
+    unsigned long long n_images;    /* pictures (1..100000); four tasks each */
+    int size_px;                    /* width and height of each picture, 32..1024 pixels */
+    const char *out_dir;            /* the directory to write the tasks and images to */
+} tern_shapes_args;
+
+/* `tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR`: write N
+ * synthetic pictures, PX x PX PNG files OUT_DIR/images/shape-00001.png, ...
+ * (3 to 6 filled rectangles, circles and triangles in named colours on
+ * white; no two shapes touch), and OUT_DIR/shapes.jsonl with four vision
+ * tasks per picture (docs/data.md), in this order: count_regions ("How many
+ * red shapes...", judged by counting the colour's regions in the image),
+ * color_at (the colour name at a point), grounding (the box of the one shape
+ * of its colour, stored as "box") and counting (shapes of a kind, stored as
+ * "answer"). A task line reads {"id":"shapes-00001-count_regions",
+ * "domain":"vision","prompt":"...","image":"images/shape-00001.png",
+ * "type":"count_regions","color":"red","answer":""}; image paths are
+ * relative to the tasks file, which is how the `vision` reward resolves
+ * them. OUT_DIR (and images/) is created, parents too, if missing. Nothing is
+ * ever overwritten: if the tasks file or any of the N images exists, exit 2
+ * and nothing is touched. Every file is written to a temporary name and
+ * renamed into place when all are written (images first, the tasks file
+ * last); the PNG encoder is libtern's own. Prints the tasks file, the images
+ * directory and the seed to `out`. config_path and the overrides of `inv`
+ * are not used. 0 when written; 2 for bad arguments (a message saying what
+ * and how to fix), an existing file, or an OUT_DIR or OUT_DIR/images that
+ * is not a directory; 1 when a file cannot be written ("PATH: cannot write:
+ * <reason>"), after removing whatever this call created. */
+int tern_cmd_data_shapes(const tern_invocation *inv, const tern_shapes_args *a);
+
+/* What `tern timeline` does; build it as
+ *   tern_timeline_args a = {.size = sizeof a, .run_dir = "runs/quick"};
+ * (the command's defaults: the whole run, 1200 pixels wide, written to
+ * RUN_DIR/timeline.svg). Members are appended only; `size` tells which this
+ * caller knows. */
+typedef struct tern_timeline_args {
+    size_t size;            /* sizeof(tern_timeline_args) as built by the caller */
+    const char *run_dir;    /* a run directory, or a trace.json file */
+    const char *out_path;   /* NULL: timeline.svg beside the trace; "-": inv->out */
+    long long steps;        /* > 0: end the picture where the steps-th train event
+                               ends (the trainer's steps 0..steps-1); 0: no limit */
+    int has_from;           /* from_s is given */
+    double from_s;          /* start of the picture, seconds on the trace's clock (>= 0) */
+    int has_to;             /* to_s is given (not with steps) */
+    double to_s;            /* end of the picture, seconds (> from_s) */
+    int width;              /* pixels, 400..20000; 0: 1200 */
+} tern_timeline_args;
+
+/* `tern timeline RUN_DIR [-o FILE] [--steps N] [--from S] [--to S] [--width PX]`:
+ * draw RUN_DIR/trace.json (Chrome trace events; docs/timeline.md) as the
+ * timeline diagrams of the Trinity-RFT paper, in SVG 1.1: a lane per
+ * explorer ("Explorer", or "Explorer 1", "Explorer 2", ...), then "Buffer"
+ * and "Trainer"; rollouts as yellow boxes and train steps as green boxes
+ * with their batch numbers, weight syncs as thin purple (memory, NCCL) or
+ * red (checkpoint) bars on the lane that loaded or published them, waits as
+ * hatched grey bars, each batch's stay in the buffer from its put to the
+ * train that takes it, publishes and stale skips on the trainer lane; a time
+ * axis in seconds and a legend. The title is the run directory's name and
+ * the sync plugin when summary.json or config.cfg names it. The file is
+ * written to a temporary name and renamed into place; its path is printed
+ * to `out` (nothing is printed but the SVG with out_path "-"). config_path
+ * and the overrides of `inv` are not used. 0 when written; 2 for bad
+ * arguments, a missing RUN_DIR or trace.json, a file that is not valid JSON
+ * or not a trace, a trace with nothing to draw in the window (each message
+ * names the file and says how to fix it); 1 when the output cannot be
+ * written ("PATH: cannot write: <reason>"), leaving no file behind. */
+int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a);
+
+/* What `tern reward score` does; build it as
+ *   tern_reward_score_args a = {.size = sizeof a, .plugin = "math"};
+ * Members are appended only; `size` tells which this caller knows. */
+typedef struct tern_reward_score_args {
+    size_t size;                /* sizeof(tern_reward_score_args) as built by the caller */
+    const char *plugin;         /* the reward plugin's name (required) */
+    const char *const *options; /* "key=value" settings of its config group, in order */
+    size_t n_options;
+    const char *plugin_dir;     /* a directory searched for plugins first; NULL: none */
+    FILE *in;                   /* the cases, JSON Lines; NULL: stdin */
+    size_t batch;               /* lines per score call; 0: 64 */
+} tern_reward_score_args;
+
+/* `tern reward score --plugin NAME [-o key=value]... < cases.jsonl`: start
+ * the reward plugin as a run would (its settings from the options: a value
+ * is typed as in a config file, and a bare word that is not a number or a
+ * boolean is a string), then score every line of `in`: a task object with the
+ * `response` to score (and, optionally, `response_tokens`). Each non-blank
+ * line gives one line on `out`, in order: {"reward": R, <component>: V, ...,
+ * "reason": "..."}, with "failed": "<why>" added when the plugin gave no
+ * verdict (docs/rewards.md). The task's domain is not consulted. The options
+ * `isolate` and `timeout_ms` work as in a config. A bad line (not JSON, not
+ * an object, no "response" string) gives {"error": "..."} in its place and a
+ * message on `err`, and the rest is scored. 0 when every line was scored; 2
+ * for a bad option, plugin or setting, or when some line was bad; 1 for a
+ * runtime failure (reading the input, out of memory). */
+int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_args *a);
+
+#endif /* TERN_CLI_COMMANDS_H */

@@ -1,0 +1,549 @@
+/* main.c: the `tern` command. It parses argv and calls the commands of
+ * libtern (run, check, plugins) and of this layer (commands.h); every
+ * message about a config or plugin lives there. Each command here is one
+ * table of its flags (flags.h) and the checks that tie flags together. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "flags.h"
+#include "tern/libtern.h"
+
+typedef struct command command;
+/* A command's handler gets the words after its name. */
+typedef int command_fn(const command *c, int argc, char **argv);
+struct command {
+    const char *name;
+    const char *usage;
+    const char *help;
+    command_fn *handler;
+};
+
+static command_fn engine_cmd, new_plugin_cmd, model_cmd, generate_cmd, score_cmd, data_cmd,
+    timeline_cmd, reward_cmd, version_cmd, help_cmd;
+
+static const command commands[] = {
+    {"run", "tern run CONFIG [--resume] [-o section.key=value]...",
+     "Check CONFIG, start every plugin it names, create the run directory\n"
+     "out_dir/name/ (name-2, name-3, ... if taken) and train: the optional\n"
+     "supervised warm-up, then RL steps, with greedy evaluation before RL,\n"
+     "every eval.every steps and at the end. The directory gets config.cfg\n"
+     "(every value in force), log.txt, metrics.jsonl (a line per step),\n"
+     "rollouts.jsonl (a line per task trained on), checkpoints/, summary.json\n"
+     "and trace.json. The run directory's path is printed at the end.\n"
+     "  --resume  continue out_dir/name from its newest checkpoint\n"
+     "-o overrides a setting, typed as in the file (-o run.seed=2,\n"
+     "-o run.name=\"try2\", -o trainer.steps=50); repeat it as needed.\n"
+     "^C finishes the current step, writes a checkpoint and exits 130;\n"
+     "a second ^C exits at once.\n"
+     "Exit: 0 done, 1 runtime failure, 2 bad usage/config/plugin, 130 interrupted.",
+     engine_cmd},
+    {"check", "tern check CONFIG [-o section.key=value]...",
+     "Read and validate CONFIG, load and start every plugin it names, print\n"
+     "what would run, and stop. Every problem is printed as FILE:LINE: message.\n"
+     "Exit: 0 valid, 2 invalid (1 if a plugin failed for a runtime reason).",
+     engine_cmd},
+    {"plugins", "tern plugins [--config CONFIG]",
+     "List every plugin on the search path (name, kind, version, ABI, file),\n"
+     "then every file that was refused and why. The search path is: the\n"
+     "config's plugin_path (with --config), $TERN_PLUGIN_PATH, the per-user\n"
+     "directory ($XDG_DATA_HOME/tern/plugins/abi-1, default\n"
+     "~/.local/share/tern/plugins/abi-1), then the build tree's or installed\n"
+     "tern/abi-1 directory beside libtern.",
+     engine_cmd},
+    {"new-plugin", "tern new-plugin KIND NAME [DIR]",
+     "Write a ready-to-build plugin project to DIR (default ./NAME): NAME.c, a\n"
+     "complete KIND plugin whose every op does something simple (replace the\n"
+     "marked parts with your logic), CMakeLists.txt (find_package(Tern) and a\n"
+     "test that runs `tern check test.cfg`), test.cfg and README.md. Then:\n"
+     "cd DIR && cmake -S . -B build && cmake --build build && ctest --test-dir build\n"
+     "KIND is model, reward, buffer or sync. NAME is the plugin's name: a\n"
+     "lower-case letter, then lower-case letters, digits or '_' (at most 64).\n"
+     "DIR must not exist or be empty: nothing is ever overwritten.\n"
+     "Exit: 0 written, 1 a file could not be written, 2 bad usage.",
+     new_plugin_cmd},
+    {"model", "tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR",
+     "Create a fresh model from the preset NAME of a model plugin and save it to\n"
+     "OUT_DIR, a Hugging Face-shaped directory (config.json, weights, tokenizer)\n"
+     "that `tern generate`, `tern score` and configs (model.path) load.\n"
+     "  --preset NAME  a size the plugin offers (transformer: tiny or bench)\n"
+     "  --seed S       seed of the initial weights (default: the plugin's)\n"
+     "  --plugin P     the model plugin (default transformer; see `tern plugins`)\n"
+     "OUT_DIR must not exist (it is created, parents too) or be empty: nothing\n"
+     "is ever overwritten.\n"
+     "Exit: 0 written, 1 runtime failure, 2 bad usage, preset, plugin or OUT_DIR.",
+     model_cmd},
+    {"generate", "tern generate MODEL_DIR --prompt TEXT [options]",
+     "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print a\n"
+     "continuation: the bytes the model gives, as they are, and a newline.\n"
+     "  --max-tokens N    new tokens at most (default 64)\n"
+     "  --temperature T   sampling temperature; 0 is greedy (default 1.0)\n"
+     "  --top-k K         sample from the K likeliest tokens; 0 is off (default)\n"
+     "  --top-p P         sample from the likeliest tokens holding mass P, in\n"
+     "                    (0, 1]; 1 is off (default)\n"
+     "  --seed S          same seed and options, same output (default 1)\n"
+     "  --samples K       draw K continuations (default 1); with K > 1 each\n"
+     "                    follows a line \"--- sample I (N tokens, logprob L) ---\"\n"
+     "  --stop-token ID   end a sample at token ID, which it keeps; repeat for\n"
+     "                    more. None by default: a sample runs to --max-tokens\n"
+     "                    (give the model's EOS id to stop there)\n"
+     "  --chat            TEXT is a user turn: format it with the model's chat\n"
+     "                    template (model.chat_template, docs/models.md) and end\n"
+     "                    a sample at the end of the assistant's turn too\n"
+     "  --system TEXT     with --chat: a system turn before it\n"
+     "  --plugin P        the model plugin (default transformer)\n"
+     "  --threads N       threads of the model (default: the plugin's)\n"
+     "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or prompt.",
+     generate_cmd},
+    {"score", "tern score MODEL_DIR --text TEXT [--plugin P] [--threads N]",
+     "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print\n"
+     "one line per token after BOS:\n"
+     "  POSITION<TAB>ID<TAB>TOKEN<TAB>LOGPROB<TAB>ENTROPY\n"
+     "TOKEN is the token's text with \\n, \\t, \\\\ and \\xNN (other control\n"
+     "bytes and bytes that are not UTF-8) escaped; LOGPROB is log p(token |\n"
+     "the tokens before it) and ENTROPY that distribution's entropy, in nats.\n"
+     "Then: total logprob X over N tokens, perplexity Y  (Y = exp(-X/N)).\n"
+     "  --plugin P   the model plugin (default transformer)\n"
+     "  --threads N  threads of the model (default: the plugin's)\n"
+     "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text.",
+     score_cmd},
+    {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR\n"
+             "  tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR",
+     "Write the synthetic arithmetic tasks of the quickstart to\n"
+     "OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl, one JSON task per\n"
+     "line ({\"id\":\"arith-train-00001\",\"domain\":\"math\",\"prompt\":\"37+45=\",\n"
+     "\"answer\":\"82\"}). No problem repeats, and none of eval is in train.\n"
+     "  --seed S   same seed and options, same files (default 1)\n"
+     "  --train N  training tasks (default 2000)\n"
+     "  --eval M   evaluation tasks, held out from training (default 200)\n"
+     "  --max K    operands are drawn from 0..K (default 49)\n"
+     "  --ops OPS  the operations, some of + - * (default +; quote it: '+-*');\n"
+     "             a - b only with a >= b, so no answer is negative\n"
+     "N + M must not exceed the distinct problems (for + alone: (K+1)^2).\n"
+     "OUT_DIR is created if missing (parents too); an existing file is never\n"
+     "overwritten. The task format: docs/data.md.\n"
+     "shapes: write N pictures of a few coloured shapes, OUT_DIR/images/\n"
+     "shape-00001.png ..., and OUT_DIR/shapes.jsonl with four vision tasks each\n"
+     "(count_regions, color_at, grounding, counting; domain \"vision\", judged\n"
+     "by the vision reward, which finds the images beside the tasks file).\n"
+     "  --seed S   same seed and options, same files (default 1)\n"
+     "  --n N      pictures, 1 to 100000 (default 100)\n"
+     "  --size PX  width and height in pixels, 32 to 1024 (default 64)\n"
+     "No file is ever overwritten. The pictures and tasks: docs/data.md.\n"
+     "Exit: 0 written, 1 a file could not be written, 2 bad usage or a file exists.",
+     data_cmd},
+    {"timeline", "tern timeline RUN_DIR [-o FILE] [--steps N] [--from S --to S] [--width PX]",
+     "Draw the run's trace.json as a timeline (SVG): a lane per explorer, the\n"
+     "buffer and the trainer; rollouts (yellow) and train steps (green) with\n"
+     "their batch numbers, weight syncs (purple: memory or NCCL, red:\n"
+     "checkpoint), waits (grey), each batch's time in the buffer, publishes and\n"
+     "stale skips; a time axis in seconds and a legend. RUN_DIR may also be\n"
+     "the trace.json itself. The output's path is printed.\n"
+     "  -o FILE       where to write (default RUN_DIR/timeline.svg; - for stdout)\n"
+     "  --steps N     end at the end of the trainer's N-th train step (0..N-1);\n"
+     "                long runs are easier to read a few steps at a time\n"
+     "  --from S      start at S seconds (the axis' clock)\n"
+     "  --to S        end at S seconds (not with --steps)\n"
+     "  --width PX    picture width in pixels, 400 to 20000 (default 1200)\n"
+     "The file is written whole or not at all. The picture: docs/timeline.md.\n"
+     "Exit: 0 written, 1 the file could not be written, 2 bad usage or trace.",
+     timeline_cmd},
+    {"reward", "tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] < CASES",
+     "Score saved responses with one reward plugin. Each line of standard input\n"
+     "is a task object with the response to score:\n"
+     "  {\"answer\": \"42\", \"response\": \"... so \\\\boxed{42}\"}\n"
+     "and gives one line on standard output, in the same order:\n"
+     "  {\"reward\": 1.0, \"accuracy\": 1.0, \"format\": 1.0, \"reason\": \"...\"}\n"
+     "with \"failed\": \"crash\" (or error, nonfinite, timeout, garbage, start)\n"
+     "when the plugin gave no verdict. Blank lines give none; a line that is not\n"
+     "a task with a \"response\" string gives {\"error\": \"...\"}.\n"
+     "  --plugin NAME     the reward plugin (see `tern plugins`)\n"
+     "  -o key=value      a setting of the plugin, typed as in a config file; a\n"
+     "                    bare word is a string (-o answer_field=solution).\n"
+     "                    -o isolate=true -o timeout_ms=2000 run it in a\n"
+     "                    supervised worker process, as in a run\n"
+     "  --plugin-dir DIR  search DIR for plugins first\n"
+     "  --batch N         responses per call to the plugin (default 64)\n"
+     "Rewards, their settings and examples: docs/rewards.md.\n"
+     "Exit: 0 every line scored, 1 runtime failure, 2 bad usage, plugin,\n"
+     "setting or input line.",
+     reward_cmd},
+    {"version", "tern version", "Print the tern release and the plugin ABI version.",
+     version_cmd},
+    {"help", "tern help [COMMAND]", "Show the commands, or one command's help.",
+     help_cmd},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_overview(FILE *f)
+{
+    fprintf(f, "tern %s: reinforcement fine-tuning for language models\n\nusage:\n",
+            tern_version_string());
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %s\n", commands[i].usage);
+    fprintf(f, "\n`tern help COMMAND` tells more. Docs: docs/config.md, docs/plugins.md.\n");
+}
+
+
+/* Parse the words after command c with its flag table; pos gets up to
+ * max_pos positional arguments. TERN_FLAGS_GO_ON or the exit code. */
+static int parse(const command *c, const tern_flag *flags, const char **pos, size_t max_pos,
+                 int argc, char **argv)
+{
+    const tern_flag_cmd fc = {.usage = c->usage, .help = c->help, .flags = flags, .pos = pos,
+                              .max_pos = max_pos};
+    return cli_flags_parse(&fc, argc, argv);
+}
+
+/* ---- libtern's commands ------------------------------------------------- */
+
+/* `tern run|check CONFIG [-o section.key=value]...` (run also --resume) and
+ * `tern plugins [--config CONFIG] [-o section.key=value]...` */
+static int engine_cmd(const command *c, int argc, char **argv)
+{
+    int is_run = strcmp(c->name, "run") == 0, is_plugins = strcmp(c->name, "plugins") == 0;
+    const char **overrides = calloc((size_t)argc + 1, sizeof *overrides);
+    if (!overrides) {
+        fprintf(stderr, "tern: out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    tern_invocation inv = {.size = sizeof inv, .overrides = overrides};
+    const tern_flag resume = {"--resume", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(inv.resume)};
+    const tern_flag config = {"--config", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(inv.config_path),
+                              .opts = TERN_FLAG_NO_EQUALS, .missing = "a file"};
+    const tern_flag flags[] = {
+        {"-o", "--override", .kind = TERN_FLAG_STRING,
+         TERN_FLAG_EACH(overrides, inv.n_overrides),
+         .opts = TERN_FLAG_ATTACHED | TERN_FLAG_NO_EQUALS, .missing = "section.key=value"},
+        is_run ? resume : is_plugins ? config : (tern_flag)TERN_FLAGS_END,
+        TERN_FLAGS_END,
+    };
+    /* run and check take CONFIG; plugins only --config */
+    int rc = parse(c, flags, &inv.config_path, is_plugins ? 0 : 1, argc, argv);
+    if (rc == TERN_FLAGS_GO_ON && !is_plugins && !inv.config_path)
+        rc = cli_usage_error(c->usage, "%s needs a config file", c->name);
+    if (rc == TERN_FLAGS_GO_ON)
+        rc = is_run ? tern_cmd_run(&inv) : is_plugins ? tern_cmd_plugins(&inv)
+                                                      : tern_cmd_check(&inv);
+    free(overrides);
+    return rc;
+}
+
+/* ---- the commands of this layer (commands.h) ---------------------------- */
+
+/* `tern new-plugin KIND NAME [DIR]`: positional arguments only. */
+static int new_plugin_cmd(const command *c, int argc, char **argv)
+{
+    const char *pos[3] = {NULL, NULL, NULL};
+    size_t n = 0;
+    const tern_flag flags[] = {TERN_FLAGS_END};
+    const tern_flag_cmd fc = {.usage = c->usage, .help = c->help, .flags = flags, .pos = pos,
+                              .max_pos = 3, .n_pos = &n};
+    int rc = cli_flags_parse(&fc, argc, argv);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (n < 2)
+        return cli_usage_error(c->usage, "%s needs KIND and NAME", c->name);
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_new_plugin(&inv, pos[0], pos[1], pos[2]);
+}
+
+/* The subcommand argv[0] of `tern CMD SUB ...`, one of `a` and `b` (NULL when
+ * there is only a): 0 for a, 1 for b; else -1 with *rc the exit code, after
+ * the help (for -h) or the problem. */
+static int subcommand(const command *c, int argc, char **argv, const char *a, const char *b,
+                      int *rc)
+{
+    if (argc < 1) {
+        *rc = b ? cli_usage_error(c->usage, "%s needs a subcommand: %s or %s", c->name, a, b)
+                : cli_usage_error(c->usage, "%s needs a subcommand: %s", c->name, a);
+        return -1;
+    }
+    if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0) {
+        *rc = cli_print_help(c->usage, c->help);
+        return -1;
+    }
+    if (strcmp(argv[0], a) == 0)
+        return 0;
+    if (b && strcmp(argv[0], b) == 0)
+        return 1;
+    *rc = b ? cli_usage_error(c->usage, "unknown subcommand '%s %s' (there are: %s, %s)",
+                              c->name, argv[0], a, b)
+            : cli_usage_error(c->usage, "unknown subcommand '%s %s' (there is: %s)", c->name,
+                              argv[0], a);
+    return -1;
+}
+
+/* `tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR` */
+static int model_cmd(const command *c, int argc, char **argv)
+{
+    int rc = TERN_FLAGS_GO_ON;
+    if (subcommand(c, argc, argv, "init", NULL, &rc) < 0)
+        return rc;
+    const char *preset = NULL, *plugin = NULL, *out_dir = NULL;
+    long long seed = -1;
+    const tern_flag flags[] = {
+        {"--preset", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(preset)},
+        {"--seed", .kind = TERN_FLAG_INT, TERN_FLAG_TO(seed), .min = 0, .max = LLONG_MAX},
+        {"--plugin", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(plugin)},
+        TERN_FLAGS_END,
+    };
+    rc = parse(c, flags, &out_dir, 1, argc - 1, argv + 1);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!preset || !*preset)
+        return cli_usage_error(c->usage, "model init needs --preset NAME");
+    if (!out_dir || !*out_dir)
+        return cli_usage_error(c->usage, "model init needs OUT_DIR, the directory to write");
+    if (plugin && !*plugin)
+        return cli_usage_error(c->usage, "--plugin needs a plugin name");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_model_init(&inv, plugin, preset, seed, out_dir);
+}
+
+/* `tern generate MODEL_DIR --prompt TEXT [options]` */
+static int generate_cmd(const command *c, int argc, char **argv)
+{
+    tern_generate_args g = {.size = sizeof g, .max_tokens = 64, .samples = 1,
+                            .temperature = 1.0, .top_p = 1.0, .seed = 1};
+    int32_t *stop = calloc((size_t)argc + 1, sizeof *stop);
+    if (!stop) {
+        fprintf(stderr, "tern: out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    const tern_flag flags[] = {
+        {"--prompt", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(g.prompt)},
+        {"--max-tokens", .kind = TERN_FLAG_INT, TERN_FLAG_TO(g.max_tokens), .min = 1,
+         .max = UINT32_MAX},
+        {"--temperature", .kind = TERN_FLAG_DOUBLE, TERN_FLAG_TO(g.temperature), .lo = 0,
+         .hi = HUGE_VAL, .need = "a number >= 0, 0 for greedy"},
+        {"--top-k", .kind = TERN_FLAG_INT, TERN_FLAG_TO(g.top_k), .min = 0, .max = INT32_MAX},
+        {"--top-p", .kind = TERN_FLAG_DOUBLE, TERN_FLAG_TO(g.top_p), .lo = 0, .hi = 1,
+         .opts = TERN_FLAG_ABOVE_LO, .need = "a number in (0, 1], 1 for off"},
+        {"--seed", .kind = TERN_FLAG_U64, TERN_FLAG_TO(g.seed)},
+        {"--samples", .kind = TERN_FLAG_INT, TERN_FLAG_TO(g.samples), .min = 1,
+         .max = UINT32_MAX},
+        {"--stop-token", .kind = TERN_FLAG_INT, TERN_FLAG_EACH(stop, g.n_stop), .min = 0,
+         .max = INT32_MAX},
+        {"--plugin", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(g.plugin),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a plugin name"},
+        {"--threads", .kind = TERN_FLAG_INT, TERN_FLAG_TO(g.threads), .min = 1,
+         .max = INT32_MAX},
+        {"--chat", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(g.chat)},
+        {"--system", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(g.system)},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, &g.model_dir, 1, argc, argv);
+    if (rc == TERN_FLAGS_GO_ON && !g.model_dir)
+        rc = cli_usage_error(c->usage, "generate needs MODEL_DIR, the directory of a saved model");
+    if (rc == TERN_FLAGS_GO_ON && !g.prompt)
+        rc = cli_usage_error(c->usage, "generate needs --prompt TEXT");
+    if (rc == TERN_FLAGS_GO_ON && g.system && !g.chat)
+        rc = cli_usage_error(c->usage, "--system needs --chat (a system turn is part of a chat "
+                             "template)");
+    if (rc == TERN_FLAGS_GO_ON) {
+        g.prompt_len = strlen(g.prompt);
+        g.stop = stop;
+        tern_invocation inv = {.size = sizeof inv};
+        rc = tern_cmd_generate(&inv, &g);
+    }
+    free(stop);
+    return rc;
+}
+
+/* `tern score MODEL_DIR --text TEXT [--plugin P] [--threads N]` */
+static int score_cmd(const command *c, int argc, char **argv)
+{
+    tern_score_args sa = {.size = sizeof sa};
+    const tern_flag flags[] = {
+        {"--text", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(sa.text)},
+        {"--plugin", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(sa.plugin),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a plugin name"},
+        {"--threads", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.threads), .min = 1,
+         .max = INT32_MAX},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, &sa.model_dir, 1, argc, argv);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!sa.model_dir)
+        return cli_usage_error(c->usage, "score needs MODEL_DIR, the directory of a saved model");
+    if (!sa.text)
+        return cli_usage_error(c->usage, "score needs --text TEXT");
+    sa.text_len = strlen(sa.text);
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_score(&inv, &sa);
+}
+
+/* `tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR` (argv[0] is "shapes") */
+static int data_shapes_cmd(const command *c, int argc, char **argv)
+{
+    tern_shapes_args sa = {.size = sizeof sa, .seed = 1, .n_images = 100, .size_px = 64};
+    const tern_flag flags[] = {
+        {"--seed", .kind = TERN_FLAG_U64, TERN_FLAG_TO(sa.seed)},
+        {"--n", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.n_images), .min = 1, .max = 100000},
+        {"--size", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.size_px), .min = 32, .max = 1024},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, &sa.out_dir, 1, argc - 1, argv + 1);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!sa.out_dir || !*sa.out_dir)
+        return cli_usage_error(c->usage, "data shapes needs OUT_DIR, the directory to write the "
+                               "tasks and images to");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_data_shapes(&inv, &sa);
+}
+
+/* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR` */
+static int data_cmd(const command *c, int argc, char **argv)
+{
+    int rc = TERN_FLAGS_GO_ON;
+    int sub = subcommand(c, argc, argv, "arith", "shapes", &rc);
+    if (sub < 0)
+        return rc;
+    if (sub == 1)
+        return data_shapes_cmd(c, argc, argv);
+    tern_arith_args da = {.size = sizeof da, .seed = 1, .n_train = 2000, .n_eval = 200,
+                          .max_operand = 49, .ops = "+"};
+    const tern_flag flags[] = {
+        {"--seed", .kind = TERN_FLAG_U64, TERN_FLAG_TO(da.seed)},
+        {"--train", .kind = TERN_FLAG_INT, TERN_FLAG_TO(da.n_train), .min = 1, .max = LLONG_MAX},
+        {"--eval", .kind = TERN_FLAG_INT, TERN_FLAG_TO(da.n_eval), .min = 1, .max = LLONG_MAX},
+        {"--max", .kind = TERN_FLAG_INT, TERN_FLAG_TO(da.max_operand), .min = 0, .max = INT_MAX},
+        {"--ops", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(da.ops), .opts = TERN_FLAG_NONEMPTY,
+         .need = "some of + - * (e.g. --ops '+-*')"},
+        TERN_FLAGS_END,
+    };
+    rc = parse(c, flags, &da.out_dir, 1, argc - 1, argv + 1);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!da.out_dir || !*da.out_dir)
+        return cli_usage_error(c->usage, "data arith needs OUT_DIR, the directory to write the "
+                               "tasks to");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_data_arith(&inv, &da);
+}
+
+/* `tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] [--batch N]` */
+static int reward_cmd(const command *c, int argc, char **argv)
+{
+    int rc = TERN_FLAGS_GO_ON;
+    if (subcommand(c, argc, argv, "score", NULL, &rc) < 0)
+        return rc;
+    const char **options = calloc((size_t)argc, sizeof *options);
+    if (!options) {
+        fprintf(stderr, "tern: out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    tern_reward_score_args ra = {.size = sizeof ra, .options = options};
+    const tern_flag flags[] = {
+        {"--plugin", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(ra.plugin),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a plugin name"},
+        {"--plugin-dir", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(ra.plugin_dir)},
+        {"--batch", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ra.batch), .min = 1, .max = 1000000},
+        {"-o", .kind = TERN_FLAG_STRING, TERN_FLAG_EACH(options, ra.n_options),
+         .opts = TERN_FLAG_ATTACHED},
+        TERN_FLAGS_END,
+    };
+    const tern_flag_cmd fc = {.usage = c->usage, .help = c->help, .flags = flags,
+                              .extra_hint = " (the cases come on standard input: tern reward "
+                                            "score --plugin NAME < cases.jsonl)"};
+    rc = cli_flags_parse(&fc, argc - 1, argv + 1);
+    if (rc == TERN_FLAGS_GO_ON && !ra.plugin)
+        rc = cli_usage_error(c->usage, "reward score needs --plugin NAME (`tern plugins` lists "
+                             "the reward plugins)");
+    if (rc == TERN_FLAGS_GO_ON) {
+        tern_invocation inv = {.size = sizeof inv};
+        rc = tern_cmd_reward_score(&inv, &ra);
+    }
+    free(options);
+    return rc;
+}
+
+/* `tern timeline RUN_DIR [-o FILE] [--steps N] [--from S] [--to S] [--width PX]` */
+static int timeline_cmd(const command *c, int argc, char **argv)
+{
+    tern_timeline_args ta = {.size = sizeof ta};
+    const tern_flag flags[] = {
+        {"-o", "--output", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(ta.out_path),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a file name (or - for stdout)"},
+        {"--steps", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ta.steps), .min = 1, .max = LLONG_MAX},
+        {"--from", .kind = TERN_FLAG_DOUBLE, TERN_FLAG_TO(ta.from_s), .lo = 0, .hi = HUGE_VAL,
+         .need = "a number of seconds >= 0", .given = &ta.has_from},
+        {"--to", .kind = TERN_FLAG_DOUBLE, TERN_FLAG_TO(ta.to_s), .lo = 0, .hi = HUGE_VAL,
+         .need = "a number of seconds >= 0", .given = &ta.has_to},
+        {"--width", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ta.width), .min = 400, .max = 20000},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, &ta.run_dir, 1, argc, argv);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!ta.run_dir || !*ta.run_dir)
+        return cli_usage_error(c->usage, "timeline needs RUN_DIR, a run directory (or its "
+                               "trace.json)");
+    if (ta.has_from && ta.has_to && ta.from_s >= ta.to_s)
+        return cli_usage_error(c->usage, "--from (%g) must be less than --to (%g)", ta.from_s,
+                               ta.to_s);
+    if (ta.steps > 0 && ta.has_to)
+        return cli_usage_error(c->usage, "--steps and --to both say where the picture ends: "
+                               "give one");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_timeline(&inv, &ta);
+}
+
+/* ---- version and help --------------------------------------------------- */
+
+static int version_cmd(const command *c, int argc, char **argv)
+{
+    if (argc > 0)
+        return cli_usage_error(c->usage, "unexpected argument '%s'", argv[0]);
+    printf("tern %s (plugin ABI %d.%d)\n", tern_version_string(), TERN_ABI_MAJOR, TERN_ABI_MINOR);
+    return TERN_EXIT_OK;
+}
+
+/* `tern help [COMMAND]` (and `tern help model init`) */
+static int help_cmd(const command *c, int argc, char **argv)
+{
+    (void)c;
+    if (argc == 0) {
+        print_overview(stdout);
+        return TERN_EXIT_OK;
+    }
+    const command *h = find_command(argv[0]);
+    int model_init = argc == 2 && strcmp(argv[0], "model") == 0 && strcmp(argv[1], "init") == 0;
+    if (!h || (argc > 1 && !model_init))
+        return cli_usage_error(NULL, "no command '%s'", argv[0]);
+    return cli_print_help(h->usage, h->help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_overview(stderr);
+        return TERN_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
+        print_overview(stdout);
+        return TERN_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0)
+        name = "version";
+    const command *c = find_command(name);
+    if (!c)
+        return cli_usage_error(NULL, "unknown command '%s'", name);
+    return c->handler(c, argc - 2, argv + 2);
+}

@@ -1,0 +1,207 @@
+/* commands.c: the commands of the embedding API (tern/libtern.h): check,
+ * run, plugins. Each returns an exit code and prints problems to `err`. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/core_schema.h"
+#include "base/errmsg.h"
+#include "base/log.h"
+#include "data/task_file.h"
+#include "loop/master.h"
+#include "config/run_settings.h"
+#include "reward/rewarder.h"
+#include "host/session.h"
+#include "tern/libtern.h"
+
+const char *tern_version_string(void) { return TERN_VERSION_STRING; }
+
+static FILE *out_of(const tern_invocation *inv) { return inv->out ? inv->out : stdout; }
+static FILE *err_of(const tern_invocation *inv) { return inv->err ? inv->err : stderr; }
+
+static int exit_code(int status)
+{
+    if (status == TERN_OK)
+        return TERN_EXIT_OK;
+    if (status == TERN_EINTR)
+        return TERN_EXIT_INTERRUPTED;
+    return status == TERN_ECONFIG ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+}
+
+static int bad_invocation(const tern_invocation *inv)
+{
+    return !inv || inv->size < sizeof(tern_invocation) ||
+           (inv->n_overrides && !inv->overrides);
+}
+
+/* Open a session and report its problems; returns the exit code. */
+static int open_session(const tern_invocation *inv, tern_session *s, int start)
+{
+    tern_diag d;
+    tern_diag_init(&d);
+    tern_log_set_stream(err_of(inv));
+    int rc = tern_session_open(s, inv->config_path, inv->overrides, inv->n_overrides, start, &d);
+    if (d.n) {
+        tern_diag_print(&d, err_of(inv));
+        if (rc == TERN_OK)
+            rc = TERN_ECONFIG;
+    }
+    tern_diag_free(&d);
+    return exit_code(rc);
+}
+
+/* A config with training tasks is a run: check what the run reads beyond
+ * the plugins (the loop's sections and the task files), as `tern run` would.
+ * A config without (a plugin's test config) is checked for its plugins only. */
+static int check_run_sections(const tern_invocation *inv, tern_session *s)
+{
+    tern_diag d;
+    tern_diag_init(&d);
+    tern_run_settings set;
+    int rc = tern_run_settings_read(&s->config, &set, &d);
+    tern_diag_print(&d, err_of(inv));
+    tern_diag_free(&d);
+    tern_task_set train = {0}, eval = {0};
+    if (rc == TERN_OK)
+        rc = tern_task_set_load(&train, set.train_path, set.skip_bad);
+    if (rc == TERN_OK && set.eval_path)
+        rc = tern_task_set_load(&eval, set.eval_path, set.skip_bad);
+    if (rc != TERN_OK && rc != TERN_ECONFIG) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+        rc = rc == TERN_ENOMEM ? rc : TERN_ECONFIG;
+    }
+    if (rc == TERN_OK)
+        fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", train.n,
+                set.train_path, eval.n);
+    tern_task_set_free(&train);
+    tern_task_set_free(&eval);
+    tern_run_settings_free(&set);
+    return exit_code(rc);
+}
+
+int tern_cmd_check(const tern_invocation *inv)
+{
+    if (bad_invocation(inv) || !inv->config_path)
+        return TERN_EXIT_USAGE;
+    tern_session s;
+    int code = open_session(inv, &s, 1);
+    if (code == TERN_EXIT_OK) {
+        /* the rewards as a run routes them: isolated ones start their workers */
+        tern_rewarder rw;
+        tern_error_clear();
+        int rc = tern_rewarder_open(&rw, &s);
+        if (rc != TERN_OK) {
+            fprintf(err_of(inv), "%s\n", tern_error_message());
+            code = exit_code(rc);
+        }
+        tern_rewarder_close(&rw);
+    }
+    if (code == TERN_EXIT_OK && config_lookup(&s.config.cfg, "data.train"))
+        code = check_run_sections(inv, &s);
+    if (code == TERN_EXIT_OK) {
+        tern_session_describe(&s, out_of(inv));
+        fprintf(out_of(inv), "ok: %s is valid\n", inv->config_path);
+    }
+    tern_session_close(&s);
+    tern_log_set_stream(NULL);
+    return code;
+}
+
+int tern_cmd_run(const tern_invocation *inv)
+{
+    if (bad_invocation(inv) || !inv->config_path)
+        return TERN_EXIT_USAGE;
+    tern_session s;
+    int code = open_session(inv, &s, 1);
+    if (code == TERN_EXIT_OK) {
+        tern_diag d;
+        tern_diag_init(&d);
+        tern_loop_options o = {.resume = TERN_HAS(inv, resume) && inv->resume,
+                               .out = out_of(inv), .handle_sigint = 1};
+        tern_error_clear();
+        int rc = tern_loop_run(&s, &o, &d);
+        if (d.n) {
+            tern_diag_print(&d, err_of(inv));
+            if (rc == TERN_OK)
+                rc = TERN_ECONFIG;
+        } else if (rc != TERN_OK && rc != TERN_EINTR) {
+            fprintf(err_of(inv), "%s\n", tern_error_message());
+        }
+        tern_diag_free(&d);
+        code = exit_code(rc);
+    }
+    tern_session_close(&s);
+    tern_log_close_file();
+    tern_log_set_stream(NULL);
+    return code;
+}
+
+int tern_cmd_plugins(const tern_invocation *inv)
+{
+    if (bad_invocation(inv))
+        return TERN_EXIT_USAGE;
+    FILE *out = out_of(inv);
+    tern_registry r;
+    int rc;
+    tern_config cfg;
+    char **dirs = NULL;
+    size_t ndirs = 0;
+    if (inv->config_path) {
+        /* Only plugin_path matters here; a full check is `tern check`. */
+        tern_diag d;
+        tern_diag_init(&d);
+        rc = tern_config_read_file(&cfg, inv->config_path, &d);
+        for (size_t i = 0; rc == TERN_OK && i < inv->n_overrides; i++)
+            rc = tern_config_override(&cfg, inv->overrides[i], &d);
+        tern_diag_print(&d, err_of(inv));
+        tern_diag_free(&d);
+        if (rc != TERN_OK) {
+            if (cfg.live)
+                tern_config_free(&cfg);
+            return exit_code(rc == TERN_ENOMEM ? rc : TERN_ECONFIG);
+        }
+        rc = tern_config_plugin_dirs(&cfg, &dirs, &ndirs);
+        tern_config_free(&cfg);
+        if (rc != TERN_OK) {
+            fprintf(err_of(inv), "%s\n", tern_error_message());
+            return exit_code(rc);
+        }
+    }
+    rc = tern_registry_init(&r, (const char *const *)dirs, ndirs);
+    tern_config_free_dirs(dirs, ndirs);
+    if (rc == TERN_OK)
+        rc = tern_registry_scan(&r, tern_host_table());
+    if (rc != TERN_OK) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+        tern_registry_free(&r);
+        return exit_code(rc);
+    }
+    fprintf(out, "search path:\n");
+    for (size_t i = 0; i < r.n_dirs; i++)
+        fprintf(out, "  %s\n", r.dirs[i]);
+    size_t accepted = 0, refused = 0;
+    for (size_t i = 0; i < r.n; i++)
+        accepted += r.entries[i].plugin != NULL;
+    fprintf(out, "\n%-16s %-7s %-9s %-5s %s\n", "NAME", "KIND", "VERSION", "ABI", "FILE");
+    for (size_t i = 0; i < r.n; i++) {
+        const tern_registry_entry *e = &r.entries[i];
+        if (!e->plugin)
+            continue;
+        const tern_plugin_descriptor *dsc = e->plugin->desc;
+        fprintf(out, "%-16s %-7s %-9s %u.%-3u %s\n", dsc->name, tern_kind_name(dsc->kind),
+                dsc->version ? dsc->version : "-", dsc->abi_major, dsc->abi_minor, e->path);
+        if (dsc->summary && *dsc->summary)
+            fprintf(out, "%-16s %s\n", "", dsc->summary);
+    }
+    if (!accepted)
+        fprintf(out, "(no plugins found)\n");
+    for (size_t i = 0; i < r.n; i++) {
+        if (!r.entries[i].refusal)
+            continue;
+        if (!refused++)
+            fprintf(out, "\nrefused:\n");
+        fprintf(out, "  %s\n", r.entries[i].refusal);
+    }
+    tern_registry_free(&r);
+    return TERN_EXIT_OK;
+}

@@ -1,0 +1,143 @@
+/* log.c: leveled logging to stderr and log.txt (see log.h). */
+#include "base/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/errmsg.h"
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static tern_log_level log_level = TERN_LOG_INFO;
+static FILE *log_file;
+static FILE *log_stream;
+static char progress_line[512]; /* the status line shown on a terminal */
+static int progress_shown;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void tern_log_set_level(tern_log_level level)
+{
+    pthread_mutex_lock(&log_lock);
+    log_level = level;
+    pthread_mutex_unlock(&log_lock);
+}
+
+int tern_log_level_parse(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int tern_log_open_file(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return tern_errorf(TERN_EIO, "%s: cannot open log file: %s", path, strerror(errno));
+    pthread_mutex_lock(&log_lock);
+    if (log_file)
+        fclose(log_file);
+    log_file = f;
+    pthread_mutex_unlock(&log_lock);
+    return TERN_OK;
+}
+
+void tern_log_close_file(void)
+{
+    pthread_mutex_lock(&log_lock);
+    if (log_file)
+        fclose(log_file);
+    log_file = NULL;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_log_set_stream(FILE *stream)
+{
+    pthread_mutex_lock(&log_lock);
+    log_stream = stream;
+    pthread_mutex_unlock(&log_lock);
+}
+
+/* One line to log.txt, if open; the caller holds log_lock. */
+static void file_line(tern_log_level level, const char *who, const char *line)
+{
+    if (!log_file)
+        return;
+    struct timespec ts;
+    struct tm tm;
+    char stamp[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(log_file, "%s.%03ldZ %-5s [%s] %s\n", stamp, ts.tv_nsec / 1000000L,
+            level_names[level], who ? who : "core", line);
+    fflush(log_file);
+}
+
+void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list ap)
+{
+    if ((int)level < 0 || level > TERN_LOG_DEBUG)
+        level = TERN_LOG_ERROR;
+    char line[4096];
+    vsnprintf(line, sizeof line, fmt, ap);
+    /* One line per call: a plugin's embedded newlines would break log.txt's format. */
+    for (char *p = line; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+
+    pthread_mutex_lock(&log_lock);
+    if (level <= log_level) {
+        FILE *out = log_stream ? log_stream : stderr;
+        if (progress_shown)
+            fputs("\r\033[K", out); /* the log line takes the progress line's place */
+        fprintf(out, "tern: %s: [%s] %s\n", level_names[level], who ? who : "core", line);
+        if (progress_shown)
+            fputs(progress_line, out);
+        fflush(out);
+        file_line(level, who, line);
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_log_progress(const char *text)
+{
+    pthread_mutex_lock(&log_lock);
+    FILE *out = log_stream ? log_stream : stderr;
+    int tty = isatty(fileno(out));
+    if (tty) {
+        snprintf(progress_line, sizeof progress_line, "%s", text);
+        fprintf(out, "\r\033[K%s", progress_line);
+        fflush(out);
+        progress_shown = 1;
+        if (TERN_LOG_INFO <= log_level)
+            file_line(TERN_LOG_INFO, "progress", text); /* log.txt still gets every step */
+    }
+    pthread_mutex_unlock(&log_lock);
+    if (!tty)
+        tern_logf(TERN_LOG_INFO, "progress", "%s", text);
+}
+
+void tern_log_progress_end(void)
+{
+    pthread_mutex_lock(&log_lock);
+    if (progress_shown) {
+        FILE *out = log_stream ? log_stream : stderr;
+        fputs("\n", out);
+        fflush(out);
+        progress_shown = 0;
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_logf(tern_log_level level, const char *who, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tern_vlogf(level, who, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,34 @@
+/* log.h: the run's logger. Lines go to stderr and, once a run directory
+ * exists, to its log.txt, with a timestamp there. Thread-safe. */
+#ifndef TERN_LOG_H
+#define TERN_LOG_H
+
+#include "base/export.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "tern/host.h"
+
+/* Lines above `level` are dropped. Default TERN_LOG_INFO. */
+void tern_log_set_level(tern_log_level level);
+/* Parse "error" | "warn" | "info" | "debug"; -1 if none of them. */
+int tern_log_level_parse(const char *name);
+/* Also write to `path` (appending); TERN_EIO with a message on failure. */
+int tern_log_open_file(const char *path);
+void tern_log_close_file(void);
+/* Where stderr lines go (tests redirect it); NULL restores stderr. */
+TERN_INTERNAL void tern_log_set_stream(FILE *stream);
+
+/* A progress line: on a terminal it is a status line that each call
+ * replaces (log lines print above it) and log.txt gets it as an info line;
+ * elsewhere it is an ordinary info line. tern_log_progress_end() ends the
+ * status line with a newline. */
+void tern_log_progress(const char *text);
+void tern_log_progress_end(void);
+
+/* One line from `who` ("core", "buffer", ...). */
+void tern_logf(tern_log_level level, const char *who, const char *fmt, ...) TERN_PRINTF(3, 4);
+void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list ap);
+
+#endif

@@ -1,0 +1,67 @@
+/* run_settings.h: the sections of a config that drive the learning loop
+ * (data, explorer, trainer, algorithm, eval; docs/config.md), their schema,
+ * and the typed values a run reads from them. */
+#ifndef TERN_LOOP_RUN_SETTINGS_H
+#define TERN_LOOP_RUN_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/advantage.h"
+#include "algo/policy_loss.h"
+#include "config/config.h"
+#include "config/diag.h"
+#include "tern/settings.h"
+
+/* The keys of each loop section; the core schema (core_schema.c) names them. */
+extern const tern_setting_spec tern_data_keys[], tern_explorer_keys[], tern_trainer_keys[],
+    tern_algorithm_keys[], tern_eval_keys[];
+
+typedef enum tern_lr_schedule {
+    TERN_LR_CONSTANT = 1,
+    TERN_LR_LINEAR = 2,
+    TERN_LR_COSINE = 3
+} tern_lr_schedule;
+
+typedef enum tern_kl_placement {
+    TERN_KL_IN_LOSS = 1,
+    TERN_KL_IN_REWARD = 2
+} tern_kl_placement;
+
+typedef struct tern_run_settings {
+    /* data */
+    char *train_path, *eval_path; /* resolved against the config's directory; eval may be NULL */
+    int skip_bad, shuffle;
+    char *system_prompt;          /* data.system_prompt, or NULL */
+    /* explorer */
+    uint32_t batch_tasks, group_size, max_tokens;
+    double temperature, top_p;
+    int32_t top_k;
+    /* trainer */
+    int64_t steps, save_every, warmup_steps;
+    double lr, min_lr_ratio, beta1, beta2, adam_eps, weight_decay, grad_clip;
+    tern_lr_schedule schedule;
+    int64_t sft_steps;
+    uint32_t sft_batch_tasks;
+    double sft_lr;
+    /* algorithm */
+    tern_adv_params adv;
+    tern_loss_params loss;
+    tern_kl_placement kl_placement;
+    /* eval */
+    int64_t eval_every;
+    uint32_t eval_max_tokens;
+    int64_t eval_limit;
+} tern_run_settings;
+
+/* Make sure every loop section exists (with its defaults filled in, so the
+ * resolved config shows every value in force), then read them into *s.
+ * Problems go to `d` as "FILE:LINE: message"; returns TERN_OK or
+ * TERN_ECONFIG (or TERN_ENOMEM). */
+int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d);
+void tern_run_settings_free(tern_run_settings *s);
+
+/* The learning rate of RL step `step` (0-based) under the schedule. */
+double tern_run_lr(const tern_run_settings *s, int64_t step);
+
+#endif

@@ -1,0 +1,32 @@
+/* task.h: a task, one JSON object of a tasks JSON Lines file, and the field
+ * accessors behind host->task_*. */
+#ifndef TERN_TASK_H
+#define TERN_TASK_H
+
+#include "base/export.h"
+
+#include <stddef.h>
+
+#include "tern/host.h"
+
+/* Parse one line. On malformed JSON or a non-object returns TERN_EINVAL with
+ * "WHERE: message (column N)"; `where` is e.g. "data/train.jsonl:12". */
+TERN_INTERNAL int tern_task_parse(const char *text, size_t len, const char *where, tern_task **out);
+TERN_INTERNAL void tern_task_free(tern_task *t);
+/* The file the task was read from (host->task_origin): `origin` is not
+ * copied and must outlive the task (the task set's path does). */
+void tern_task_set_origin(tern_task *t, const char *origin);
+const char *tern_task_origin(const tern_task *t);
+
+TERN_INTERNAL const char *tern_task_string(const tern_task *t, const char *key);
+int tern_task_number(const tern_task *t, const char *key, double *out);
+char *tern_task_json(const tern_task *t, const char *key);
+
+/* The JSON type of field `key`, as a word for messages: "string", "integer",
+ * "real number", "object", "array", "boolean" or "null"; NULL if absent. */
+const char *tern_task_type(const tern_task *t, const char *key);
+/* An integer field (a JSON number without fraction or exponent): TERN_OK with
+ * *out set, TERN_ENOTFOUND if absent, TERN_EINVAL if it is anything else. */
+TERN_INTERNAL int tern_task_integer(const tern_task *t, const char *key, long long *out);
+
+#endif

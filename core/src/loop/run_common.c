@@ -1,0 +1,151 @@
+/* run_common.c: what the roles share beside the queues: freeing the messages
+ * of run.h, failure reports, the clock, seeds, checkpoint names, and a
+ * task's prompt as the model sees it. Model calls go through the proxy
+ * (model/model.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/errmsg.h"
+#include "loop/run.h"
+#include "tern/rng.h"
+
+static void free_strings(char **s, uint32_t n)
+{
+    for (uint32_t i = 0; s && i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+void tern_msg_free(void *msg)
+{
+    if (!msg)
+        return;
+    switch (*(tern_msg_kind *)msg) {
+    case TERN_MSG_EXPLORE: {
+        tern_explore_job *j = msg;
+        free(j->task_index);
+        free_strings(j->prompt, j->n);
+        free_strings(j->system, j->n);
+        break;
+    }
+    case TERN_MSG_SFT_BATCH: {
+        tern_sft_job *j = msg;
+        free_strings(j->prompt, j->n);
+        free_strings(j->answer, j->n);
+        free_strings(j->system, j->n);
+        break;
+    }
+    case TERN_MSG_ROLLOUT: {
+        tern_rollout_msg *r = msg;
+        for (uint32_t i = 0; r->prompt_tokens && i < r->n; i++)
+            free(r->prompt_tokens[i]);
+        for (size_t i = 0; r->resp && i < (size_t)r->n * r->group_size; i++) {
+            free(r->resp[i].tokens);
+            free(r->resp[i].logp);
+            free(r->resp[i].text);
+        }
+        free(r->prompt_tokens);
+        free(r->prompt_len);
+        free(r->task_index);
+        free(r->resp);
+        break;
+    }
+    default: {
+        tern_step_msg *s = msg;
+        tern_snapshot_free(s->eval);
+        free(s->skipped);
+        free(s->saved);
+        free(s->error);
+        break;
+    }
+    }
+    free(msg);
+}
+
+void tern_report_failure(tern_run *run, const char *role, int status)
+{
+    atomic_store(&run->failed, 1);
+    tern_step_msg *m = calloc(1, sizeof *m);
+    const char *text = tern_error_message();
+    if (m) {
+        m->kind = TERN_MSG_FAILED;
+        m->role = role;
+        m->status = status;
+        m->error = strdup(*text ? text : "failed without a message (a bug)");
+        if (tern_queue_push(&run->inbox, m) == TERN_OK)
+            return;
+        tern_msg_free(m);
+    }
+    /* nobody can be told: the master sees run->failed when it next looks */
+    fprintf(stderr, "tern: %s: %s\n", role, *text ? text : "failed");
+}
+
+uint64_t tern_run_seed(const tern_run *run, const char *stream, uint64_t a, uint64_t b)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)stream; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    uint64_t x = run->seed ^ h;
+    uint64_t s = tern_splitmix64(&x);
+    x = s ^ (a * 0x9e3779b97f4a7c15ull);
+    s = tern_splitmix64(&x);
+    x = s ^ (b * 0xc2b2ae3d27d4eb4full);
+    return tern_splitmix64(&x);
+}
+
+void tern_checkpoint_dir(const tern_run *run, int64_t sft_step, int64_t step, int temporary,
+                         char *buf, size_t n)
+{
+    if (step > 0 || sft_step < 0)
+        snprintf(buf, n, "%s/checkpoints/step-%lld%s", run->dir, (long long)step,
+                 temporary ? ".tmp" : "");
+    else
+        snprintf(buf, n, "%s/checkpoints/sft-%lld%s", run->dir, (long long)sft_step,
+                 temporary ? ".tmp" : "");
+}
+
+double tern_run_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+uint64_t tern_run_unix_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+int tern_role_failed(int rc, const char *role, const char *what)
+{
+    const char *m = tern_error_message();
+    return tern_errorf(rc < 0 ? rc : TERN_ERR, "%s: %s: %s", role, what,
+                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
+}
+
+int tern_run_prompt(const tern_model *m, const char *role, const char *system,
+                    const char *prompt, int32_t **ids, size_t *n)
+{
+    char what[96];
+    if (!tern_model_has_chat(m)) {
+        if (system)
+            return tern_errorf(TERN_EINVAL, "%s: a system turn is given (data.system_prompt or "
+                               "a task's \"system\") but the model plugin has no chat template "
+                               "op (encode_chat, ABI 1.4): remove it or use a model with one",
+                               role);
+        snprintf(what, sizeof what, "%s: tokenize", role);
+        return tern_model_tokenize(m, what, prompt, strlen(prompt), 1, ids, n);
+    }
+    snprintf(what, sizeof what, "%s: format the prompt with the chat template", role);
+    return tern_model_chat(m, what, system, prompt, ids, n);
+}
+
+const char *tern_task_system(const tern_run *run, const tern_task *t)
+{
+    const char *s = tern_task_string(t, "system");
+    return s ? s : run->set.system_prompt;
+}

@@ -1,0 +1,187 @@
+/* model.c: the model proxy (see model.h): the one place that calls a model
+ * plugin's ops, each call wrapped the same way. */
+#include "model/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/errmsg.h"
+
+/* The plugin failed: its status (TERN_ERR for a positive one) with
+ * "WHAT: REASON". Called right after the op, so the thread's message is the
+ * plugin's (each call clears it first). */
+static int failed(int rc, const char *what, const char *op)
+{
+    const char *m = tern_error_message();
+    return tern_errorf(rc < 0 ? rc : TERN_ERR, "%s: %s", what ? what : op,
+                       *m ? m : "the plugin gave no reason (a bug in the plugin)");
+}
+
+/* Our own copy of the plugin's n ids (n + 1 entries), the plugin's buffer
+ * given back. */
+static int own_ids(const tern_model *m, const char *what, int32_t *t, size_t n, int32_t **ids)
+{
+    *ids = malloc((n + 1) * sizeof **ids);
+    if (*ids && n)
+        memcpy(*ids, t, n * sizeof *t);
+    m->ops->free_buffer(m->state, t);
+    return *ids ? TERN_OK : tern_errorf(TERN_ENOMEM, "%s: out of memory", what);
+}
+
+int tern_model_make(tern_model *m, const tern_model_ops *ops, tern_ctx *ctx, const char *what)
+{
+    memset(m, 0, sizeof *m);
+    tern_error_clear();
+    void *state = NULL;
+    int rc = ops->create(ctx, &state);
+    if (rc != TERN_OK) {
+        const char *msg = tern_error_message();
+        return tern_errorf(rc, "%s: %s", what, *msg ? msg : "it gave no reason");
+    }
+    *m = (tern_model){.ops = ops, .state = state, .ctx = ctx, .made = 1};
+    return TERN_OK;
+}
+
+void tern_model_unmake(tern_model *m)
+{
+    if (m->made && m->ops)
+        m->ops->destroy(m->state);
+    memset(m, 0, sizeof *m);
+}
+
+int tern_model_has_chat(const tern_model *m)
+{
+    return TERN_HAS(m->ops, encode_chat) && m->ops->encode_chat;
+}
+
+int tern_model_tokenize(const tern_model *m, const char *what, const char *text, size_t len,
+                        int bos, int32_t **ids, size_t *n)
+{
+    int32_t *t = NULL;
+    *ids = NULL;
+    *n = 0;
+    tern_error_clear();
+    int rc = m->ops->tokenize(m->state, text, len, bos, &t, n);
+    if (rc != TERN_OK) {
+        *n = 0; /* whatever the plugin left, it did not hand it over */
+        return failed(rc, what, "tokenize");
+    }
+    return own_ids(m, what, t, *n, ids);
+}
+
+int tern_model_chat(const tern_model *m, const char *what, const char *system,
+                    const char *prompt, int32_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!tern_model_has_chat(m))
+        return tern_errorf(TERN_EUNSUPPORTED, "%s: the model plugin has no chat template",
+                           what);
+    tern_chat_message msgs[2];
+    size_t k = 0;
+    if (system)
+        msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
+                                        .content = system};
+    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = prompt};
+    int32_t *t = NULL;
+    tern_error_clear();
+    int rc = m->ops->encode_chat(m->state, msgs, k, &t, n, NULL, NULL);
+    if (rc != TERN_OK) {
+        *n = 0;
+        return failed(rc, what, "encode_chat");
+    }
+    return own_ids(m, what, t, *n, ids);
+}
+
+int tern_model_text(const tern_model *m, const char *what, const int32_t *tokens, size_t n,
+                    char **text, size_t *len)
+{
+    char *t = NULL;
+    size_t bytes = 0;
+    *text = NULL;
+    tern_error_clear();
+    int rc = m->ops->detokenize(m->state, tokens, n, &t, &bytes);
+    if (rc != TERN_OK)
+        return failed(rc, what, "detokenize");
+    if ((*text = malloc(bytes + 1))) {
+        if (bytes)
+            memcpy(*text, t, bytes);
+        (*text)[bytes] = '\0';
+    }
+    m->ops->free_buffer(m->state, t);
+    if (len)
+        *len = bytes;
+    return *text ? TERN_OK : tern_errorf(TERN_ENOMEM, "%s: out of memory", what);
+}
+
+int tern_model_special(const tern_model *m, const char *what, tern_special_tokens *sp)
+{
+    *sp = (tern_special_tokens){.size = sizeof *sp, .bos = -1, .eos = -1, .pad = -1};
+    if (!TERN_HAS(m->ops, special_tokens) || !m->ops->special_tokens)
+        return TERN_EUNSUPPORTED;
+    tern_error_clear();
+    int rc = m->ops->special_tokens(m->state, sp);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "special_tokens");
+}
+
+int tern_model_generate(const tern_model *m, const char *what, const tern_gen_request *req,
+                        size_t n, tern_gen_output *outs)
+{
+    tern_error_clear();
+    int rc = m->ops->generate(m->state, req, n, outs);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "generate");
+}
+
+void tern_model_release_outputs(const tern_model *m, tern_gen_output *outs, size_t n)
+{
+    for (size_t i = 0; outs && i < n; i++) {
+        m->ops->free_buffer(m->state, outs[i].tokens);
+        m->ops->free_buffer(m->state, outs[i].logprobs);
+        outs[i].tokens = NULL;
+        outs[i].logprobs = NULL;
+    }
+}
+
+int tern_model_score(const tern_model *m, const char *what, const tern_sequence *seqs, size_t n,
+                     float **logprobs, float **entropies)
+{
+    tern_error_clear();
+    int rc = m->ops->score(m->state, seqs, n, logprobs, entropies);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "score");
+}
+
+int tern_model_backward(const tern_model *m, const char *what, const tern_sequence *seqs,
+                        size_t n, const float *const *dlogp, const float *const *dentropy)
+{
+    tern_error_clear();
+    int rc = m->ops->backward(m->state, seqs, n, dlogp, dentropy);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "backward");
+}
+
+int tern_model_step(const tern_model *m, const char *what, tern_optim_step *step)
+{
+    tern_error_clear();
+    int rc = m->ops->step(m->state, step);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "step");
+}
+
+int tern_model_tensors(const tern_model *m, const char *what, const tern_tensor **t, size_t *n)
+{
+    tern_error_clear();
+    int rc = m->ops->tensors(m->state, t, n);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "tensors");
+}
+
+int tern_model_save(const tern_model *m, const char *what, const char *dir, int with_optimizer)
+{
+    tern_error_clear();
+    int rc = m->ops->save(m->state, dir, with_optimizer);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "save");
+}
+
+int tern_model_load(const tern_model *m, const char *what, const char *dir, int with_optimizer)
+{
+    tern_error_clear();
+    int rc = m->ops->load(m->state, dir, with_optimizer);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "load");
+}

@@ -1,0 +1,87 @@
+/* model.h: the model proxy, the one place in tern that calls a model plugin's
+ * ops (tern/model.h). Everything else in libtern, and the command layer,
+ * holds a tern_model and calls these functions.
+ *
+ * Every call clears the thread's error message, calls the op and, when the
+ * plugin fails, returns its status (TERN_ERR for a positive one) with one
+ * message: "WHAT: REASON", where WHAT is the caller's context ("trainer:
+ * score (policy)", "the model cannot tokenize the prompt") and REASON the
+ * plugin's own message, or "the plugin gave no reason (a bug in the plugin)".
+ * Buffers the plugin hands out are either copied into memory the caller
+ * frees with free() (tokenize, detokenize, prompt) or handed over with a
+ * matching release function (generate's outputs). Thread safety is the
+ * plugin's: one instance is used by one thread at a time. */
+#ifndef TERN_MODEL_MODEL_H
+#define TERN_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/export.h"
+#include "tern/model.h"
+
+/* A model instance and its plugin. */
+typedef struct tern_model {
+    const tern_model_ops *ops;
+    void *state;
+    tern_ctx *ctx;  /* owned when the run made the instance (tern_model_make) */
+    int made;       /* 1: tern_model_make created it and tern_model_unmake destroys it */
+} tern_model;
+
+/* Create an instance of `ops` on the host context `ctx` (which the model
+ * then owns); on failure `ctx` is still the caller's. */
+int tern_model_make(tern_model *m, const tern_model_ops *ops, tern_ctx *ctx, const char *what);
+/* Destroy what tern_model_make made (the instance; the caller frees the
+ * context it gave) and clear *m; a model not made here is only cleared. */
+void tern_model_unmake(tern_model *m);
+
+/* 1 when the model has the op (the plugin's table is long enough and the op set). */
+TERN_INTERNAL int tern_model_has_chat(const tern_model *m);
+
+/* Tokens of text[0..len) (with BOS when bos), as our own array of n + 1
+ * entries (freed with free()). */
+TERN_INTERNAL int tern_model_tokenize(const tern_model *m, const char *what, const char *text,
+                                      size_t len, int bos, int32_t **ids, size_t *n);
+/* A prompt as a user turn after `system` (may be NULL) through the model's
+ * chat template (encode_chat, ABI 1.4), as our own array of n + 1 entries. A
+ * model without the op: TERN_EUNSUPPORTED, message "WHAT: the model plugin
+ * has no chat template". */
+TERN_INTERNAL int tern_model_chat(const tern_model *m, const char *what, const char *system,
+                                  const char *prompt, int32_t **ids, size_t *n);
+/* The text of tokens[0..n) as our own NUL-terminated string (the ABI does
+ * not promise the NUL); *len its bytes when len is not NULL. */
+TERN_INTERNAL int tern_model_text(const tern_model *m, const char *what, const int32_t *tokens,
+                                  size_t n, char **text, size_t *len);
+/* The model's special tokens into *sp (bos, eos and pad -1 where it has
+ * none). TERN_EUNSUPPORTED, with *sp all -1 and no message, for a model
+ * without the op (ABI 1.1); else the plugin's status. */
+TERN_INTERNAL int tern_model_special(const tern_model *m, const char *what,
+                                     tern_special_tokens *sp);
+
+/* generate() over n requests; each outs[i] must have its size set. The
+ * outputs' arrays are the plugin's until tern_model_release_outputs. */
+TERN_INTERNAL int tern_model_generate(const tern_model *m, const char *what,
+                                      const tern_gen_request *req, size_t n,
+                                      tern_gen_output *outs);
+/* Give outs[0..n)'s arrays back to the plugin (NULL-safe, outs may be NULL). */
+TERN_INTERNAL void tern_model_release_outputs(const tern_model *m, tern_gen_output *outs,
+                                              size_t n);
+
+/* score(), backward() and step() as tern/model.h describes them. */
+TERN_INTERNAL int tern_model_score(const tern_model *m, const char *what,
+                                   const tern_sequence *seqs, size_t n, float **logprobs,
+                                   float **entropies);
+int tern_model_backward(const tern_model *m, const char *what, const tern_sequence *seqs,
+                        size_t n, const float *const *dlogp, const float *const *dentropy);
+int tern_model_step(const tern_model *m, const char *what, tern_optim_step *step);
+
+/* The model's parameter tensors (owned by the model, valid until its next
+ * load or destroy). */
+int tern_model_tensors(const tern_model *m, const char *what, const tern_tensor **t, size_t *n);
+
+/* save() and load() of a model directory. */
+TERN_INTERNAL int tern_model_save(const tern_model *m, const char *what, const char *dir,
+                                  int with_optimizer);
+int tern_model_load(const tern_model *m, const char *what, const char *dir, int with_optimizer);
+
+#endif

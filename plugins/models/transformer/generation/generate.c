@@ -1,0 +1,308 @@
+/*
+ * generate.c: batched generation with a KV cache.
+ *
+ * The decoder of gen_driver.c's sampling loop, on the CPU:
+ *
+ * 1. Prefill: all prompts go through one packed forward pass (model.c); each
+ *    layer's keys and values of the prompt rows are copied into the cache of
+ *    every sample of that prompt, and the last row's logits seed sampling.
+ * 2. Decode: the active samples advance together, one row each:
+ *      x = E[token] (GPT-2: + wpe[pos]);
+ *      per layer: h = norm(x); q, k, v = h W + b; rope(q, k, pos) (not GPT-2)
+ *                 cache[pos] = k, v;  a = softmax(q·K^T / sqrt(HD)) V over the
+ *                 sample's cache; x += a Wo + bo; x += mlp(norm(x))
+ *      logits = norm(x) Wlm^T
+ *    with the architecture's norm, linear layers and MLP (arch.h), as in
+ *    model.c. The linear layers run as B-row GEMMs, and attention as two
+ *    GEMVs per row and head over that row's own cache.
+ */
+#include "generation/generate.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/arch.h"
+#include "tern/rng.h"
+
+/* ---- sampling ---------------------------------------------------------- */
+
+static uint64_t next_u64(uint64_t *state) { return tern_splitmix64(state); }
+static double next_uniform(uint64_t *state) { return (double)(next_u64(state) >> 11) * 0x1.0p-53; }
+
+/* qsort_r comparator: ids by probability, descending; ties: lower id first */
+static int by_prob_desc(const void *a, const void *b, void *probs)
+{
+    const float *p = probs;
+    int i = *(const int *)a, j = *(const int *)b;
+    if (p[i] != p[j])
+        return p[i] > p[j] ? -1 : 1;
+    return i - j;
+}
+
+int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *rng_state,
+                     float *logprob, float *work, int *idx)
+{
+    if (p->temperature <= 0) {
+        int best = 0;
+        for (int j = 1; j < v; j++)
+            if (logits[j] > logits[best])
+                best = j;
+        *logprob = 0.0f; /* a point mass */
+        return best;
+    }
+    /* probs = softmax(logits / T), in double for the sums */
+    float *probs = work;
+    float inv_t = 1.0f / p->temperature, m = logits[0] * inv_t;
+    for (int j = 1; j < v; j++)
+        m = logits[j] * inv_t > m ? logits[j] * inv_t : m;
+    double z = 0;
+    for (int j = 0; j < v; j++) {
+        probs[j] = expf(logits[j] * inv_t - m);
+        z += probs[j];
+    }
+    for (int j = 0; j < v; j++)
+        probs[j] = (float)(probs[j] / z);
+
+    int kept = v;
+    int truncate = (p->top_k > 0 && p->top_k < v) || p->top_p < 1.0f;
+    if (truncate) {
+        for (int j = 0; j < v; j++)
+            idx[j] = j;
+        qsort_r(idx, (size_t)v, sizeof *idx, by_prob_desc, probs);
+        if (p->top_k > 0 && p->top_k < kept)
+            kept = p->top_k;
+        if (p->top_p < 1.0f) {
+            double cum = 0;
+            int n = 0;
+            while (n < kept && (n == 0 || cum < p->top_p))
+                cum += probs[idx[n++]];
+            kept = n;
+        }
+    }
+    /* draw from the kept set, renormalised */
+    double mass = 0;
+    for (int n = 0; n < kept; n++)
+        mass += probs[truncate ? idx[n] : n];
+    double u = next_uniform(rng_state) * mass, acc = 0;
+    int choice = truncate ? idx[kept - 1] : kept - 1;
+    for (int n = 0; n < kept; n++) {
+        int j = truncate ? idx[n] : n;
+        acc += probs[j];
+        if (u < acc) {
+            choice = j;
+            break;
+        }
+    }
+    *logprob = (float)(log(probs[choice]) - log(mass));
+    return choice;
+}
+
+/* ---- the decode step ---------------------------------------------------- */
+
+typedef struct decoder {
+    int S, P;                  /* samples, positions per cache */
+    float *kc, *vc;            /* [S, L, P, KD] each */
+    float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *scores;
+    int32_t *tok, *pos, *row_sample;
+} decoder;
+
+static float *cache_at(const decoder *d, const llama_model *m, float *base, int s, int l, int p)
+{
+    size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+    return base + (((size_t)s * m->cfg.n_layers + l) * d->P + p) * KD;
+}
+
+typedef struct row_attn_job {
+    const llama_model *m;
+    decoder *d;
+    int l, B;
+} row_attn_job;
+
+/* Per decode row: store its k, v in its cache and attend over the cache.
+ * Rows are spread over the pool; each worker has its own score buffer. */
+static void row_attention(void *arg, int wk, int nw)
+{
+    const row_attn_job *j = arg;
+    const llama_model *m = j->m;
+    decoder *d = j->d;
+    const int H = m->cfg.n_heads, KV = m->cfg.n_kv_heads, HD = m->cfg.hidden_size / H;
+    const int QD = H * HD, KD = KV * HD, group = H / KV;
+    const float scale = 1.0f / sqrtf((float)HD);
+    float *scores = d->scores + (size_t)wk * d->P;
+    int lo, hi;
+    pool_share(j->B, wk, nw, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        int s = d->row_sample[r], p = d->pos[r];
+        float *kbase = cache_at(d, m, d->kc, s, j->l, 0), *vbase = cache_at(d, m, d->vc, s, j->l, 0);
+        memcpy(kbase + (size_t)p * KD, d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
+        memcpy(vbase + (size_t)p * KD, d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
+        for (int h = 0; h < H; h++) {
+            int kv = h / group;
+            /* scores[0..p] = K_kv q_h / sqrt(HD); softmax; att_h = V_kv^T scores */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, p + 1, HD, scale, kbase + kv * HD, KD,
+                        d->q + (size_t)r * QD + h * HD, 1, 0.0f, scores, 1);
+            float mx = scores[0];
+            for (int t = 1; t <= p; t++)
+                mx = scores[t] > mx ? scores[t] : mx;
+            float sum = 0;
+            for (int t = 0; t <= p; t++) {
+                scores[t] = expf(scores[t] - mx);
+                sum += scores[t];
+            }
+            cblas_sgemv(CblasRowMajor, CblasTrans, p + 1, HD, 1.0f / sum, vbase + kv * HD, KD,
+                        scores, 1, 0.0f, d->att + (size_t)r * QD + h * HD, 1);
+        }
+    }
+}
+
+/* Advance B rows (row r is sample row_sample[r] at position pos[r] with
+ * input token tok[r]); writes logits[B, V]. */
+static void decode_step(llama_model *m, decoder *d, int B, float *logits)
+{
+    const llama_config *c = &m->cfg;
+    const int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
+    const int H = c->n_heads, KV = c->n_kv_heads, HD = D / H, QD = H * HD, KD = KV * HD;
+    const int QLD = llama_qkv_ld(c), rope = c->arch != ARCH_GPT2;
+    embedding_forward(d->x, d->tok, m->p.embed, B, D);
+    if (m->p.pos_embed)
+        embedding_add_forward(d->x, d->pos, m->p.pos_embed, B, D);
+    for (int l = 0; l < c->n_layers; l++) {
+        const llama_layer *w = &m->p.layers[l];
+        arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, w->attn_norm,
+                          w->attn_norm_b, B);
+        arch_linear_forward(&m->gx, c, d->q, d->xn, w->wq, w->bq, QLD, B, D, QD, 0);
+        arch_linear_forward(&m->gx, c, d->k, d->xn, w->wk, w->bk, QLD, B, D, KD, 0);
+        arch_linear_forward(&m->gx, c, d->v, d->xn, w->wv, w->bv, QLD, B, D, KD, 0);
+        if (rope) {
+            rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
+            rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
+        }
+        row_attn_job job = {m, d, l, B};
+        pool_run(m->gx.tp, row_attention, &job);
+        arch_linear_forward(&m->gx, c, d->x, d->att, w->wo, w->bo, D, B, QD, D, 1);
+        arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, w->mlp_norm,
+                          w->mlp_norm_b, B);
+        arch_mlp_in_forward(&m->gx, c, w, d->gate, d->up, d->act, d->xn, B);
+        arch_linear_forward(&m->gx, c, d->x, d->act, w->w_down, w->b_down, D, B, F, D, 1);
+    }
+    arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, m->p.final_norm,
+                      m->p.final_norm_b, B);
+    matmul_forward(&m->gx, logits, d->xn, m->p.lm_head, B, D, V, 0);
+}
+
+static void decoder_free(decoder *d)
+{
+    void *bufs[] = {d->kc, d->vc, d->x, d->xn, d->q, d->k, d->v, d->att,
+                    d->gate, d->up, d->act, d->mean, d->rstd, d->scores, d->tok, d->pos,
+                    d->row_sample};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
+    memset(d, 0, sizeof *d);
+}
+
+static int decoder_init(decoder *d, const llama_model *m, int S, int P)
+{
+    memset(d, 0, sizeof *d);
+    size_t D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
+           HD = D / (size_t)m->cfg.n_heads,
+           QD = (size_t)m->cfg.n_heads * HD, KD = (size_t)m->cfg.n_kv_heads * HD,
+           L = (size_t)m->cfg.n_layers, s = (size_t)S;
+    d->S = S;
+    d->P = P;
+    d->kc = malloc(s * L * (size_t)P * KD * sizeof(float));
+    d->vc = malloc(s * L * (size_t)P * KD * sizeof(float));
+    d->x = malloc(s * D * sizeof(float));
+    d->xn = malloc(s * D * sizeof(float));
+    d->q = malloc(s * QD * sizeof(float));
+    d->k = malloc(s * KD * sizeof(float));
+    d->v = malloc(s * KD * sizeof(float));
+    d->att = malloc(s * QD * sizeof(float));
+    d->gate = malloc(s * F * sizeof(float));
+    d->up = malloc(s * F * sizeof(float));
+    d->act = malloc(s * F * sizeof(float));
+    d->mean = malloc(s * sizeof(float));
+    d->rstd = malloc(s * sizeof(float));
+    d->scores = malloc((size_t)P * (size_t)pool_size(m->gx.tp) * sizeof(float));
+    d->tok = malloc(s * sizeof(int32_t));
+    d->pos = malloc(s * sizeof(int32_t));
+    d->row_sample = malloc(s * sizeof(int32_t));
+    if (!d->kc || !d->vc || !d->x || !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate ||
+        !d->up || !d->act || !d->mean || !d->rstd || !d->scores || !d->tok || !d->pos ||
+        !d->row_sample) {
+        decoder_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the CPU backend of gen_driver.c ------------------------------------ */
+
+typedef struct cpu_gen {
+    llama_model *m;
+    decoder d;
+    int have_d;
+} cpu_gen;
+
+static int cpu_prefill(void *self, const llama_batch *b, const int *sample_prompt, int S,
+                       float *logits, char *err, size_t errn)
+{
+    cpu_gen *g = self;
+    llama_model *m = g->m;
+    const int V = m->cfg.vocab_size, L = m->cfg.n_layers;
+    const size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+    float *lp = malloc((size_t)b->n_rows * sizeof *lp);
+    if (!lp || decoder_init(&g->d, m, S, m->cfg.max_positions) != 0) {
+        free(lp);
+        snprintf(err, errn, "out of memory for generating %d samples", S);
+        return -1;
+    }
+    g->have_d = 1;
+    int rc = llama_forward(m, b, lp, NULL, err, errn);
+    free(lp);
+    if (rc != 0)
+        return -1;
+    for (int s = 0; s < S; s++) {
+        const int i = sample_prompt[s];
+        const size_t r0 = (size_t)b->seq_start[i], len = (size_t)b->seq_start[i + 1] - r0;
+        for (int l = 0; l < L; l++) {
+            memcpy(cache_at(&g->d, m, g->d.kc, s, l, 0), m->acts[l].k + r0 * KD,
+                   len * KD * sizeof(float));
+            memcpy(cache_at(&g->d, m, g->d.vc, s, l, 0), m->acts[l].v + r0 * KD,
+                   len * KD * sizeof(float));
+        }
+        memcpy(logits + (size_t)s * V, m->logits + (r0 + len - 1) * V, (size_t)V * sizeof(float));
+    }
+    return 0;
+}
+
+static int cpu_step(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_sample,
+                    int B, float *logits, char *err, size_t errn)
+{
+    (void)err, (void)errn;
+    cpu_gen *g = self;
+    memcpy(g->d.tok, tok, (size_t)B * sizeof *tok);
+    memcpy(g->d.pos, pos, (size_t)B * sizeof *pos);
+    memcpy(g->d.row_sample, row_sample, (size_t)B * sizeof *row_sample);
+    decode_step(g->m, &g->d, B, logits);
+    return 0;
+}
+
+static void cpu_finish(void *self)
+{
+    cpu_gen *g = self;
+    if (g->have_d)
+        decoder_free(&g->d);
+    g->have_d = 0;
+}
+
+int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
+                   char *err, size_t errn)
+{
+    cpu_gen g = {.m = m};
+    gen_backend be = {.self = &g, .prefill = cpu_prefill, .step = cpu_step, .finish = cpu_finish};
+    return gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, prompts, n_prompts, out, err,
+                   errn);
+}

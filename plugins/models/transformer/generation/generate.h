@@ -1,0 +1,70 @@
+/* generate.h: batched sampling with a KV cache. */
+#ifndef TERN_GENERATE_H
+#define TERN_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoder/model.h"
+
+typedef struct gen_params {
+    float temperature;     /* 0: greedy */
+    int top_k;             /* 0: off */
+    float top_p;           /* 1: off */
+    int max_new;           /* most new tokens */
+    const int32_t *stop;   /* generation ends after any of these */
+    size_t n_stop;
+    uint64_t seed;
+} gen_params;
+
+typedef struct gen_prompt {
+    const int32_t *tokens;
+    size_t len;            /* >= 1 */
+    int n_samples;         /* >= 1 */
+    const gen_params *params;
+} gen_prompt;
+
+typedef struct gen_sample {
+    int32_t *tokens;       /* malloc'd, the new tokens */
+    float *logprobs;       /* malloc'd, under the distribution sampled from */
+    size_t len;
+    int finish;            /* 1: stop token, 2: max_new or the context's end */
+} gen_sample;
+
+/* A decoder with a KV cache, driven by gen_run (gen_driver.c). */
+typedef struct gen_backend {
+    void *self;
+    /* Run the packed prompts of b (targets all -1), make caches for S
+     * samples, start sample s's cache from the rows of its prompt
+     * sample_prompt[s], and write that prompt's last-row logits at
+     * logits[s * V]. 0, or -1 with a message. */
+    int (*prefill)(void *self, const llama_batch *b, const int *sample_prompt, int S,
+                   float *logits, char *err, size_t errn);
+    /* Advance B rows: row r feeds token tok[r] at position pos[r] to sample
+     * row_sample[r]'s cache; logits[B, V] out. 0, or -1 with a message. */
+    int (*step)(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_sample,
+                int B, float *logits, char *err, size_t errn);
+    /* Free the caches; called once after prefill (even a failed one). */
+    void (*finish)(void *self);
+} gen_backend;
+
+/* Sample every prompt's continuations with decoder `be` of a model with V
+ * tokens and P positions: out has sum(n_samples) entries in prompt order.
+ * Deterministic for given inputs and seeds. On failure frees what it
+ * allocated in out and returns -1 with a message. */
+int gen_run(const gen_backend *be, int V, int P, const gen_prompt *prompts, int n_prompts,
+            gen_sample *out, char *err, size_t errn);
+
+/* gen_run over the CPU decoder (generate.c). */
+int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
+                   char *err, size_t errn);
+
+/* Choose a token from logits[V] under p (exposed for tests). Writes the
+ * log-prob of the choice under the distribution actually sampled from:
+ * softmax(logits / T) restricted to the top-k, then to the top-p nucleus,
+ * renormalised; greedy (T = 0) is a point mass, so its log-prob is 0.
+ * work: 2 * V floats and V ints of scratch. */
+int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *rng_state,
+                     float *logprob, float *work, int *idx);
+
+#endif
