@@ -66,11 +66,8 @@ static int check_targets(const tern_invocation *inv, const char *dir, const char
 
 int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a)
 {
-    if (!inv || inv->size < sizeof(tern_invocation) || !a || a->size < sizeof(tern_arith_args)) {
-        fprintf(inv && inv->size >= sizeof(tern_invocation) ? cmd_err(inv) : stderr,
-                LABEL ": the caller's argument structs are too old for this libtern\n");
+    if (cmd_structs_too_old(inv, LABEL, a ? a->size : 0, sizeof(tern_arith_args)))
         return TERN_EXIT_USAGE;
-    }
     if (!a->out_dir || !*a->out_dir) {
         cmd_report(inv, LABEL,
                    "needs OUT_DIR, the directory to write " TRAIN_FILE " and " EVAL_FILE " to");

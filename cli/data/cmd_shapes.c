@@ -248,11 +248,8 @@ static void clean_up(plan *p)
 
 int tern_cmd_data_shapes(const tern_invocation *inv, const tern_shapes_args *a)
 {
-    if (!inv || inv->size < sizeof(tern_invocation) || !a || a->size < sizeof(tern_shapes_args)) {
-        fprintf(inv && inv->size >= sizeof(tern_invocation) ? cmd_err(inv) : stderr,
-                LABEL ": the caller's argument structs are too old for this libtern\n");
+    if (cmd_structs_too_old(inv, LABEL, a ? a->size : 0, sizeof(tern_shapes_args)))
         return TERN_EXIT_USAGE;
-    }
     if (!a->out_dir || !*a->out_dir) {
         cmd_report(inv, LABEL,
                    "needs OUT_DIR, the directory to write " TASKS_FILE " and " IMAGES_DIR "/ to");

@@ -133,13 +133,16 @@ static void model_close(model *m)
     tern_log_set_stream(NULL);
 }
 
-/* Open the model saved in `dir` with `plugin` (NULL or "": the default).
- * *m is always fit for model_close, whatever the result. */
-static int open_saved_model(const tern_invocation *inv, const char *label, const char *plugin,
-                            const char *dir, uint32_t threads, model *m)
+/* Open the model of model_config(): saved in `dir`, or fresh from `preset`,
+ * with `plugin` (NULL or "": the default). *m is always fit for model_close,
+ * whatever the result. */
+static int open_model(const tern_invocation *inv, const char *label, const char *plugin,
+                      const char *dir, const char *preset, long long seed, uint32_t threads,
+                      model *m)
 {
     memset(m, 0, sizeof *m);
-    char *text = model_config(plugin && *plugin ? plugin : DEFAULT_PLUGIN, dir, NULL, -1, threads);
+    char *text = model_config(plugin && *plugin ? plugin : DEFAULT_PLUGIN, dir, preset, seed,
+                              threads);
     if (!text) {
         cmd_report(inv, label, "out of memory");
         return TERN_EXIT_FAILURE;
@@ -231,23 +234,6 @@ static void undo_init(const char *out_dir, const tern_made_dirs *made)
     tern_made_dirs_remove(made);
 }
 
-/* 1 if `dir` holds no entry but . and .., 0 if it holds some, -1 on error. */
-static int dir_is_empty(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return -1;
-    int empty = 1;
-    struct dirent *e;
-    while ((e = readdir(dp)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            empty = 0;
-            break;
-        }
-    closedir(dp);
-    return empty;
-}
-
 /* OUT_DIR must be absent or an empty directory. */
 static int check_out_dir(const tern_invocation *inv, const char *label, const char *dir)
 {
@@ -266,7 +252,7 @@ static int check_out_dir(const tern_invocation *inv, const char *label, const ch
                    dir);
         return TERN_EXIT_USAGE;
     }
-    int empty = dir_is_empty(dir);
+    int empty = cmd_dir_is_empty(dir);
     if (empty < 0) {
         int e = errno;
         cmd_report(inv, label, "%s: cannot read it: %s", dir, strerror(e));
@@ -311,14 +297,8 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
     if (code != TERN_EXIT_OK)
         return code;
 
-    char *text = model_config(plugin, NULL, preset, seed, 0);
-    if (!text) {
-        cmd_report(inv, label, "out of memory");
-        return TERN_EXIT_FAILURE;
-    }
     model m;
-    code = model_open(inv, label, text, &m);
-    free(text);
+    code = open_model(inv, label, plugin, NULL, preset, seed, 0, &m);
     tern_made_dirs made = {.n = 0};
     if (code == TERN_EXIT_OK) {
         /* Checked again: the plugin may take a while to start. */
@@ -398,7 +378,7 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
     if (code != TERN_EXIT_OK)
         return code;
     model m;
-    code = open_saved_model(inv, label, a->plugin, a->model_dir, a->threads, &m);
+    code = open_model(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
 
     int32_t *ids = NULL, *stop = NULL;
     size_t n_ids = 0, n_stop = a->n_stop;
@@ -540,7 +520,7 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
     if (code != TERN_EXIT_OK)
         return code;
     model m;
-    code = open_saved_model(inv, label, a->plugin, a->model_dir, a->threads, &m);
+    code = open_model(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
 
     int32_t *ids = NULL;
     size_t n = 0;

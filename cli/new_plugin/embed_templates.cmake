@@ -4,7 +4,7 @@
 #   cmake -DTEMPLATE_DIR=cli/new_plugin/templates -DOUTPUT=templates.c -P embed_templates.cmake
 #
 # Every TEMPLATE_DIR/<kind>/<file>.in becomes one entry of tern_template_files[]
-# (src/new_plugin.h), named "<kind>/<file>.in", its bytes followed by a NUL.
+# (new_plugin.h), named "<kind>/<file>.in", its bytes followed by a NUL.
 if(NOT TEMPLATE_DIR OR NOT OUTPUT)
   message(FATAL_ERROR "usage: cmake -DTEMPLATE_DIR=DIR -DOUTPUT=FILE -P embed_templates.cmake")
 endif()

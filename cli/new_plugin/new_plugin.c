@@ -5,7 +5,6 @@
  * created is removed again. */
 #include "new_plugin/new_plugin.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +17,7 @@
 #include "cmd_io.h"
 #include "commands.h"
 #include "tern/libtern.h"
+#include "tern/support/paths.h"
 
 #define NAME_MAX_LEN 64
 
@@ -159,53 +159,29 @@ static void forget(created *c)
 
 /* ---- the steps ------------------------------------------------------------ */
 
-/* 1 if the directory at `path` holds nothing, 0 if it holds something, -1
- * (errno set) if it cannot be read. */
-static int dir_is_empty(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int empty = 1;
-    struct dirent *e;
-    while (empty && (e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            empty = 0;
-    closedir(d);
-    return empty;
-}
-
-/* mkdir -p `path`, remembering each directory made. Exit code. */
+/* mkdir -p `path`, remembering each directory made. Exit code. (The caller
+ * has seen that `path` is absent or a directory.) */
 static int make_dirs(const tern_invocation *inv, const char *path, created *c)
 {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path); /* the caller checked the length */
-    size_t len = strlen(buf);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        if (buf[i - 1] == '/')
-            continue; /* "a//b" */
-        char keep = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0777) == 0) {
-            if (remember(c, buf, 1) != 0) {
-                rmdir(buf);
-                fprintf(cmd_err(inv), "tern new-plugin: out of memory\n");
-                return TERN_EXIT_FAILURE;
-            }
-        } else {
-            int err = errno;
-            struct stat st;
-            if (err != EEXIST || stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                fprintf(cmd_err(inv), "%s: cannot create directory: %s\n", buf,
-                        strerror(err == EEXIST ? ENOTDIR : err));
-                return TERN_EXIT_FAILURE;
-            }
-        }
-        buf[i] = keep;
+    tern_made_dirs made = {.n = 0};
+    char why[PATH_MAX + 64];
+    int code = TERN_EXIT_OK;
+    if (tern_make_dirs(path, &made, why, sizeof why) != 0) {
+        if (errno == ENOMEM)
+            fprintf(cmd_err(inv), "tern new-plugin: out of memory\n");
+        else
+            fprintf(cmd_err(inv), "%s\n", why);
+        code = TERN_EXIT_FAILURE;
     }
-    return TERN_EXIT_OK;
+    for (size_t i = 0; code == TERN_EXIT_OK && i < made.n; i++)
+        if (remember(c, made.paths[i], 1) != 0) {
+            fprintf(cmd_err(inv), "tern new-plugin: out of memory\n");
+            code = TERN_EXIT_FAILURE;
+        }
+    if (code != TERN_EXIT_OK)
+        tern_made_dirs_remove(&made);
+    tern_made_dirs_free(&made);
+    return code;
 }
 
 /* Write `len` bytes to a new file `path` (never an existing one). 0, or -1
@@ -370,7 +346,7 @@ int tern_cmd_new_plugin(const tern_invocation *inv, const char *kind, const char
                     "anything: choose another DIR\n", dir);
             return TERN_EXIT_USAGE;
         }
-        int empty = dir_is_empty(dir);
+        int empty = cmd_dir_is_empty(dir);
         if (empty < 0) {
             fprintf(err, "%s: cannot read: %s\n", dir, strerror(errno));
             return TERN_EXIT_FAILURE;

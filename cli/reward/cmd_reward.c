@@ -112,6 +112,19 @@ typedef struct pending {
     size_t line;
 } pending;
 
+/* Print o, dumped with `flags`, as one line and drop it. o NULL or not
+ * `built` in full is out of memory: TERN_ENOMEM "out of memory writing WHAT". */
+static int print_json_line(FILE *out, json_t *o, int built, size_t flags, const char *what)
+{
+    char *text = o && built ? json_dumps(o, flags) : NULL;
+    json_decref(o);
+    if (!text)
+        return tern_errorf(TERN_ENOMEM, "out of memory writing %s", what);
+    fprintf(out, "%s\n", text);
+    free(text);
+    return TERN_OK;
+}
+
 /* The output line for a verdict: reward, components, reason (and failed). */
 static int print_verdict(FILE *out, const tern_verdict *v)
 {
@@ -128,26 +141,14 @@ static int print_verdict(FILE *out, const tern_verdict *v)
         rc = json_object_set_new(o, "failed", json_string(v->failure));
     if (rc == 0)
         rc = json_object_set_new(o, "reason", json_string(v->reason));
-    char *text = rc == 0 ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
-                                             JSON_REAL_PRECISION(15)) : NULL;
-    json_decref(o);
-    if (!text)
-        return tern_errorf(TERN_ENOMEM, "out of memory writing a verdict");
-    fprintf(out, "%s\n", text);
-    free(text);
-    return TERN_OK;
+    return print_json_line(out, o, rc == 0,
+                           JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15),
+                           "a verdict");
 }
 
 static int print_error(FILE *out, const char *msg)
 {
-    json_t *o = json_pack("{s:s}", "error", msg);
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    if (!text)
-        return tern_errorf(TERN_ENOMEM, "out of memory writing an error");
-    fprintf(out, "%s\n", text);
-    free(text);
-    return TERN_OK;
+    return print_json_line(out, json_pack("{s:s}", "error", msg), 1, JSON_COMPACT, "an error");
 }
 
 /* Score and print the n pending lines, in order. */

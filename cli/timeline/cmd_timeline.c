@@ -226,12 +226,8 @@ static int write_file(const tern_invocation *inv, const char *path, const char *
 
 int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a)
 {
-    if (!inv || inv->size < sizeof(tern_invocation) || !a ||
-        a->size < sizeof(tern_timeline_args)) {
-        fprintf(inv && inv->size >= sizeof(tern_invocation) ? cmd_err(inv) : stderr,
-                LABEL ": the caller's argument structs are too old for this libtern\n");
+    if (cmd_structs_too_old(inv, LABEL, a ? a->size : 0, sizeof(tern_timeline_args)))
         return TERN_EXIT_USAGE;
-    }
     int code = check_args(inv, a);
     if (code != TERN_EXIT_OK)
         return code;

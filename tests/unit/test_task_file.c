@@ -1,5 +1,5 @@
 /* test_task_file.c: loading tasks JSON Lines files (core/src/data/task_file.c)
- * and the synthetic arithmetic tasks (core/src/data/arith.c). */
+ * and the synthetic arithmetic tasks (cli/data/arith.c). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* test_transport_checkpoint.c: the `checkpoint` weight transport
- * (core/src/loop/transport_checkpoint.c): safetensors files in a directory
+ * (core/src/weights/transport_checkpoint.c): safetensors files in a directory
  * and a LATEST file, written atomically. Round trips, waiting and closing,
  * forgetting, refusals of files that do not fit or are corrupt, a second
  * instance on the same directory, and the crash test: a writer killed

@@ -130,58 +130,57 @@ static const char *shown_id(const char *id, char *buf, size_t n)
     return buf;
 }
 
+/* The fields every task is checked for, in order, and the advice of each
+ * message: "WHERE: missing \"F\"; ...", "WHERE: \"F\" is a T; ...",
+ * "WHERE: \"F\" is empty; ..." (NULL: never missing, or may be empty). */
+static const struct field_rule {
+    const char *name;
+    const char *types[3]; /* the tern_task_type() words it may have */
+    const char *if_missing, *if_wrong, *if_empty;
+} field_rules[] = {
+    {"id", {"string", "integer"},
+     "give every task its own \"id\", a string or an integer (\"id\": \"q-17\" or \"id\": 17)",
+     "give a string or an integer (\"id\": \"q-17\" or \"id\": 17)",
+     "give a non-empty string or an integer"},
+    {"domain", {"string"},
+     "give the task's domain, e.g. \"domain\": \"math\" (the rewards of that domain judge it)",
+     "give a string such as \"math\"", "give the task's domain, e.g. \"math\""},
+    {"prompt", {"string"}, "give the text the model is given, e.g. \"prompt\": \"2+2=\"",
+     "give a string", NULL},
+    /* optional: the system turn of a chat-templated prompt (docs/data.md) */
+    {"system", {"string"}, NULL, "give a string (the system turn before the prompt) or leave it out",
+     NULL},
+    {"answer", {"string", "integer", "real number"},
+     "give the gold answer, a string or a number (\"answer\": \"4\"; \"\" when the task has "
+     "none, as a code task judged by its tests)",
+     "give a string or a number (\"answer\": \"4\" or \"answer\": 4)", NULL},
+};
+
 /* The required fields of a parsed task; TERN_EINVAL "WHERE: ..." if wrong. */
 static int check_fields(const tern_task *t, const char *where)
 {
-    char art[32];
-    const char *type = tern_task_type(t, "id");
-    if (!type)
-        return tern_errorf(TERN_EINVAL, "%s: missing \"id\"; give every task its own \"id\", a "
-                           "string or an integer (\"id\": \"q-17\" or \"id\": 17)", where);
-    if (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0)
-        return tern_errorf(TERN_EINVAL, "%s: \"id\" is %s; give a string or an integer "
-                           "(\"id\": \"q-17\" or \"id\": 17)", where,
-                           with_article(type, art, sizeof art));
-    const char *s = tern_task_string(t, "id");
-    if (s && !*s)
-        return tern_errorf(TERN_EINVAL, "%s: \"id\" is empty; give a non-empty string or an "
-                           "integer", where);
-
-    type = tern_task_type(t, "domain");
-    if (!type)
-        return tern_errorf(TERN_EINVAL, "%s: missing \"domain\"; give the task's domain, e.g. "
-                           "\"domain\": \"math\" (the rewards of that domain judge it)", where);
-    if (strcmp(type, "string") != 0)
-        return tern_errorf(TERN_EINVAL, "%s: \"domain\" is %s; give a string such as "
-                           "\"math\"", where, with_article(type, art, sizeof art));
-    if (!*tern_task_string(t, "domain"))
-        return tern_errorf(TERN_EINVAL, "%s: \"domain\" is empty; give the task's domain, e.g. "
-                           "\"math\"", where);
-
-    type = tern_task_type(t, "prompt");
-    if (!type)
-        return tern_errorf(TERN_EINVAL, "%s: missing \"prompt\"; give the text the model is "
-                           "given, e.g. \"prompt\": \"2+2=\"", where);
-    if (strcmp(type, "string") != 0)
-        return tern_errorf(TERN_EINVAL, "%s: \"prompt\" is %s; give a string", where,
-                           with_article(type, art, sizeof art));
-    /* optional: the system turn of a chat-templated prompt (docs/data.md) */
-    type = tern_task_type(t, "system");
-    if (type && strcmp(type, "string") != 0)
-        return tern_errorf(TERN_EINVAL, "%s: \"system\" is %s; give a string (the system turn "
-                           "before the prompt) or leave it out", where,
-                           with_article(type, art, sizeof art));
-
-    type = tern_task_type(t, "answer");
-    if (!type)
-        return tern_errorf(TERN_EINVAL, "%s: missing \"answer\"; give the gold answer, a string "
-                           "or a number (\"answer\": \"4\"; \"\" when the task has none, as a "
-                           "code task judged by its tests)", where);
-    if (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0 &&
-        strcmp(type, "real number") != 0)
-        return tern_errorf(TERN_EINVAL, "%s: \"answer\" is %s; give a string or a number "
-                           "(\"answer\": \"4\" or \"answer\": 4)", where,
-                           with_article(type, art, sizeof art));
+    for (size_t i = 0; i < sizeof field_rules / sizeof field_rules[0]; i++) {
+        const struct field_rule *r = &field_rules[i];
+        const char *type = tern_task_type(t, r->name);
+        if (!type) {
+            if (!r->if_missing)
+                continue;
+            return tern_errorf(TERN_EINVAL, "%s: missing \"%s\"; %s", where, r->name,
+                               r->if_missing);
+        }
+        int fits = 0;
+        for (size_t k = 0; k < 3 && r->types[k]; k++)
+            fits = fits || strcmp(type, r->types[k]) == 0;
+        if (!fits) {
+            char art[32];
+            return tern_errorf(TERN_EINVAL, "%s: \"%s\" is %s; %s", where, r->name,
+                               with_article(type, art, sizeof art), r->if_wrong);
+        }
+        const char *s = tern_task_string(t, r->name);
+        if (r->if_empty && s && !*s)
+            return tern_errorf(TERN_EINVAL, "%s: \"%s\" is empty; %s", where, r->name,
+                               r->if_empty);
+    }
     return TERN_OK;
 }
 

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "config/schema.h"
@@ -231,13 +231,6 @@ static void host_span_end(tern_ctx *ctx, uint64_t token, const char *args_json)
         tern_trace_end(ctx->trace, token, args_json);
 }
 
-static uint64_t host_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* FNV-1a over the instance label and the stream name, mixed with the run
  * seed: stable across runs and platforms, distinct per (instance, stream). */
 static uint64_t host_rng_seed(tern_ctx *ctx, const char *stream)
@@ -271,7 +264,7 @@ static const tern_host host_table = {
     .metric = host_metric,
     .span_begin = host_span_begin,
     .span_end = host_span_end,
-    .now_ns = host_now_ns,
+    .now_ns = tern_mono_ns,
     .rng_seed = host_rng_seed,
     .task_string = tern_task_string,
     .task_number = tern_task_number,

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/errmsg.h"
 #include "experience/experience.h"
 #include "host/host_table.h"
@@ -93,9 +94,7 @@ const char *tern_reward_failure_name(tern_reward_failure f)
 
 static uint64_t mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return tern_mono_ns() / 1000000u;
 }
 
 /* ---- byte transfer ------------------------------------------------------ */
@@ -125,14 +124,18 @@ static int wait_fd(int fd, short events, uint64_t deadline)
     }
 }
 
-static int send_all(int fd, const void *p, size_t n, uint64_t deadline)
+/* Send (or receive) all n bytes by the deadline: IO_OK, IO_CLOSED or
+ * IO_TIMEOUT. */
+static int move_all(int fd, char *c, size_t n, uint64_t deadline, int sending)
 {
-    const char *c = p;
     while (n) {
-        int w = wait_fd(fd, POLLOUT, deadline);
+        int w = wait_fd(fd, sending ? POLLOUT : POLLIN, deadline);
         if (w != IO_OK)
             return w;
-        ssize_t k = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t k = sending ? send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : recv(fd, c, n, MSG_DONTWAIT);
+        if (k == 0 && !sending)
+            return IO_CLOSED;
         if (k < 0) {
             if (errno == EINTR || errno == EAGAIN)
                 continue;
@@ -144,25 +147,14 @@ static int send_all(int fd, const void *p, size_t n, uint64_t deadline)
     return IO_OK;
 }
 
+static int send_all(int fd, const void *p, size_t n, uint64_t deadline)
+{
+    return move_all(fd, (char *)p, n, deadline, 1);
+}
+
 static int recv_all(int fd, void *p, size_t n, uint64_t deadline)
 {
-    char *c = p;
-    while (n) {
-        int w = wait_fd(fd, POLLIN, deadline);
-        if (w != IO_OK)
-            return w;
-        ssize_t k = recv(fd, c, n, MSG_DONTWAIT);
-        if (k == 0)
-            return IO_CLOSED;
-        if (k < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return IO_CLOSED;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return IO_OK;
+    return move_all(fd, p, n, deadline, 0);
 }
 
 /* A growing byte buffer for a request. */

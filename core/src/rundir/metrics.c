@@ -90,19 +90,7 @@ int tern_metrics_write_step(tern_metrics *m, FILE *f, int64_t step)
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory writing metrics");
     json_object_set_new(o, "step", json_integer(step));
-    pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->n; i++) {
-        metric *x = &m->m[i];
-        if (!x->count)
-            continue;
-        char cname[160];
-        snprintf(cname, sizeof cname, "%s.count", x->name);
-        json_object_set_new(o, x->name, json_real(x->sum / (double)x->count));
-        json_object_set_new(o, cname, json_integer((json_int_t)x->count));
-        x->sum = 0;
-        x->count = 0;
-    }
-    pthread_mutex_unlock(&m->lock);
+    tern_metrics_drain_json(m, o);
     int rc = TERN_OK;
     if (json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF ||
         fflush(f) != 0)

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/errmsg.h"
 #include "tern/support/atomic_file.h"
 
@@ -44,20 +44,13 @@ static int current_lane(void)
     return my_lane;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 tern_trace *tern_trace_new(void)
 {
     tern_trace *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     pthread_mutex_init(&t->lock, NULL);
-    t->t0 = now_ns();
+    t->t0 = tern_mono_ns();
     return t;
 }
 
@@ -151,11 +144,11 @@ static uint64_t record_at(tern_trace *t, const char *name, char ph, const char *
 
 static uint64_t record(tern_trace *t, const char *name, char ph)
 {
-    uint64_t now = now_ns();
+    uint64_t now = tern_mono_ns();
     return record_at(t, name, ph, NULL, now, now);
 }
 
-uint64_t tern_trace_clock(void) { return now_ns(); }
+uint64_t tern_trace_clock(void) { return tern_mono_ns(); }
 
 static json_t *parse_args(const char *args_json)
 {
@@ -178,7 +171,7 @@ void tern_trace_end(tern_trace *t, uint64_t token, const char *args_json)
     if (!t || token == 0)
         return;
     json_t *args = parse_args(args_json);
-    uint64_t now = now_ns();
+    uint64_t now = tern_mono_ns();
     pthread_mutex_lock(&t->lock);
     if (token <= t->n) {
         event *e = &t->ev[token - 1];

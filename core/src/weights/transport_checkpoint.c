@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/errmsg.h"
 #include "weights/transport.h"
 #include "weights/weights_file.h"
@@ -45,13 +46,6 @@ typedef struct ckpt {
                                      seen in LATEST; -1 if none */
     int closed;
 } ckpt;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void weights_path(char *buf, const ckpt *c, int64_t version)
 {
@@ -211,7 +205,7 @@ static int wait_for(ckpt *c, int64_t version, int64_t *target, uint64_t *blocked
             break;
         }
         if (!since)
-            since = now_ns();
+            since = tern_mono_ns();
         /* woken by a publish here, or after POLL_MS to look at LATEST again */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -223,7 +217,7 @@ static int wait_for(ckpt *c, int64_t version, int64_t *target, uint64_t *blocked
         pthread_cond_timedwait(&c->published, &c->lock, &ts);
         pthread_mutex_unlock(&c->lock);
     }
-    *blocked_ns = since ? now_ns() - since : 0;
+    *blocked_ns = since ? tern_mono_ns() - since : 0;
     return rc;
 }
 

@@ -11,8 +11,8 @@
  * written) with no allocation per publish. */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/errmsg.h"
 #include "weights/transport.h"
 #include "weights/weights.h"
@@ -31,13 +31,6 @@ typedef struct memory {
     int64_t newest;
     int closed;
 } memory;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void *tern_transport_memory_new(void)
 {
@@ -114,11 +107,11 @@ static int memory_load(void *impl, const tern_tensor *t, size_t n_t, int64_t ver
     pthread_mutex_lock(&m->lock);
     while (!m->closed && (version < 0 ? m->newest < 0 : m->newest < version)) {
         if (!t0)
-            t0 = now_ns();
+            t0 = tern_mono_ns();
         pthread_cond_wait(&m->published, &m->lock);
     }
     if (waited_ns)
-        *waited_ns = t0 ? now_ns() - t0 : 0;
+        *waited_ns = t0 ? tern_mono_ns() - t0 : 0;
     if (m->closed) {
         pthread_mutex_unlock(&m->lock);
         return TERN_ECLOSED;

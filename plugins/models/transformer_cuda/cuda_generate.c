@@ -114,12 +114,8 @@ static int step(void *self, const int32_t *tok, const int32_t *pos, const int32_
     for (int l = 0; l < L; l++) {
         const llama_layer *w = &m->p.layers[l];
         CU_TRY(k_rmsnorm_forward(st, d->xn, d->rstd, d->x, w->attn_norm, B, D, eps));
-        if (cuda_linear_forward(m, d->q, d->xn, w->wq, w->bq, B, D, QD, 0, err, errn) ||
-            cuda_linear_forward(m, d->k, d->xn, w->wk, w->bk, B, D, KD, 0, err, errn) ||
-            cuda_linear_forward(m, d->v, d->xn, w->wv, w->bv, B, D, KD, 0, err, errn))
+        if (cuda_qkv_forward(m, w, d->q, d->k, d->v, d->xn, d->pos, B, err, errn))
             return -1;
-        CU_TRY(k_rope(st, d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD, 1));
-        CU_TRY(k_rope(st, d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD, 1));
         CU_TRY(k_kv_append(st, d->kc, d->vc, d->k, d->v, d->row_sample, d->pos, B, l, L, d->P,
                            KD));
         CU_TRY(k_decode_attention(st, d->att, d->q, d->kc, d->vc, d->row_sample, d->pos, B, l, L,
@@ -127,10 +123,8 @@ static int step(void *self, const int32_t *tok, const int32_t *pos, const int32_
         if (cuda_linear_forward(m, d->x, d->att, w->wo, w->bo, B, QD, D, 1, err, errn))
             return -1;
         CU_TRY(k_rmsnorm_forward(st, d->xn, d->rstd, d->x, w->mlp_norm, B, D, eps));
-        if (cuda_linear_forward(m, d->gate, d->xn, w->w_gate, w->b_gate, B, D, F, 0, err, errn) ||
-            cuda_linear_forward(m, d->up, d->xn, w->w_up, w->b_up, B, D, F, 0, err, errn))
+        if (cuda_mlp_in_forward(m, w, d->gate, d->up, d->act, d->xn, B, err, errn))
             return -1;
-        CU_TRY(k_swiglu_forward(st, d->act, d->gate, d->up, (size_t)B * F));
         if (cuda_linear_forward(m, d->x, d->act, w->w_down, w->b_down, B, F, D, 1, err, errn))
             return -1;
     }

@@ -335,6 +335,30 @@ static int upload_batch(cuda_model *m, const llama_batch *b, char *err, size_t e
     return rc;
 }
 
+int cuda_qkv_forward(cuda_model *m, const llama_layer *w, float *q, float *k, float *v,
+                     const float *xn, const int32_t *pos, int n, char *err, size_t errn)
+{
+    const int D = D_(m), H = H_(m), KV = KV_(m), HD = HD_(m), QD = QD_(m), KD = KD_(m);
+    if (cuda_linear_forward(m, q, xn, w->wq, w->bq, n, D, QD, 0, err, errn) ||
+        cuda_linear_forward(m, k, xn, w->wk, w->bk, n, D, KD, 0, err, errn) ||
+        cuda_linear_forward(m, v, xn, w->wv, w->bv, n, D, KD, 0, err, errn))
+        return -1;
+    CU_TRY(k_rope(m->st, q, pos, m->rope_cos, m->rope_sin, n, H, HD, 1));
+    CU_TRY(k_rope(m->st, k, pos, m->rope_cos, m->rope_sin, n, KV, HD, 1));
+    return 0;
+}
+
+int cuda_mlp_in_forward(cuda_model *m, const llama_layer *w, float *gate, float *up, float *act,
+                        const float *xn, int n, char *err, size_t errn)
+{
+    const int D = D_(m), F = F_(m);
+    if (cuda_linear_forward(m, gate, xn, w->w_gate, w->b_gate, n, D, F, 0, err, errn) ||
+        cuda_linear_forward(m, up, xn, w->w_up, w->b_up, n, D, F, 0, err, errn))
+        return -1;
+    CU_TRY(k_swiglu_forward(m->st, act, gate, up, (size_t)n * F));
+    return 0;
+}
+
 int cuda_model_forward(cuda_model *m, const llama_batch *b, float *logp, float *ent, char *err,
                        size_t errn)
 {
@@ -342,7 +366,7 @@ int cuda_model_forward(cuda_model *m, const llama_batch *b, float *logp, float *
     if (upload_batch(m, b, err, errn) != 0)
         return -1;
     const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = H_(m), KV = KV_(m),
-              HD = HD_(m), QD = QD_(m), KD = KD_(m);
+              HD = HD_(m), QD = QD_(m);
     const size_t ND = (size_t)N * D;
     const float eps = m->cfg.rms_eps;
     cudaStream_t st = m->st;
@@ -354,12 +378,8 @@ int cuda_model_forward(cuda_model *m, const llama_batch *b, float *logp, float *
         float *x = m->res + (size_t)l * ND, *x_out = m->res + (size_t)(l + 1) * ND;
         /* attention block */
         CU_TRY(k_rmsnorm_forward(st, a->xn1, a->rstd1, x, w->attn_norm, N, D, eps));
-        if (cuda_linear_forward(m, a->q, a->xn1, w->wq, w->bq, N, D, QD, 0, err, errn) ||
-            cuda_linear_forward(m, a->k, a->xn1, w->wk, w->bk, N, D, KD, 0, err, errn) ||
-            cuda_linear_forward(m, a->v, a->xn1, w->wv, w->bv, N, D, KD, 0, err, errn))
+        if (cuda_qkv_forward(m, w, a->q, a->k, a->v, a->xn1, m->pos, N, err, errn))
             return -1;
-        CU_TRY(k_rope(st, a->q, m->pos, m->rope_cos, m->rope_sin, N, H, HD, 1));
-        CU_TRY(k_rope(st, a->k, m->pos, m->rope_cos, m->rope_sin, N, KV, HD, 1));
         CU_TRY(k_attention_forward(st, a->att, a->lse, a->q, a->k, a->v, m->row_first, N, H, KV,
                                    HD));
         CU_TRY(cudaMemcpyAsync(a->res_mid, x, ND * sizeof(float), cudaMemcpyDeviceToDevice, st));
@@ -367,10 +387,8 @@ int cuda_model_forward(cuda_model *m, const llama_batch *b, float *logp, float *
             return -1;
         /* MLP block */
         CU_TRY(k_rmsnorm_forward(st, a->xn2, a->rstd2, a->res_mid, w->mlp_norm, N, D, eps));
-        if (cuda_linear_forward(m, a->gate, a->xn2, w->w_gate, w->b_gate, N, D, F, 0, err, errn) ||
-            cuda_linear_forward(m, a->up, a->xn2, w->w_up, w->b_up, N, D, F, 0, err, errn))
+        if (cuda_mlp_in_forward(m, w, a->gate, a->up, a->act, a->xn2, N, err, errn))
             return -1;
-        CU_TRY(k_swiglu_forward(st, a->act, a->gate, a->up, (size_t)N * F));
         CU_TRY(cudaMemcpyAsync(x_out, a->res_mid, ND * sizeof(float), cudaMemcpyDeviceToDevice,
                                st));
         if (cuda_linear_forward(m, x_out, a->act, w->w_down, w->b_down, N, F, D, 1, err, errn))

@@ -84,6 +84,16 @@ int cuda_model_download_opt(cuda_model *m, adamw *o, char *err, size_t errn);
  * (may be NULL) come back to the host; activations stay on the device. */
 int cuda_model_forward(cuda_model *m, const llama_batch *b, float *logp, float *ent, char *err,
                        size_t errn);
+/* The pieces of a block that the training pass and KV-cache decoding
+ * (cuda_generate.c) compute alike, as arch.h's for the CPU. From the normed
+ * input xn[N, D] of layer w: q[N, QD], k[N, KD], v[N, KD], then RoPE on q
+ * and k at positions pos (on the device). */
+int cuda_qkv_forward(cuda_model *m, const llama_layer *w, float *q, float *k, float *v,
+                     const float *xn, const int32_t *pos, int n, char *err, size_t errn);
+/* The MLP up to its down projection: gate = xn Wg^T (+bg), up = xn Wu^T
+ * (+bu), act = silu(gate) ⊙ up, all [N, F]. */
+int cuda_mlp_in_forward(cuda_model *m, const llama_layer *w, float *gate, float *up, float *act,
+                        const float *xn, int n, char *err, size_t errn);
 /* llama_backward's contract (gradients accumulate on the device). */
 int cuda_model_backward(cuda_model *m, const llama_batch *b, const float *dlogp,
                         const float *dent, char *err, size_t errn);

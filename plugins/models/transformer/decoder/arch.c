@@ -45,6 +45,21 @@ void arch_linear_backward(const gemm_ctx *gx, const llama_config *c, float *din,
         bias_backward(db, dout, n, o);
 }
 
+void arch_qkv_forward(const gemm_ctx *gx, const llama_config *c, const llama_layer *w, float *q,
+                      float *k, float *v, const float *xn, const int32_t *pos,
+                      const float *rope_cos, const float *rope_sin, int n)
+{
+    const int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, HD = D / H;
+    const int QD = H * HD, KD = KV * HD, QLD = llama_qkv_ld(c);
+    arch_linear_forward(gx, c, q, xn, w->wq, w->bq, QLD, n, D, QD, 0);
+    arch_linear_forward(gx, c, k, xn, w->wk, w->bk, QLD, n, D, KD, 0);
+    arch_linear_forward(gx, c, v, xn, w->wv, w->bv, QLD, n, D, KD, 0);
+    if (c->arch != ARCH_GPT2) {
+        rope_forward(q, pos, rope_cos, rope_sin, n, H, HD);
+        rope_forward(k, pos, rope_cos, rope_sin, n, KV, HD);
+    }
+}
+
 void arch_mlp_in_forward(const gemm_ctx *gx, const llama_config *c, const llama_layer *w, float *gate,
                          float *up, float *act, const float *h, int n)
 {

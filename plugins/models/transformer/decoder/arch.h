@@ -34,6 +34,14 @@ void arch_linear_backward(const gemm_ctx *gx, const llama_config *c, float *din,
                           const float *dout, const float *in, const float *w, int ld, int n,
                           int i, int o);
 
+/* The attention inputs of a block from its normed input xn[N, D]:
+ * q[N, QD], k[N, KD], v[N, KD] (row stride llama_qkv_ld: GPT-2 keeps them
+ * inside c_attn's output), then RoPE on q and k at positions pos (Llama,
+ * Qwen2; rope_cos, rope_sin unused for GPT-2). The training pass and
+ * KV-cache decoding compute them alike. */
+void arch_qkv_forward(const gemm_ctx *gx, const llama_config *c, const llama_layer *w, float *q,
+                      float *k, float *v, const float *xn, const int32_t *pos,
+                      const float *rope_cos, const float *rope_sin, int n);
 /* The MLP up to its down projection, act[N, F] from h[N, D]:
  *   Llama, Qwen2: gate = h Wg^T (+bg), up = h Wu^T (+bu), act = silu(gate) ⊙ up
  *   GPT-2:        up = h Wfc + bfc, act = gelu(up)        (gate unused)

@@ -291,8 +291,7 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
     }
     const llama_config *c = &m->cfg;
     const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = c->n_heads, KV = c->n_kv_heads,
-              HD = HD_(m), QD = QD_(m), KD = KD_(m), QLD = llama_qkv_ld(c);
-    const int rope = c->arch != ARCH_GPT2;
+              HD = HD_(m), QD = QD_(m);
     const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start};
 
     embedding_forward(m->res, b->tokens, m->p.embed, N, D);
@@ -305,13 +304,8 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
         /* attention block */
         arch_norm_forward(m->gx.tp, c, a->xn1, a->mean1, a->rstd1, x, w->attn_norm,
                           w->attn_norm_b, N);
-        arch_linear_forward(&m->gx, c, a->q, a->xn1, w->wq, w->bq, QLD, N, D, QD, 0);
-        arch_linear_forward(&m->gx, c, a->k, a->xn1, w->wk, w->bk, QLD, N, D, KD, 0);
-        arch_linear_forward(&m->gx, c, a->v, a->xn1, w->wv, w->bv, QLD, N, D, KD, 0);
-        if (rope) {
-            rope_forward(a->q, b->pos, m->rope_cos, m->rope_sin, N, H, HD);
-            rope_forward(a->k, b->pos, m->rope_cos, m->rope_sin, N, KV, HD);
-        }
+        arch_qkv_forward(&m->gx, c, w, a->q, a->k, a->v, a->xn1, b->pos, m->rope_cos, m->rope_sin,
+                         N);
         attention_forward(m->gx.tp, a->att, a->probs, a->q, a->k, a->v, &as);
         memcpy(a->res_mid, x, (size_t)N * D * sizeof(float));
         arch_linear_forward(&m->gx, c, a->res_mid, a->att, w->wo, w->bo, D, N, QD, D, 1);

@@ -164,8 +164,7 @@ static void decode_step(llama_model *m, decoder *d, int B, float *logits)
 {
     const llama_config *c = &m->cfg;
     const int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
-    const int H = c->n_heads, KV = c->n_kv_heads, HD = D / H, QD = H * HD, KD = KV * HD;
-    const int QLD = llama_qkv_ld(c), rope = c->arch != ARCH_GPT2;
+    const int QD = c->n_heads * (D / c->n_heads);
     embedding_forward(d->x, d->tok, m->p.embed, B, D);
     if (m->p.pos_embed)
         embedding_add_forward(d->x, d->pos, m->p.pos_embed, B, D);
@@ -173,13 +172,8 @@ static void decode_step(llama_model *m, decoder *d, int B, float *logits)
         const llama_layer *w = &m->p.layers[l];
         arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, w->attn_norm,
                           w->attn_norm_b, B);
-        arch_linear_forward(&m->gx, c, d->q, d->xn, w->wq, w->bq, QLD, B, D, QD, 0);
-        arch_linear_forward(&m->gx, c, d->k, d->xn, w->wk, w->bk, QLD, B, D, KD, 0);
-        arch_linear_forward(&m->gx, c, d->v, d->xn, w->wv, w->bv, QLD, B, D, KD, 0);
-        if (rope) {
-            rope_forward(d->q, d->pos, m->rope_cos, m->rope_sin, B, H, HD);
-            rope_forward(d->k, d->pos, m->rope_cos, m->rope_sin, B, KV, HD);
-        }
+        arch_qkv_forward(&m->gx, c, w, d->q, d->k, d->v, d->xn, d->pos, m->rope_cos, m->rope_sin,
+                         B);
         row_attn_job job = {m, d, l, B};
         pool_run(m->gx.tp, row_attention, &job);
         arch_linear_forward(&m->gx, c, d->x, d->att, w->wo, w->bo, D, B, QD, D, 1);

@@ -11,7 +11,7 @@
 #include "fail.h"
 #include "tern/support/atomic_file.h"
 
-static const char *json_kind(const json_t *v)
+const char *hf_json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
@@ -48,7 +48,7 @@ static int get_int(reader *r, const char *key, int has_def, int def, int *out)
     }
     if (!json_is_integer(v))
         return tf_fail(r->err, r->errn, "%s: key \"%s\" must be an integer, found %s", r->path, key,
-                    json_kind(v));
+                    hf_json_kind(v));
     json_int_t x = json_integer_value(v);
     if (x < INT_MIN || x > INT_MAX)
         return tf_fail(r->err, r->errn, "%s: key \"%s\" is %lld, out of range", r->path, key,
@@ -70,7 +70,7 @@ static int get_float(reader *r, const char *key, int has_def, float def, float *
     }
     if (!json_is_number(v))
         return tf_fail(r->err, r->errn, "%s: key \"%s\" must be a number, found %s", r->path, key,
-                    json_kind(v));
+                    hf_json_kind(v));
     *out = (float)json_number_value(v);
     return 0;
 }
@@ -85,7 +85,7 @@ static int get_bool(reader *r, const char *key, int def, int *out)
     }
     if (!json_is_boolean(v))
         return tf_fail(r->err, r->errn, "%s: key \"%s\" must be true or false, found %s", r->path,
-                    key, json_kind(v));
+                    key, hf_json_kind(v));
     *out = json_is_true(v);
     return 0;
 }
@@ -112,7 +112,7 @@ static int get_token_id(reader *r, const char *key, int nullable, int *out)
     }
     if (!json_is_integer(v))
         return tf_fail(r->err, r->errn, "%s: key \"%s\" must be an integer token id, found %s",
-                    r->path, key, json_kind(v));
+                    r->path, key, hf_json_kind(v));
     json_int_t x = json_integer_value(v);
     if (x < 0 || x > INT_MAX)
         return tf_fail(r->err, r->errn, "%s: key \"%s\" is %lld; token ids are >= 0", r->path, key,
@@ -151,7 +151,7 @@ static int read_architecture(reader *r, int *arch)
     if (a) {
         if (!json_is_array(a))
             return tf_fail(r->err, r->errn, "%s: key \"architectures\" must be a list of strings, "
-                        "found %s", r->path, json_kind(a));
+                        "found %s", r->path, hf_json_kind(a));
         for (size_t i = 0; i < json_array_size(a) && from_a < 0; i++) {
             const char *s = json_string_value(json_array_get(a, i));
             for (size_t k = 0; s && k < N_KNOWN; k++)
@@ -169,7 +169,7 @@ static int read_architecture(reader *r, int *arch)
     if (t && !json_is_null(t)) {
         if (!json_is_string(t))
             return tf_fail(r->err, r->errn, "%s: key \"model_type\" must be a string, found %s",
-                        r->path, json_kind(t));
+                        r->path, hf_json_kind(t));
         for (size_t k = 0; k < N_KNOWN; k++)
             if (strcmp(json_string_value(t), known[k].model_type) == 0)
                 from_t = (int)k;
@@ -213,7 +213,7 @@ static int read_rope_object(reader *r, const char *where, json_t *o, int theta_o
 {
     if (!json_is_object(o))
         return tf_fail(r->err, r->errn, "%s: key \"%s\" must be an object, found %s", r->path,
-                    where, json_kind(o));
+                    where, hf_json_kind(o));
     json_t *ty = json_object_get(o, "rope_type");
     const char *tykey = "rope_type";
     if (!ty) {
@@ -310,7 +310,7 @@ static int read_hidden_act(reader *r)
     json_t *v = json_object_get(r->root, "hidden_act");
     if (v && !json_is_string(v))
         return tf_fail(r->err, r->errn, "%s: key \"hidden_act\" must be a string, found %s",
-                    r->path, json_kind(v));
+                    r->path, hf_json_kind(v));
     if (v && strcmp(json_string_value(v), "silu") != 0)
         return tf_fail(r->err, r->errn, "%s: key \"hidden_act\" is \"%.60s\"; tern implements "
                     "\"silu\" only", r->path, json_string_value(v));
@@ -325,7 +325,7 @@ static int read_head_dim(reader *r, const llama_config *c)
         return 0;
     if (!json_is_integer(v))
         return tf_fail(r->err, r->errn, "%s: key \"head_dim\" must be an integer, found %s",
-                    r->path, json_kind(v));
+                    r->path, hf_json_kind(v));
     if (c->n_heads > 0 && json_integer_value(v) * c->n_heads != c->hidden_size)
         return tf_fail(r->err, r->errn, "%s: key \"head_dim\" is %lld but hidden_size %d / "
                     "num_attention_heads %d is %d; tern needs head_dim = hidden_size / "
@@ -356,7 +356,7 @@ static int read_qwen2_window(reader *r)
         return 0;
     if (!json_is_array(lt))
         return tf_fail(r->err, r->errn, "%s: key \"layer_types\" must be a list of strings, found "
-                    "%s", r->path, json_kind(lt));
+                    "%s", r->path, hf_json_kind(lt));
     for (size_t i = 0; i < json_array_size(lt); i++) {
         const char *s = json_string_value(json_array_get(lt, i));
         if (!s || strcmp(s, "full_attention") != 0)
@@ -420,7 +420,7 @@ static int read_gpt2(reader *r, llama_config *c)
     v = json_object_get(r->root, "activation_function");
     if (v && !json_is_string(v))
         return tf_fail(r->err, r->errn, "%s: key \"activation_function\" must be a string, found "
-                    "%s", r->path, json_kind(v));
+                    "%s", r->path, hf_json_kind(v));
     if (v && strcmp(json_string_value(v), "gelu_new") != 0 &&
         strcmp(json_string_value(v), "gelu_pytorch_tanh") != 0)
         return tf_fail(r->err, r->errn, "%s: key \"activation_function\" is \"%.60s\"; tern "
@@ -457,7 +457,7 @@ int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
     memset(c, 0, sizeof *c);
     int rc = -1;
     if (!json_is_object(root)) {
-        tf_fail(err, errn, "%s: must hold a JSON object, found %s", path, json_kind(root));
+        tf_fail(err, errn, "%s: must hold a JSON object, found %s", path, hf_json_kind(root));
         goto out;
     }
     if (read_architecture(&r, &c->arch) != 0 ||

@@ -28,4 +28,9 @@ int hf_config_write(const char *path, const llama_config *c, char *err, size_t e
  * tokenizer). 0, or -1 with a message listing the presets. */
 int llama_preset(const char *name, llama_config *c, char *err, size_t errn);
 
+/* What a JSON value is, for messages ("an object", "a real number", "null"):
+ * the config.json and safetensors header readers share the wording. */
+struct json_t;
+const char *hf_json_kind(const struct json_t *v);
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fail.h"
+#include "hf/hf_config.h"
 #include "tern/support/safetensors_write.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -39,20 +40,6 @@ static const struct {
     {"F6_E3M2", 6, ST_OTHER}, {"F4", 4, ST_OTHER},
 };
 
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE: return "true";
-    case JSON_FALSE: return "false";
-    default: return "null";
-    }
-}
-
 /* "[2, 3]" */
 static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndim)
 {
@@ -72,7 +59,7 @@ static int read_metadata(const char *name, json_t *meta, st_file *f, char *err, 
 {
     if (!json_is_object(meta))
         return tf_fail(err, errn, "%s: \"__metadata__\" must be an object of strings, found %s", name,
-                    json_kind(meta));
+                    hf_json_kind(meta));
     size_t n = json_object_size(meta);
     f->meta_keys = calloc(n ? n : 1, sizeof *f->meta_keys);
     f->meta_values = calloc(n ? n : 1, sizeof *f->meta_values);
@@ -84,7 +71,7 @@ static int read_metadata(const char *name, json_t *meta, st_file *f, char *err, 
         if (!json_is_string(v))
             return tf_fail(err, errn,
                         "%s: \"__metadata__\" value of \"%.100s\" must be a string, found %s", name,
-                        key, json_kind(v));
+                        key, hf_json_kind(v));
         f->meta_keys[f->n_meta] = strdup(key);
         f->meta_values[f->n_meta] = strdup(json_string_value(v));
         f->n_meta++;
@@ -103,13 +90,13 @@ static int int_array(const char *name, const char *tname, const char *key, json_
         return tf_fail(err, errn, "%s: tensor %s: missing \"%s\"", name, tname, key);
     if (!json_is_array(a))
         return tf_fail(err, errn, "%s: tensor %s: \"%s\" must be an array of integers, found %s",
-                    name, tname, key, json_kind(a));
+                    name, tname, key, hf_json_kind(a));
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *x = json_array_get(a, i);
         if (!json_is_integer(x) || json_integer_value(x) < 0)
             return tf_fail(err, errn, "%s: tensor %s: %s[%zu] must be an integer >= 0, found %s",
                         name, tname, key, i,
-                        json_is_integer(x) ? "a negative integer" : json_kind(x));
+                        json_is_integer(x) ? "a negative integer" : hf_json_kind(x));
     }
     *out = a;
     return 0;
@@ -126,14 +113,14 @@ static int read_tensor(const char *name, const char *tname, json_t *entry, const
     snprintf(t->name, sizeof t->name, "%s", tname);
     if (!json_is_object(entry))
         return tf_fail(err, errn, "%s: tensor %s: the entry must be an object with dtype, shape and "
-                    "data_offsets, found %s", name, tname, json_kind(entry));
+                    "data_offsets, found %s", name, tname, hf_json_kind(entry));
 
     json_t *dt = json_object_get(entry, "dtype");
     if (!dt)
         return tf_fail(err, errn, "%s: tensor %s: missing \"dtype\"", name, tname);
     if (!json_is_string(dt))
         return tf_fail(err, errn, "%s: tensor %s: \"dtype\" must be a string, found %s", name, tname,
-                    json_kind(dt));
+                    hf_json_kind(dt));
     const char *dname = json_string_value(dt);
     int bits = 0;
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
@@ -263,7 +250,7 @@ static int parse(const void *image, size_t size, const char *name, st_file *f, c
     int rc = 0;
     if (!json_is_object(root)) {
         rc = tf_fail(err, errn, "%s: the header (bytes 8..%zu) must be a JSON object, found %s",
-                  name, f->data_start, json_kind(root));
+                  name, f->data_start, hf_json_kind(root));
         goto out;
     }
     json_t *meta = json_object_get(root, "__metadata__");
@@ -443,7 +430,7 @@ static int parse_metadata(const char *metadata_json, json_t **meta,
                        jerr.position);
     if (!json_is_object(*meta))
         return tf_fail(err, errn, "metadata must be a JSON object of strings, found %s",
-                       json_kind(*meta));
+                       hf_json_kind(*meta));
     *n = json_object_size(*meta);
     *pairs = calloc(*n ? *n : 1, sizeof **pairs);
     if (!*pairs)
@@ -454,7 +441,7 @@ static int parse_metadata(const char *metadata_json, json_t **meta,
     json_object_foreach(*meta, key, v) {
         if (!json_is_string(v))
             return tf_fail(err, errn, "metadata value of \"%.100s\" must be a string, found %s",
-                           key, json_kind(v));
+                           key, hf_json_kind(v));
         (*pairs)[i++] = (tern_safetensors_meta){key, json_string_value(v)};
     }
     return 0;

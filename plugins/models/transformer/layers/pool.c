@@ -103,6 +103,13 @@ void pool_share(int total, int w, int n, int *lo, int *hi)
     *hi = (int)((long long)total * (w + 1) / n);
 }
 
+void pool_share_columns(int d, int w, int n, int *c0, int *c1)
+{
+    pool_share((d + 15) / 16, w, n, c0, c1);
+    *c0 *= 16;
+    *c1 = *c1 * 16 < d ? *c1 * 16 : d;
+}
+
 void pool_run(pool *p, void (*fn)(void *arg, int w, int n), void *arg)
 {
     if (!p || p->n == 1) {

@@ -16,5 +16,9 @@ int pool_size(const pool *p);
 void pool_run(pool *p, void (*fn)(void *arg, int w, int n), void *arg);
 /* The half-open share [*lo, *hi) of `total` items for worker w of n. */
 void pool_share(int total, int w, int n, int *lo, int *hi);
+/* The half-open share [*c0, *c1) of the columns 0..d-1 for worker w of n, in
+ * blocks of 16 (whole 64-byte cache lines of a float row): for sums over
+ * every row into one [d] vector, as the norms' weight gradients. */
+void pool_share_columns(int d, int w, int n, int *c0, int *c1);
 
 #endif

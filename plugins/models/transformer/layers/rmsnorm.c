@@ -103,11 +103,9 @@ static void backward_part(void *arg, int wk, int nw)
     }
     if (!j->dw)
         return;
-    /* dw: this worker's columns [c0, c1), in blocks of 16 (whole cache lines of dw) */
+    /* dw: this worker's columns [c0, c1) */
     int c0, c1;
-    pool_share((d + 15) / 16, wk, nw, &c0, &c1);
-    c0 *= 16;
-    c1 = c1 * 16 < d ? c1 * 16 : d;
+    pool_share_columns(d, wk, nw, &c0, &c1);
     for (int r = 0; r < j->n; r++) {
         const float *x = j->in + (size_t)r * d, *dy = j->dout + (size_t)r * d;
         float s = j->crstd[r];

@@ -130,19 +130,6 @@ extern "C" cudaError_t k_kv_fill(cudaStream_t st, float *kc, float *vc, const fl
     return cudaGetLastError();
 }
 
-/* Launch KERNEL<NI> with NI = ceil(hd / 32) in 1..8 (hd checked beforehand). */
-#define LAUNCH_NI(hd, KERNEL, grid, st, ...)                                                      \
-    switch (((hd) + WARP - 1) / WARP) {                                                           \
-    case 1: KERNEL<1><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    case 2: KERNEL<2><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    case 3: KERNEL<3><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    case 4: KERNEL<4><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    case 5: KERNEL<5><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    case 6: KERNEL<6><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    case 7: KERNEL<7><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
-    default: KERNEL<8><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                           \
-    }
-
 extern "C" cudaError_t k_decode_attention(cudaStream_t st, float *out, const float *q,
                                           const float *kc, const float *vc,
                                           const int32_t *row_sample, const int32_t *pos, int b,

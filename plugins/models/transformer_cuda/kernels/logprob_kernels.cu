@@ -24,6 +24,25 @@
 
 #define LP_THREADS 512 /* a multiple of 32, at most 1024 */
 
+/* The first two passes over a row z' = s · z of both kernels: m = max_j z'_j
+ * (over the block: every thread gets it), then this thread's share of
+ * se = Σ e^{z'−m} and sed = Σ e^{z'−m} (z'−m), left for the caller to
+ * reduce (the backward needs sed only for an entropy gradient). */
+static __device__ __forceinline__ void row_partials(const float *z, float s, int v, float *sh,
+                                                    float &m, float &se, float &sed)
+{
+    m = -INFINITY;
+    for (int j = threadIdx.x; j < v; j += blockDim.x)
+        m = fmaxf(m, s * z[j]);
+    m = block_max(m, sh);
+    se = 0, sed = 0; /* Σ e^{z'−m}, Σ e^{z'−m} (z'−m) */
+    for (int j = threadIdx.x; j < v; j += blockDim.x) {
+        const float d = s * z[j] - m, e = expf(d);
+        se += e;
+        sed += e * d;
+    }
+}
+
 /* grid: N blocks, one per row */
 static __global__ void __launch_bounds__(LP_THREADS)
     logprob_forward_kernel(float *__restrict__ logp, float *__restrict__ ent,
@@ -43,16 +62,8 @@ static __global__ void __launch_bounds__(LP_THREADS)
     }
     const float *z = logits + (size_t)r * v;
     const float s = scale ? scale[r] : 1.0f;
-    float m = -INFINITY;
-    for (int j = threadIdx.x; j < v; j += blockDim.x)
-        m = fmaxf(m, s * z[j]);
-    m = block_max(m, sh);
-    float se = 0, sed = 0; /* Σ e^{z'−m}, Σ e^{z'−m} (z'−m) */
-    for (int j = threadIdx.x; j < v; j += blockDim.x) {
-        const float d = s * z[j] - m, e = expf(d);
-        se += e;
-        sed += e * d;
-    }
+    float m, se, sed;
+    row_partials(z, s, v, sh, m, se, sed);
     se = block_sum(se, sh);
     if (ent) /* uniform over the block */
         sed = block_sum(sed, sh);
@@ -86,16 +97,8 @@ static __global__ void __launch_bounds__(LP_THREADS)
     const float *z = logits + (size_t)r * v;
     const float s = scale ? scale[r] : 1.0f;
     const float dl = dlogp[r], de = dent ? dent[r] : 0.0f;
-    float m = -INFINITY;
-    for (int j = threadIdx.x; j < v; j += blockDim.x)
-        m = fmaxf(m, s * z[j]);
-    m = block_max(m, sh);
-    float se = 0, sed = 0; /* Σ e^{z'−m}, Σ e^{z'−m} (z'−m) */
-    for (int j = threadIdx.x; j < v; j += blockDim.x) {
-        const float d = s * z[j] - m, e = expf(d);
-        se += e;
-        sed += e * d;
-    }
+    float m, se, sed;
+    row_partials(z, s, v, sh, m, se, sed);
     se = block_sum(se, sh); /* its closing barrier: all reads above are done */
     const float ls = logf(se);
     float H = 0;

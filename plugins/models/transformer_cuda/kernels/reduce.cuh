@@ -1,8 +1,8 @@
 /*
  * reduce.cuh: the sums and maxima over a warp and over a block that the
  * kernels share, and the online-softmax attention of one query over a run
- * of keys (the forward pass and decoding). Device code only: included by the
- * .cu files, never by C.
+ * of keys (the forward pass and decoding), with LAUNCH_NI, its launch over
+ * the head size. Device code only: included by the .cu files, never by C.
  *
  * Every reduction is the same xor butterfly, so a sum computed in one kernel
  * and recomputed in another (attention's forward and backward scores) comes
@@ -110,5 +110,19 @@ static __device__ __forceinline__ void attend_keys(const float (&qv)[NI], const 
         m = mn;
     }
 }
+
+/* Launch KERNEL<NI> (attend_keys' NI) with NI = ceil(hd / 32) in 1..8 (hd
+ * checked beforehand), BLOCK threads a block: BLOCK is the including file's. */
+#define LAUNCH_NI(hd, KERNEL, grid, st, ...)                                                      \
+    switch (((hd) + REDUCE_WARP - 1) / REDUCE_WARP) {                                              \
+    case 1: KERNEL<1><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    case 2: KERNEL<2><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    case 3: KERNEL<3><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    case 4: KERNEL<4><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    case 5: KERNEL<5><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    case 6: KERNEL<6><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    case 7: KERNEL<7><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                            \
+    default: KERNEL<8><<<(grid), BLOCK, 0, (st)>>>(__VA_ARGS__); break;                           \
+    }
 
 #endif

@@ -35,7 +35,10 @@ static int in_root(char *dst, const char *path)
     return n > 0 && n < PATH_MAX ? 0 : -1;
 }
 
-/* mkdir -p of ROOT + dir. */
+/* mkdir -p of ROOT + dir. Not tern_make_dirs (tern/support/paths.h): the
+ * box's directories are 0755 whatever umask the helper inherited (that one
+ * uses 0777 less the umask), ROOT itself is never made, and a failure names
+ * the path as the sandboxed program sees it, in the caller's fixed `why`. */
 static int make_dirs(const char *dir, char *why, size_t cap)
 {
     char p[PATH_MAX];
