@@ -4,46 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tern_tb_put(tern_text_buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-void tern_tb_puts(tern_text_buf *b, const char *s) { tern_tb_put(b, s, strlen(s)); }
-
 void tern_tb_quoted(tern_text_buf *b, const char *s)
 {
-    tern_tb_puts(b, "\"");
+    tern_text_puts(b, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
         if (*p == '"' || *p == '\\') {
             esc[0] = '\\';
             esc[1] = (char)*p;
-            tern_tb_put(b, esc, 2);
+            tern_text_put(b, esc, 2);
         } else if (*p < 0x20 || *p == 0x7f) {
             snprintf(esc, sizeof esc, "\\x%02x", *p);
-            tern_tb_puts(b, esc);
+            tern_text_puts(b, esc);
         } else {
-            tern_tb_put(b, (const char *)p, 1);
+            tern_text_put(b, (const char *)p, 1);
         }
     }
-    tern_tb_puts(b, "\"");
+    tern_text_puts(b, "\"");
 }
 
 void tern_print_flag_problems(FILE *err, const char *label, const tern_diag *d)

@@ -8,17 +8,8 @@
 #include <stdio.h>
 
 #include "config/diag.h"
+#include "tern/support/text_buf.h"
 
-/* A growing NUL-terminated text; `oom` is set (and stays) when an
- * allocation failed, after which appends do nothing. Free p. */
-typedef struct tern_text_buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} tern_text_buf;
-
-void tern_tb_put(tern_text_buf *b, const char *s, size_t n);
-void tern_tb_puts(tern_text_buf *b, const char *s);
 /* `s` as a libconfig string literal: quote and backslash escaped, control
  * bytes as \xNN (libconfig reads them back to the same bytes). */
 void tern_tb_quoted(tern_text_buf *b, const char *s);

@@ -60,32 +60,32 @@ static char *model_config(const char *plugin, const char *dir, const char *prese
 {
     tern_text_buf b = {0};
     char num[32];
-    tern_tb_puts(&b, "model = {\n  plugin = ");
+    tern_text_puts(&b, "model = {\n  plugin = ");
     tern_tb_quoted(&b, plugin);
-    tern_tb_puts(&b, ";\n");
+    tern_text_puts(&b, ";\n");
     if (dir) {
-        tern_tb_puts(&b, "  path = ");
+        tern_text_puts(&b, "  path = ");
         tern_tb_quoted(&b, dir);
-        tern_tb_puts(&b, ";\n");
+        tern_text_puts(&b, ";\n");
     } else {
-        tern_tb_puts(&b, "  init = {\n    preset = ");
+        tern_text_puts(&b, "  init = {\n    preset = ");
         tern_tb_quoted(&b, preset);
-        tern_tb_puts(&b, ";\n");
+        tern_text_puts(&b, ";\n");
         if (seed >= 0) {
             snprintf(num, sizeof num, "%lldL", seed);
-            tern_tb_puts(&b, "    seed = ");
-            tern_tb_puts(&b, num);
-            tern_tb_puts(&b, ";\n");
+            tern_text_puts(&b, "    seed = ");
+            tern_text_puts(&b, num);
+            tern_text_puts(&b, ";\n");
         }
-        tern_tb_puts(&b, "  };\n");
+        tern_text_puts(&b, "  };\n");
     }
     if (threads > 0) {
         snprintf(num, sizeof num, "%u", threads);
-        tern_tb_puts(&b, "  threads = ");
-        tern_tb_puts(&b, num);
-        tern_tb_puts(&b, ";\n");
+        tern_text_puts(&b, "  threads = ");
+        tern_text_puts(&b, num);
+        tern_text_puts(&b, ";\n");
     }
-    tern_tb_puts(&b, "};\n");
+    tern_text_puts(&b, "};\n");
     if (b.oom) {
         free(b.p);
         return NULL;

@@ -63,13 +63,13 @@ static char *reward_config(const tern_invocation *inv, const tern_reward_score_a
     tern_text_buf b = {0};
     *oom = 0;
     if (a->plugin_dir) {
-        tern_tb_puts(&b, "plugin_path = [ ");
+        tern_text_puts(&b, "plugin_path = [ ");
         tern_tb_quoted(&b, a->plugin_dir);
-        tern_tb_puts(&b, " ];\n");
+        tern_text_puts(&b, " ];\n");
     }
-    tern_tb_puts(&b, "rewards = ( {\n  plugin = ");
+    tern_text_puts(&b, "rewards = ( {\n  plugin = ");
     tern_tb_quoted(&b, a->plugin);
-    tern_tb_puts(&b, ";\n  domain = \"*\";\n");
+    tern_text_puts(&b, ";\n  domain = \"*\";\n");
     for (size_t i = 0; i < a->n_options; i++) {
         const char *o = a->options[i];
         const char *eq = strchr(o, '=');
@@ -87,16 +87,16 @@ static char *reward_config(const tern_invocation *inv, const tern_reward_score_a
             free(b.p);
             return NULL;
         }
-        tern_tb_puts(&b, "  ");
-        tern_tb_put(&b, o, kn);
-        tern_tb_puts(&b, " = ");
+        tern_text_puts(&b, "  ");
+        tern_text_put(&b, o, kn);
+        tern_text_puts(&b, " = ");
         if (is_literal(eq + 1))
-            tern_tb_puts(&b, eq + 1);
+            tern_text_puts(&b, eq + 1);
         else
             tern_tb_quoted(&b, eq + 1); /* a bare word is a string */
-        tern_tb_puts(&b, ";\n");
+        tern_text_puts(&b, ";\n");
     }
-    tern_tb_puts(&b, "} );\n");
+    tern_text_puts(&b, "} );\n");
     if (b.oom) {
         free(b.p);
         *oom = 1;

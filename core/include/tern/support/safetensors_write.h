@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "text_buf.h"
 #include "utf8.h"
 
 #ifdef __cplusplus
@@ -82,42 +83,10 @@ static inline size_t tern_safetensors_dtype_size(const char *dtype)
     return 0;
 }
 
-/* The header under construction (internal). */
-typedef struct tern_safetensors_buf {
-    char *p;
-    size_t len, cap;
-    int failed; /* out of memory */
-} tern_safetensors_buf;
-
-static inline void tern_safetensors_put(tern_safetensors_buf *b, const char *s, size_t n)
-{
-    if (b->failed || n == 0)
-        return;
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n && cap <= SIZE_MAX / 2)
-            cap *= 2;
-        char *p = cap - b->len >= n ? (char *)realloc(b->p, cap) : NULL;
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-static inline void tern_safetensors_put_str(tern_safetensors_buf *b, const char *s)
-{
-    tern_safetensors_put(b, s, strlen(s));
-}
-
 /* A JSON string, escaped as jansson does (s is valid UTF-8). */
-static inline void tern_safetensors_put_json(tern_safetensors_buf *b, const char *s)
+static inline void tern_safetensors_put_json(tern_text_buf *b, const char *s)
 {
-    tern_safetensors_put(b, "\"", 1);
+    tern_text_put(b, "\"", 1);
     size_t run = 0; /* bytes that need no escape, not yet put */
     for (const char *c = s;; c++) {
         unsigned char u = (unsigned char)*c;
@@ -125,32 +94,32 @@ static inline void tern_safetensors_put_json(tern_safetensors_buf *b, const char
             run++;
             continue;
         }
-        tern_safetensors_put(b, c - run, run);
+        tern_text_put(b, c - run, run);
         run = 0;
         if (!u)
             break;
         char esc[8];
         switch (u) {
-        case '"': tern_safetensors_put(b, "\\\"", 2); break;
-        case '\\': tern_safetensors_put(b, "\\\\", 2); break;
-        case '\b': tern_safetensors_put(b, "\\b", 2); break;
-        case '\f': tern_safetensors_put(b, "\\f", 2); break;
-        case '\n': tern_safetensors_put(b, "\\n", 2); break;
-        case '\r': tern_safetensors_put(b, "\\r", 2); break;
-        case '\t': tern_safetensors_put(b, "\\t", 2); break;
+        case '"': tern_text_put(b, "\\\"", 2); break;
+        case '\\': tern_text_put(b, "\\\\", 2); break;
+        case '\b': tern_text_put(b, "\\b", 2); break;
+        case '\f': tern_text_put(b, "\\f", 2); break;
+        case '\n': tern_text_put(b, "\\n", 2); break;
+        case '\r': tern_text_put(b, "\\r", 2); break;
+        case '\t': tern_text_put(b, "\\t", 2); break;
         default:
             snprintf(esc, sizeof esc, "\\u%04X", u);
-            tern_safetensors_put(b, esc, 6);
+            tern_text_put(b, esc, 6);
         }
     }
-    tern_safetensors_put(b, "\"", 1);
+    tern_text_put(b, "\"", 1);
 }
 
-static inline void tern_safetensors_put_u64(tern_safetensors_buf *b, uint64_t v)
+static inline void tern_safetensors_put_u64(tern_text_buf *b, uint64_t v)
 {
     char num[24];
     int k = snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-    tern_safetensors_put(b, num, (size_t)k);
+    tern_text_put(b, num, (size_t)k);
 }
 
 static inline int tern_safetensors_utf8_ok(const char *s)
@@ -244,18 +213,18 @@ static inline int tern_safetensors_header(const char *path, const tern_safetenso
     if (twice == SIZE_MAX)
         return tern_safetensors_fail(err, errn, ENOMEM, "%s: out of memory building the header",
                                      path);
-    tern_safetensors_buf b = {NULL, 0, 0, 0};
-    tern_safetensors_put(&b, "\0\0\0\0\0\0\0\0{", 9);
+    tern_text_buf b = {0};
+    tern_text_put(&b, "\0\0\0\0\0\0\0\0{", 9);
     if (meta) {
-        tern_safetensors_put_str(&b, "\"__metadata__\":{");
+        tern_text_puts(&b, "\"__metadata__\":{");
         for (size_t i = 0; i < n_meta; i++) {
             if (i)
-                tern_safetensors_put(&b, ",", 1);
+                tern_text_put(&b, ",", 1);
             tern_safetensors_put_json(&b, meta[i].key);
-            tern_safetensors_put(&b, ":", 1);
+            tern_text_put(&b, ":", 1);
             tern_safetensors_put_json(&b, meta[i].value);
         }
-        tern_safetensors_put(&b, "}", 1);
+        tern_text_put(&b, "}", 1);
     }
     uint64_t offset = 0;
     for (size_t i = 0; i < n; i++) {
@@ -296,36 +265,36 @@ static inline int tern_safetensors_header(const char *path, const tern_safetenso
                                          "%s: tensor %s: %s", path, x->name, bad);
         }
         if (i || meta)
-            tern_safetensors_put(&b, ",", 1);
+            tern_text_put(&b, ",", 1);
         tern_safetensors_put_json(&b, x->name);
-        tern_safetensors_put_str(&b, ":{\"dtype\":");
+        tern_text_puts(&b, ":{\"dtype\":");
         tern_safetensors_put_json(&b, x->dtype);
-        tern_safetensors_put_str(&b, ",\"shape\":[");
+        tern_text_puts(&b, ",\"shape\":[");
         for (int d = 0; d < x->ndim; d++) {
             if (d)
-                tern_safetensors_put(&b, ",", 1);
+                tern_text_put(&b, ",", 1);
             tern_safetensors_put_u64(&b, (uint64_t)x->shape[d]);
         }
-        tern_safetensors_put_str(&b, "],\"data_offsets\":[");
+        tern_text_puts(&b, "],\"data_offsets\":[");
         tern_safetensors_put_u64(&b, offset);
-        tern_safetensors_put(&b, ",", 1);
+        tern_text_put(&b, ",", 1);
         tern_safetensors_put_u64(&b, need);
-        tern_safetensors_put_str(&b, "]}");
+        tern_text_puts(&b, "]}");
         offset = need;
     }
-    tern_safetensors_put(&b, "}", 1);
-    while (!b.failed && b.len % 8)
-        tern_safetensors_put(&b, " ", 1);
-    if (b.failed) {
+    tern_text_put(&b, "}", 1);
+    while (!b.oom && b.n % 8)
+        tern_text_put(&b, " ", 1);
+    if (b.oom) {
         free(b.p);
         return tern_safetensors_fail(err, errn, ENOMEM, "%s: out of memory building the header",
                                      path);
     }
-    uint64_t json_len = b.len - 8;
+    uint64_t json_len = b.n - 8;
     for (int i = 0; i < 8; i++)
         b.p[i] = (char)(json_len >> (8 * i));
     *out = b.p;
-    *out_len = b.len;
+    *out_len = b.n;
     return 0;
 }
 

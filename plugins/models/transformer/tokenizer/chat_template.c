@@ -20,6 +20,7 @@
 
 #include "fail.h"
 #include "tern/support/utf8.h"
+#include "tern/support/text_buf.h"
 
 typedef enum { FAM_NONE, FAM_PLAIN, FAM_CHATML, FAM_LLAMA3, FAM_LLAMA31 } family;
 
@@ -39,39 +40,9 @@ struct chat_template {
 #define LLAMA31_DATE "26 Jul 2024"
 #define EXPLICIT_NAMES "chatml, llama3, llama3.1, plain or none"
 
-/* ---- a growing byte buffer ---------------------------------------------- */
+/* ---- a growing byte buffer (tern/support/text_buf.h) ------------------ */
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-    int oom; /* sticky: checked once at the end */
-} buf;
-
-static void put(buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void puts_(buf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
+typedef tern_text_buf buf;
 
 /* ---- Python's str.strip() on UTF-8 -------------------------------------- */
 
@@ -102,7 +73,7 @@ static void put_trimmed(buf *b, const char *s)
             break;
         end = lead;
     }
-    put(b, s + start, end - start);
+    tern_text_put(b, s + start, end - start);
 }
 
 /* ---- rendering ---------------------------------------------------------- */
@@ -114,11 +85,11 @@ static int is_role(const char *r, const char *want)
 
 static void llama_message(buf *b, const chat_message *m)
 {
-    puts_(b, "<|start_header_id|>");
-    puts_(b, m->role);
-    puts_(b, "<|end_header_id|>\n\n");
+    tern_text_puts(b, "<|start_header_id|>");
+    tern_text_puts(b, m->role);
+    tern_text_puts(b, "<|end_header_id|>\n\n");
     put_trimmed(b, m->content);
-    puts_(b, "<|eot_id|>");
+    tern_text_puts(b, "<|eot_id|>");
 }
 
 /* strftime_now("%d %b %Y") as transformers gives it: the local date, English
@@ -143,28 +114,28 @@ static void render(const chat_template *t, const chat_message *m, size_t n, int 
     switch (t->fam) {
     case FAM_CHATML:
         if (t->bos) /* Hermes, InternLM2 */
-            puts_(b, t->bos);
+            tern_text_puts(b, t->bos);
         if (t->default_system && !is_role(m[0].role, "system")) {
-            puts_(b, "<|im_start|>system\n");
-            puts_(b, t->default_system);
-            puts_(b, "<|im_end|>\n");
+            tern_text_puts(b, "<|im_start|>system\n");
+            tern_text_puts(b, t->default_system);
+            tern_text_puts(b, "<|im_end|>\n");
         }
         for (i = 0; i < n; i++) {
-            puts_(b, "<|im_start|>");
-            puts_(b, m[i].role);
-            puts_(b, "\n");
-            puts_(b, m[i].content);
-            puts_(b, "<|im_end|>\n");
+            tern_text_puts(b, "<|im_start|>");
+            tern_text_puts(b, m[i].role);
+            tern_text_puts(b, "\n");
+            tern_text_puts(b, m[i].content);
+            tern_text_puts(b, "<|im_end|>\n");
         }
         if (gen)
-            puts_(b, "<|im_start|>assistant\n");
+            tern_text_puts(b, "<|im_start|>assistant\n");
         break;
     case FAM_LLAMA3:
-        puts_(b, t->bos);
+        tern_text_puts(b, t->bos);
         for (i = 0; i < n; i++)
             llama_message(b, &m[i]);
         if (gen || t->always_generation)
-            puts_(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+            tern_text_puts(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     case FAM_LLAMA31: {
         char now[16];
@@ -173,19 +144,19 @@ static void render(const chat_template *t, const chat_message *m, size_t n, int 
             today(now);
             date = now;
         }
-        puts_(b, t->bos);
-        puts_(b, "<|start_header_id|>system<|end_header_id|>\n\n");
-        puts_(b, t->knowledge);
-        puts_(b, "Today Date: ");
-        puts_(b, date);
-        puts_(b, "\n\n");
+        tern_text_puts(b, t->bos);
+        tern_text_puts(b, "<|start_header_id|>system<|end_header_id|>\n\n");
+        tern_text_puts(b, t->knowledge);
+        tern_text_puts(b, "Today Date: ");
+        tern_text_puts(b, date);
+        tern_text_puts(b, "\n\n");
         if (is_role(m[0].role, "system")) /* the first system message joins the preamble */
             put_trimmed(b, m[i++].content);
-        puts_(b, "<|eot_id|>");
+        tern_text_puts(b, "<|eot_id|>");
         for (; i < n; i++)
             llama_message(b, &m[i]);
         if (gen)
-            puts_(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+            tern_text_puts(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     }
     case FAM_PLAIN: {
@@ -194,8 +165,8 @@ static void render(const chat_template *t, const chat_message *m, size_t n, int 
             if (!m[i].content[0])
                 continue;
             if (!first)
-                puts_(b, "\n\n");
-            puts_(b, m[i].content);
+                tern_text_puts(b, "\n\n");
+            tern_text_puts(b, m[i].content);
             first = 0;
         }
         break;
@@ -203,7 +174,7 @@ static void render(const chat_template *t, const chat_message *m, size_t n, int 
     case FAM_NONE:
         for (i = n; i-- > 0;)
             if (is_role(m[i].role, "user")) {
-                puts_(b, m[i].content);
+                tern_text_puts(b, m[i].content);
                 break;
             }
         break;
@@ -236,7 +207,7 @@ int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t
         return tf_fail(err, errn, "chat template none: the conversation has no user message to use "
                                "as the prompt");
     buf b = {0};
-    puts_(&b, ""); /* an empty conversation still gives a string */
+    tern_text_puts(&b, ""); /* an empty conversation still gives a string */
     render(t, msgs, n, add_generation_prompt, &b);
     if (b.oom) {
         free(b.p);
@@ -254,18 +225,18 @@ int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t
  * backslash, quote, newline, CR and tab escaped. */
 static void put_canonical_literal(buf *b, const char *v, size_t n)
 {
-    put(b, "'", 1);
+    tern_text_put(b, "'", 1);
     for (size_t i = 0; i < n; i++) {
         switch (v[i]) {
-        case '\\': puts_(b, "\\\\"); break;
-        case '\'': puts_(b, "\\'"); break;
-        case '\n': puts_(b, "\\n"); break;
-        case '\r': puts_(b, "\\r"); break;
-        case '\t': puts_(b, "\\t"); break;
-        default: put(b, &v[i], 1);
+        case '\\': tern_text_puts(b, "\\\\"); break;
+        case '\'': tern_text_puts(b, "\\'"); break;
+        case '\n': tern_text_puts(b, "\\n"); break;
+        case '\r': tern_text_puts(b, "\\r"); break;
+        case '\t': tern_text_puts(b, "\\t"); break;
+        default: tern_text_put(b, &v[i], 1);
         }
     }
-    put(b, "'", 1);
+    tern_text_put(b, "'", 1);
 }
 
 static int ident_char(char c)
@@ -289,7 +260,7 @@ static int space(char c)
 static char *canonicalize(const char *s, int *raw)
 {
     buf b = {0};
-    puts_(&b, "");
+    tern_text_puts(&b, "");
     size_t i = 0;
     int after = 0; /* how the previous tag ended: 0 {{ }}, 1 block or comment, 2 a '-' marker */
     for (;;) {
@@ -318,7 +289,7 @@ static char *canonicalize(const char *s, int *raw)
             if (k == 0 || s[k - 1] == '\n')
                 z = k;
         }
-        put(&b, s + a, z - a);
+        tern_text_put(&b, s + a, z - a);
         *raw |= z > a;
         i = j;
         if (!s[i])
@@ -332,7 +303,7 @@ static char *canonicalize(const char *s, int *raw)
             continue;
         }
         char close = s[i + 1] == '{' ? '}' : '%';
-        put(&b, s + i, 2);
+        tern_text_put(&b, s + i, 2);
         i += 2;
         if (s[i] == '-' || s[i] == '+')
             i++;
@@ -342,7 +313,7 @@ static char *canonicalize(const char *s, int *raw)
             if (space(c)) {
                 i++;
             } else if (c == close && s[i + 1] == '}') {
-                put(&b, s + i, 2);
+                tern_text_put(&b, s + i, 2);
                 i += 2;
                 break;
             } else if ((c == '-' || c == '+') && s[i + 1] == close && s[i + 2] == '}') {
@@ -350,7 +321,7 @@ static char *canonicalize(const char *s, int *raw)
                 i++;
             } else if (c == '\'' || c == '"') {
                 buf v = {0};
-                puts_(&v, "");
+                tern_text_puts(&v, "");
                 for (i++; s[i] && s[i] != c; i++) {
                     char d = s[i];
                     if (d == '\\' && s[i + 1]) {
@@ -360,10 +331,10 @@ static char *canonicalize(const char *s, int *raw)
                         case 't': d = '\t'; break;
                         case 'r': d = '\r'; break;
                         case '\\': case '\'': case '"': d = s[i]; break;
-                        default: put(&v, "\\", 1); d = s[i]; /* kept as written */
+                        default: tern_text_put(&v, "\\", 1); d = s[i]; /* kept as written */
                         }
                     }
-                    put(&v, &d, 1);
+                    tern_text_put(&v, &d, 1);
                 }
                 if (s[i])
                     i++;
@@ -376,12 +347,12 @@ static char *canonicalize(const char *s, int *raw)
                 size_t k = i + 1;
                 while (ident_char(s[k]))
                     k++;
-                puts_(&b, "['");
-                put(&b, s + i + 1, k - i - 1);
-                puts_(&b, "']");
+                tern_text_puts(&b, "['");
+                tern_text_put(&b, s + i + 1, k - i - 1);
+                tern_text_puts(&b, "']");
                 i = k;
             } else {
-                put(&b, &c, 1);
+                tern_text_put(&b, &c, 1);
                 i++;
             }
         }
@@ -399,14 +370,14 @@ static char *canonicalize(const char *s, int *raw)
 static char *decode_literal(const char *q)
 {
     buf v = {0};
-    puts_(&v, "");
+    tern_text_puts(&v, "");
     for (; *q && *q != '\''; q++) {
         char d = *q;
         if (d == '\\' && q[1]) {
             q++;
             d = *q == 'n' ? '\n' : *q == 't' ? '\t' : *q == 'r' ? '\r' : *q;
         }
-        put(&v, &d, 1);
+        tern_text_put(&v, &d, 1);
     }
     if (v.oom) {
         free(v.p);
