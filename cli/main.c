@@ -2,12 +2,16 @@
  * libtern (run, check, plugins) and of this layer (commands.h); every
  * message about a config or plugin lives there. Each command here is one
  * table of its flags (flags.h) and the checks that tie flags together. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "flags.h"
@@ -38,9 +42,12 @@ static const command commands[] = {
      "  --resume  continue out_dir/name from its newest checkpoint\n"
      "-o overrides a setting, typed as in the file (-o run.seed=2,\n"
      "-o run.name=\"try2\", -o trainer.steps=50); repeat it as needed.\n"
-     "^C finishes the current step, writes a checkpoint and exits 130;\n"
-     "a second ^C exits at once.\n"
-     "Exit: 0 done, 1 runtime failure, 2 bad usage/config/plugin, 130 interrupted.",
+     "^C (SIGINT), SIGTERM or SIGHUP finishes the current step, writes a\n"
+     "checkpoint, summary.json and trace.json and exits 130, 143 or 129; a\n"
+     "second one writes summary.json and trace.json and stops at once. One\n"
+     "run at a time uses a run directory (its file `lock`).\n"
+     "Exit: 0 done, 1 runtime failure, 2 bad usage/config/plugin or a run\n"
+     "directory in use, 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.",
      engine_cmd},
     {"check", "tern check CONFIG [-o section.key=value]...",
      "Read and validate CONFIG, load and start every plugin it names, print\n"
@@ -234,6 +241,10 @@ static int engine_cmd(const command *c, int argc, char **argv)
     int rc = parse(c, flags, &inv.config_path, is_plugins ? 0 : 1, argc, argv);
     if (rc == TERN_FLAGS_GO_ON && !is_plugins && !inv.config_path)
         rc = cli_usage_error(c->usage, "%s needs a config file", c->name);
+    /* a run outlives its readers: `tern run ... | head` or a closed
+     * terminal must not end it unsaved (the logger goes on to log.txt) */
+    if (rc == TERN_FLAGS_GO_ON && is_run)
+        signal(SIGPIPE, SIG_IGN);
     if (rc == TERN_FLAGS_GO_ON)
         rc = is_run ? tern_cmd_run(&inv) : is_plugins ? tern_cmd_plugins(&inv)
                                                       : tern_cmd_check(&inv);
@@ -529,8 +540,32 @@ static int help_cmd(const command *c, int argc, char **argv)
     return cli_print_help(h->usage, h->help);
 }
 
+/* Descriptors 0-2 the caller left closed (`2>&-`) would go to the next files
+ * opened, and stderr's lines into log.txt: hold them with /dev/null before
+ * anything opens a file. 0, or -1 when /dev/null cannot be opened. */
+static int reserve_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        /* the lowest free descriptor: fd itself, those below being open */
+        int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (got != fd) {
+            if (got >= 0)
+                close(got);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (reserve_std_fds() != 0) {
+        fprintf(stderr, "tern: cannot open /dev/null for a closed standard descriptor: %s\n",
+                strerror(errno));
+        return TERN_EXIT_FAILURE;
+    }
     if (argc < 2) {
         print_overview(stderr);
         return TERN_EXIT_USAGE;

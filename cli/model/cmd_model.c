@@ -171,6 +171,52 @@ static int check_model_dir(const tern_invocation *inv, const char *label, const 
     return TERN_EXIT_OK;
 }
 
+/* Index of the first NaN or infinity among a tensor's elements, or -1. */
+static long long first_nonfinite(const tern_tensor *t)
+{
+    size_t n = t->dtype == TERN_DTYPE_F32 ? t->bytes / 4 : t->bytes / 2;
+    for (size_t i = 0; i < n; i++) {
+        if (t->dtype == TERN_DTYPE_F32) {
+            if (!isfinite(((const float *)t->data)[i]))
+                return (long long)i;
+        } else {
+            /* bf16: 8 exponent bits under the sign; f16: 5. All ones: inf or NaN */
+            uint16_t b = ((const uint16_t *)t->data)[i];
+            uint16_t exp = t->dtype == TERN_DTYPE_BF16 ? 0x7f80 : 0x7c00;
+            if ((b & exp) == exp)
+                return (long long)i;
+        }
+    }
+    return -1;
+}
+
+/* Weights loaded from `dir` with a NaN or infinity would print an empty
+ * sample or a score of nan without a word: refuse them, naming the tensor.
+ * Returns an exit code. */
+static int check_weights_finite(const tern_invocation *inv, const char *label, model *m,
+                                const char *dir)
+{
+    const tern_tensor *t = NULL;
+    size_t n = 0;
+    if (tern_model_tensors(&m->px, "the model cannot list its weights", &t, &n) != TERN_OK) {
+        cmd_report(inv, label, "%s", tern_error_message());
+        return TERN_EXIT_FAILURE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].dtype != TERN_DTYPE_F32 && t[i].dtype != TERN_DTYPE_BF16 &&
+            t[i].dtype != TERN_DTYPE_F16)
+            continue;
+        long long at = first_nonfinite(&t[i]);
+        if (at >= 0) {
+            cmd_report(inv, label, "%s: weight %s holds a NaN or infinity (element %lld): the "
+                       "model is damaged or its training diverged; use an earlier checkpoint",
+                       dir, t[i].name ? t[i].name : "(unnamed)", at);
+            return TERN_EXIT_USAGE;
+        }
+    }
+    return TERN_EXIT_OK;
+}
+
 /* Tokenize text_len bytes with BOS; returns an exit code, the ids in *ids
  * (freed with free()). */
 static int tokenize(const tern_invocation *inv, const char *label, model *m, const char *what,
@@ -379,6 +425,8 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         return code;
     model m;
     code = open_model(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
+    if (code == TERN_EXIT_OK)
+        code = check_weights_finite(inv, label, &m, a->model_dir);
 
     int32_t *ids = NULL, *stop = NULL;
     size_t n_ids = 0, n_stop = a->n_stop;
@@ -521,6 +569,8 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
         return code;
     model m;
     code = open_model(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
+    if (code == TERN_EXIT_OK)
+        code = check_weights_finite(inv, label, &m, a->model_dir);
 
     int32_t *ids = NULL;
     size_t n = 0;

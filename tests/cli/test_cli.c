@@ -129,6 +129,40 @@ Test(cli, check_missing_file_and_syntax_error)
     cr_expect(strstr(r.err, want), "%s", r.err);
 }
 
+Test(cli, check_refuses_a_fifo_bad_overrides_and_includes_clearly)
+{
+    char dir[512], cfg[600], want[1200];
+    snprintf(dir, sizeof dir, "%s/cli_input_XXXXXX", TERN_TEST_WORK_DIR);
+    cr_assert_not_null(mkdtemp(dir));
+    result r;
+    /* a FIFO as the tasks file hung for ever; `timeout` ends it if it still does */
+    run(&r, "mkfifo %s/f.jsonl && timeout 20 %s check %s/etc/quickstart.cfg -o data.train=%s/f.jsonl",
+        dir, TERN, SRC, dir);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    snprintf(want, sizeof want, "%s/f.jsonl: cannot open: not a regular file but a FIFO (named "
+             "pipe); give a tasks file (JSON Lines)", dir);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+
+    run(&r, "%s check %s/etc/quickstart.cfg -o run.seed=99999999999999999999999", TERN, SRC);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "-o run.seed=99999999999999999999999: 99999999999999999999999 is out "
+                            "of range for an integer: give one from -9223372036854775808 to "
+                            "9223372036854775807"), "%s", r.err);
+    run(&r, "%s check %s/etc/quickstart.cfg -o .=1", TERN, SRC);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "-o .=1: the key path '.' has an empty name"), "%s", r.err);
+
+    /* libconfig alone said "input in flex scanner failed" and ended the process */
+    snprintf(cfg, sizeof cfg, "%s/inc.cfg", dir);
+    write_file(cfg, "run = { name = \"x\"; };\n@include \"sub\"\n");
+    run(&r, "mkdir %s/sub && %s check %s", dir, TERN, cfg);
+    cr_expect_eq(r.code, 2);
+    snprintf(want, sizeof want, "%s:2: cannot include \"sub\" (%s/sub): Is a directory; include a "
+             "config file", cfg, dir);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    run(&r, "rm -rf %s", dir);
+}
+
 Test(cli, check_plugin_rejecting_its_settings)
 {
     result r;

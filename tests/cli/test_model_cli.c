@@ -342,3 +342,35 @@ Test(model_cli, a_path_with_a_quote_and_a_backslash)
     cr_expect(strstr(r.out, "over 2 tokens"), "%s", r.out);
     run(&r, "rm -rf 'q\"x\\y'");
 }
+
+/* Weights holding a NaN (a diverged run's checkpoint) are refused by
+ * `tern generate` and `tern score`, naming the weight, instead of printing
+ * an empty sample or a score of nan. */
+Test(model_cli, nan_weights_are_refused_with_the_weight_named)
+{
+    result r;
+    run(&r, "rm -rf nanm && %s model init --preset tiny nanm", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    /* the first tensor's first element: data starts after the 8-byte header
+     * length and the JSON header */
+    FILE *f = fopen(WORK "/nanm/model.safetensors", "r+b");
+    cr_assert_not_null(f);
+    unsigned char len[8];
+    cr_assert_eq(fread(len, 1, 8, f), 8);
+    long long hdr = 0;
+    for (int i = 7; i >= 0; i--)
+        hdr = hdr << 8 | len[i];
+    const float nan = __builtin_nanf("");
+    cr_assert_eq(fseek(f, 8 + hdr, SEEK_SET), 0);
+    cr_assert_eq(fwrite(&nan, sizeof nan, 1, f), 1);
+    fclose(f);
+    run(&r, "%s generate nanm --prompt '1+1=' --max-tokens 4", TERN);
+    cr_expect_eq(r.code, 2, "generate: %d %s", r.code, r.err);
+    cr_expect(strstr(r.err, "tern generate: nanm: weight ") &&
+                  strstr(r.err, "holds a NaN or infinity (element 0)"), "%s", r.err);
+    cr_expect_str_eq(r.out, "", "nothing printed");
+    run(&r, "%s score nanm --text '1+1=2'", TERN);
+    cr_expect_eq(r.code, 2, "score: %d %s", r.code, r.err);
+    cr_expect(strstr(r.err, "tern score: nanm: weight "), "%s", r.err);
+    cr_expect(!strstr(r.out, "nan"), "no nan printed: %s", r.out);
+}

@@ -6,7 +6,9 @@
  *   - staleness (step - version of the batch) never exceeds O + I - 1 (fixed)
  *     or max_staleness (asynchronous);
  *   - no explorer waits in the asynchronous modes;
- *   - every weight sync uses the configured method. */
+ *   - every weight sync uses the configured method;
+ *   - a step's reward figures are those of its batch alone (every
+ *     `reward/<name>.count` is batch_tasks x group_size). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -66,6 +68,36 @@ static long arg_int(json_t *e, const char *key)
     return (long)json_integer_value(v);
 }
 
+/* Every RL line of run directory `dir`'s metrics.jsonl reports the reward
+ * figures of exactly one batch: 16 tasks x 8 responses in etc/modes/. Returns
+ * the number of RL lines. */
+static int check_reward_counts(const char *what, const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s: %s", what, path);
+    char line[16384];
+    int rl = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        cr_assert_not_null(o, "%s: %s: not JSON: %s", what, path, line);
+        if (json_object_get(o, "reward_mean")) {
+            rl++;
+            json_int_t step = json_integer_value(json_object_get(o, "step"));
+            json_t *n = json_object_get(o, "reward/accuracy.count");
+            cr_expect(json_is_integer(n), "%s: step %lld has no reward/accuracy.count", what,
+                      (long long)step);
+            cr_expect_eq(json_integer_value(n), 16 * 8, "%s: step %lld reports the reward of "
+                         "%lld responses, its batch has %d", what, (long long)step,
+                         (long long)json_integer_value(n), 16 * 8);
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    return rl;
+}
+
 static void check_mode(const mode *m)
 {
     char cmd[2048];
@@ -80,6 +112,8 @@ static void check_mode(const mode *m)
     cr_assert_eq(r.code, 0, "%s: exit %d\n%s", m->name, r.code, r.err);
 
     char path[1024];
+    snprintf(path, sizeof path, "%s/modes_test/%s", WORK, m->name);
+    cr_expect_eq(check_reward_counts(m->name, path), STEPS, "%s: one RL line per step", m->name);
     snprintf(path, sizeof path, "%s/modes_test/%s/trace.json", WORK, m->name);
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
@@ -214,6 +248,27 @@ Test(modes, fully_async) { check_mode(&modes[2]); }
 Test(modes, multi_explorer) { check_mode(&modes[3]); }
 Test(modes, interval4_offset0) { check_mode(&modes[4]); }
 Test(modes, interval1_offset4) { check_mode(&modes[5]); }
+
+/* A synchronous run that saves a checkpoint every step while two busy loops
+ * load the machine: the explorer's next batch is rewarded while the trainer
+ * is still saving, and the step's line must not count it (issue 31 item 5:
+ * a shared metrics store gave 256 for 128). */
+Test(modes, saving_every_step_under_load_counts_one_batch)
+{
+    result r;
+    run(&r, "cd %s && rm -rf modes_test/loaded && "
+            "{ timeout 120 sh -c 'while :; do :; done' & a=$!; "
+            "timeout 120 sh -c 'while :; do :; done' & b=$!; "
+            "%s run %s/etc/modes/synchronous.cfg -o 'run.out_dir=\"modes_test\"' "
+            "-o run.name='\"loaded\"' -o trainer.steps=8 -o trainer.sft.steps=0 "
+            "-o eval.every=0 -o eval.limit=8 -o trainer.save_every=1; rc=$?; "
+            "kill $a $b 2>/dev/null; wait $a $b 2>/dev/null; exit $rc; }",
+        WORK, TERN, SRC);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.err);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/modes_test/loaded", WORK);
+    cr_expect_eq(check_reward_counts("saving every step", dir), 8);
+}
 
 /* An asynchronous run stopped with ^C resumes from its checkpoint: every
  * step from 1 to the end is in metrics.jsonl exactly once, no batch is

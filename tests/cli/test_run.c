@@ -242,6 +242,31 @@ Test(run, a_domain_without_a_reward_plugin_is_refused)
                    "domain \"code\" but no reward plugin scores that domain");
 }
 
+/* A prompt the model's context cannot hold is refused by `tern check` and
+ * before `tern run` creates anything, with the file, line and task id (it
+ * used to pass check and fail mid-run: "sequence 0 has 2004 tokens"). */
+Test(run, a_prompt_longer_than_the_context_names_file_and_line)
+{
+    char big[3000];
+    memset(big, '7', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"id\": 1, \"domain\": \"math\", \"prompt\": \"1+1=\", \"answer\": \"2\"}\n"
+             "{\"id\": \"long\", \"domain\": \"math\", \"prompt\": \"%s+1=\", \"answer\": \"8\"}\n",
+             big);
+    write_file(WORK "/long_tasks.jsonl", text);
+    const char *extra = "data = { train = \"long_tasks.jsonl\"; };\n"
+                        "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n";
+    const char *want = "long_tasks.jsonl:2: task long: the prompt is 3003 tokens";
+    expect_refused(extra, want);
+    result r;
+    run(&r, "%s check bad_loop.cfg", TERN);
+    cr_expect_eq(r.code, 2, "check exits 2: %s", r.err);
+    cr_expect(strstr(r.err, want), "check says \"%s\": %s", want, r.err);
+    cr_expect(strstr(r.err, "the model's context holds"), "%s", r.err);
+}
+
 Test(run, settings_a_run_cannot_use)
 {
     const char *rw = "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n";

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "decoder/llama.h"
 #include "hf/hf_config.h"
@@ -288,8 +289,21 @@ Test(hf_config, refuses_wrong_types)
     expect_refused(write_text("type9.json", "[1]"), "must hold a JSON object, found an array",
                    NULL);
     expect_refused(write_text("type10.json", "{\"a\": "), "hfc_type10.json:1:", "not a valid JSON");
-    expect_refused(work_path("absent.json"), "hfc_absent.json: cannot read: unable to open",
+    expect_refused(work_path("absent.json"), "hfc_absent.json: cannot read: No such file or directory",
                    NULL);
+}
+
+Test(hf_config, refuses_a_fifo_without_blocking)
+{
+    alarm(20); /* a read that blocks on the FIFO ends the test here */
+    const char *path = work_path("fifo.json");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: cannot read: not a regular file but a FIFO (named pipe); "
+             "give a config.json file", path);
+    expect_refused(path, want, NULL);
+    unlink(path);
 }
 
 Test(hf_config, refuses_unsupported_options)

@@ -389,11 +389,26 @@ Test(safetensors, other_dtypes_open_but_are_refused_when_read)
 Test(safetensors, refuses_short_and_odd_files)
 {
     expect_refused(work_path("does-not-exist"), "cannot open", "No such file");
-    expect_refused(TERN_TEST_WORK_DIR, "not a regular file", NULL);
+    expect_refused(TERN_TEST_WORK_DIR, "cannot open: Is a directory", "give a safetensors file");
     write_bytes(work_path("empty"), "", 0);
     expect_refused(work_path("empty"), "the file is 0 bytes", "8-byte header length");
     write_bytes(work_path("five"), "abcde", 5);
     expect_refused(work_path("five"), "the file is 5 bytes", NULL);
+}
+
+Test(safetensors, refuses_a_fifo_without_blocking)
+{
+    alarm(20); /* an open that blocks on the FIFO ends the test here */
+    const char *path = work_path("fifo.safetensors");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: cannot open: not a regular file but a FIFO (named pipe); "
+             "give a safetensors file", path);
+    expect_refused(path, want, NULL);
+    expect_refused("/dev/zero", "/dev/zero: cannot open: not a regular file but a character "
+                   "device", NULL);
+    unlink(path);
 }
 
 Test(safetensors, refuses_bad_header_length)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tokenizer/tokenizer.h"
 
@@ -223,4 +224,21 @@ Test(tokenizer, load_refusals)
     cr_assert_eq(tokenizer_save(t, missing, err, sizeof err), -1);
     cr_assert_not_null(strstr(err, "cannot create"), "%s", err);
     tokenizer_free(t);
+}
+
+Test(tokenizer, refuses_a_fifo_without_blocking)
+{
+    alarm(20); /* a read that blocks on the FIFO ends the test here */
+    const char *dir = work_dir("fifo");
+    char path[1100], want[1300];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    tokenizer *t = NULL;
+    char err[1024] = "";
+    cr_assert_eq(tokenizer_load(dir, &t, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: cannot read the tokenizer: not a regular file but a FIFO "
+             "(named pipe)", path);
+    cr_expect_str_eq(err, want);
+    unlink(path);
 }

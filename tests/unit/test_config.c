@@ -2,9 +2,11 @@
  * section goes through (unknown keys with suggestions, types, ranges,
  * choices, required keys, defaults), with FILE:LINE in every message. */
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -402,4 +404,328 @@ Test(suggest, only_likely_typos_are_suggested)
     tern_suggest_init(&s, "xyz");
     tern_suggest_offer_akas(&s, "capacity", NULL);
     cr_expect_null(tern_suggest_best(&s));
+}
+
+/* ---- the file itself: what it is, limits, @include, integers (config_text.c) ---- */
+
+/* A fresh directory of this test's own under the work directory. */
+static const char *own_dir(void)
+{
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/cfgin_XXXXXX", TERN_TEST_WORK_DIR);
+    cr_assert_not_null(mkdtemp(dir));
+    return dir;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* rm -rf dir */
+static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* DIR/NAME holding `len` bytes of `text` (subfolders made as needed);
+ * returns the path (static, one of 4). */
+static const char *put_in(const char *dir, const char *name, const char *text, size_t len)
+{
+    static char paths[4][1024];
+    static int k;
+    char *p = paths[k++ % 4];
+    snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+    for (char *s = strchr(p + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        mkdir(p, 0777);
+        *s = '/';
+    }
+    FILE *f = fopen(p, "wb");
+    cr_assert_not_null(f, "%s", p);
+    cr_assert_eq(fwrite(text, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+    return p;
+}
+
+static const char *put_text(const char *dir, const char *name, const char *text)
+{
+    return put_in(dir, name, text, strlen(text));
+}
+
+/* Read `path`, expecting a refusal with exactly one message equal to `want`
+ * (a printf format whose arguments are the `dir` given, up to three times). */
+static void expect_read_refused(const char *path, const char *dir, const char *want)
+{
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    cr_assert_eq(tern_config_read_file(&c, path, &d), TERN_ECONFIG, "%s was read", path);
+    char w[2048];
+    snprintf(w, sizeof w, want, dir, dir, dir);
+    cr_assert_eq(d.n, 1, "%zu messages (first: %s)", d.n, d.n ? d.msgs[0] : "-");
+    cr_expect_str_eq(d.msgs[0], w);
+    tern_diag_free(&d);
+}
+
+/* "FILE:LINE" of the setting at `path` of config c. */
+static const char *where_of(tern_config *c, const char *path)
+{
+    static char buf[1024];
+    config_setting_t *s = config_lookup(&c->cfg, path);
+    cr_assert_not_null(s, "no %s", path);
+    return tern_config_where(c, s, buf, sizeof buf);
+}
+
+Test(config_input, fifo_device_and_directory_are_refused_without_blocking)
+{
+    alarm(20); /* a reader that blocks on the FIFO ends the test here */
+    const char *dir = own_dir();
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/f.cfg", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    expect_read_refused(fifo, dir, "%s/f.cfg: cannot read config file: not a regular file but a "
+                                   "FIFO (named pipe); give a config file");
+    expect_read_refused("/dev/zero", dir, "/dev/zero: cannot read config file: not a regular "
+                                          "file but a character device; give a config file");
+    expect_read_refused(dir, dir, "%s: cannot read config file: Is a directory; give a config "
+                                  "file");
+    remove_tree(dir);
+}
+
+Test(config_input, a_long_line_and_a_big_file_are_refused)
+{
+    const char *dir = own_dir();
+    size_t n = (1u << 20) + 100;
+    char *text = malloc(n + 64);
+    cr_assert_not_null(text);
+    int h = snprintf(text, n + 64, "trainer = {\n  steps = 1;\n  mode = \"");
+    memset(text + h, 'x', n);
+    strcpy(text + h + n, "\";\n};\n");
+    const char *path = put_text(dir, "long.cfg", text);
+    free(text);
+    expect_read_refused(path, dir, "%s/long.cfg:3: the line is longer than 1048576 bytes (1 MiB); "
+                                   "break it up (strings may continue on the next line: \"ab\" "
+                                   "\"cd\" reads as \"abcd\")");
+    path = put_text(dir, "big.cfg", "");
+    cr_assert_eq(truncate(path, (16 << 20) + 1), 0);
+    expect_read_refused(path, dir, "%s/big.cfg: cannot read config file: too big: 16777217 "
+                                   "bytes, over the limit of 16777216 (16 MiB); is it a config "
+                                   "file?");
+    const char *nul = put_in(dir, "nul.cfg", "a = 1;\nb = 2;\0c = 3;\n", 21);
+    expect_read_refused(nul, dir, "%s/nul.cfg:2: a NUL byte at column 7; a config file is "
+                                  "text: remove it");
+    remove_tree(dir);
+}
+
+Test(config_input, a_long_string_reads_in_linear_time)
+{
+    /* libconfig reading a FILE * rescans a token each time its buffer
+     * refills: 8 MB of one string took about a minute; from memory it is
+     * well under a second (the guard leaves room for sanitizers) */
+    alarm(20);
+    const char *dir = own_dir();
+    size_t lines = 8000, width = 1000;
+    char *text = malloc(lines * (width + 1) + 64);
+    cr_assert_not_null(text);
+    size_t at = (size_t)sprintf(text, "trainer = { steps = 1; mode = \"");
+    for (size_t i = 0; i < lines; i++) {
+        memset(text + at, 'y', width);
+        at += width;
+        text[at++] = '\n';
+    }
+    strcpy(text + at, "\"; };\n");
+    const char *path = put_text(dir, "string.cfg", text);
+    free(text);
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    cr_assert_eq(tern_config_read_file(&c, path, &d), TERN_OK, "%s", d.n ? d.msgs[0] : "");
+    const char *mode = NULL;
+    cr_assert(config_lookup_string(&c.cfg, "trainer.mode", &mode));
+    cr_expect_eq(strlen(mode), lines * (width + 1));
+    tern_config_free(&c);
+    tern_diag_free(&d);
+    remove_tree(dir);
+}
+
+Test(config_input, includes_are_taken_from_the_including_files_folder)
+{
+    const char *dir = own_dir();
+    put_text(dir, "parts/a.cfg", "# a\n@include \"b.cfg\"   # from parts/\nfrom_a = 2;\n");
+    put_text(dir, "parts/b.cfg", "from_b = 3;"); /* no final newline */
+    put_text(dir, "abs.cfg", "from_abs = 4;\n");
+    char main_text[1024];
+    snprintf(main_text, sizeof main_text,
+             "trainer = {\n  steps = 1;\n};\n@include \"parts/a.cfg\"\nafter = 1;\n"
+             "  @include \"%s/abs.cfg\"\nlast = 5;\n", dir);
+    const char *path = put_text(dir, "main.cfg", main_text);
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    /* the working directory is not dir: "parts/a.cfg" is found from main.cfg's folder */
+    cr_assert_eq(tern_config_read_file(&c, path, &d), TERN_OK, "%s", d.n ? d.msgs[0] : "");
+    char want[1024];
+    snprintf(want, sizeof want, "%s/main.cfg:2", dir);
+    cr_expect_str_eq(where_of(&c, "trainer.steps"), want);
+    snprintf(want, sizeof want, "%s/parts/b.cfg:1", dir);
+    cr_expect_str_eq(where_of(&c, "from_b"), want);
+    snprintf(want, sizeof want, "%s/parts/a.cfg:3", dir);
+    cr_expect_str_eq(where_of(&c, "from_a"), want);
+    snprintf(want, sizeof want, "%s/main.cfg:5", dir);
+    cr_expect_str_eq(where_of(&c, "after"), want);
+    snprintf(want, sizeof want, "%s/abs.cfg:1", dir);
+    cr_expect_str_eq(where_of(&c, "from_abs"), want);
+    snprintf(want, sizeof want, "%s/main.cfg:7", dir);
+    cr_expect_str_eq(where_of(&c, "last"), want);
+    int v = 0;
+    cr_expect(config_lookup_int(&c.cfg, "from_b", &v) && v == 3);
+    tern_config_free(&c);
+    tern_diag_free(&d);
+    remove_tree(dir);
+}
+
+Test(config_input, a_failing_include_is_named_with_file_and_line)
+{
+    alarm(20); /* the FIFO include must not block */
+    const char *dir = own_dir();
+    put_text(dir, "parts/x.cfg", "x = 1;\n");
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/parts/f.cfg", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const char *path = put_text(dir, "m1.cfg", "a = 1;\n@include \"nope.cfg\"\n");
+    expect_read_refused(path, dir, "%s/m1.cfg:2: cannot include \"nope.cfg\" (%s/nope.cfg): No "
+                                   "such file or directory; an @include is taken from the folder "
+                                   "of the file that holds it");
+    /* libconfig itself ends the process on a directory ("input in flex scanner failed") */
+    path = put_text(dir, "m2.cfg", "a = 1;\n\n@include \"parts\"\n");
+    expect_read_refused(path, dir, "%s/m2.cfg:3: cannot include \"parts\" (%s/parts): Is a "
+                                   "directory; include a config file");
+    path = put_text(dir, "m3.cfg", "@include \"parts/f.cfg\"\n");
+    expect_read_refused(path, dir, "%s/m3.cfg:1: cannot include \"parts/f.cfg\" (%s/parts/f.cfg): "
+                                   "not a regular file but a FIFO (named pipe); include a config "
+                                   "file");
+    put_text(dir, "parts/self.cfg", "@include \"self.cfg\"\n");
+    path = put_text(dir, "m4.cfg", "@include \"parts/self.cfg\"\n");
+    expect_read_refused(path, dir, "%s/parts/self.cfg:1: @include \"self.cfg\": includes nest "
+                                   "more than 10 deep; does a file include itself?");
+    put_text(dir, "parts/bad.cfg", "good = 1;\nbad = ;\n");
+    path = put_text(dir, "m5.cfg", "a = 1;\n@include \"parts/bad.cfg\"\n");
+    expect_read_refused(path, dir, "%s/parts/bad.cfg:2: syntax error");
+    put_text(dir, "parts/open.cfg", "s = \"abc\n");
+    path = put_text(dir, "m6.cfg", "@include \"parts/open.cfg\"\n\";\n");
+    expect_read_refused(path, dir, "%s/parts/open.cfg:1: the file ends inside the string begun "
+                                   "on this line; close it");
+    path = put_text(dir, "m7.cfg", "@include \"parts/x.cfg\" @include \"parts/x.cfg\"\n");
+    expect_read_refused(path, dir, "%s/m7.cfg:1: a second @include on one line; give each a line "
+                                   "of its own");
+    remove_tree(dir);
+}
+
+Test(config_input, includes_in_strings_and_comments_are_text)
+{
+    const char *dir = own_dir();
+    const char *path = put_text(dir, "m.cfg",
+                                "/*\n@include \"nope.cfg\"\n*/\ns = \"a\n@include \\\"x\\\"\n\";\n"
+                                "# @include \"nope.cfg\"\n");
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    cr_assert_eq(tern_config_read_file(&c, path, &d), TERN_OK, "%s", d.n ? d.msgs[0] : "");
+    const char *s = NULL;
+    cr_assert(config_lookup_string(&c.cfg, "s", &s));
+    cr_expect_str_eq(s, "a\n@include \"x\"\n");
+    tern_config_free(&c);
+    tern_diag_free(&d);
+    remove_tree(dir);
+}
+
+Test(config_input, integers_past_32_bits_are_kept_and_past_64_refused)
+{
+    const char *dir = own_dir();
+    const char *path = put_text(dir, "ints.cfg",
+                                "a = 4294967296;\nb = -5000000000;\nc = 0x100000000;\nd = 7;\n"
+                                "e = 5L;\nf = 1.5e10;\nname-12345678901 = 8;\n"
+                                "s = \"99999999999999999999999\"; # 99999999999999999999999\n"
+                                "l = [ 3000000000, 4000000000 ];\n");
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    cr_assert_eq(tern_config_read_file(&c, path, &d), TERN_OK, "%s", d.n ? d.msgs[0] : "");
+    long long v = 0;
+    cr_expect(config_lookup_int64(&c.cfg, "a", &v) && v == 4294967296LL, "a = %lld", v);
+    cr_expect(config_lookup_int64(&c.cfg, "b", &v) && v == -5000000000LL, "b = %lld", v);
+    cr_expect(config_lookup_int64(&c.cfg, "c", &v) && v == 4294967296LL, "c = %lld", v);
+    cr_expect_eq(config_setting_type(config_lookup(&c.cfg, "d")), CONFIG_TYPE_INT,
+                 "a small integer stays an int");
+    cr_expect(config_lookup_int64(&c.cfg, "e", &v) && v == 5);
+    double f = 0;
+    cr_expect(config_lookup_float(&c.cfg, "f", &f) && f == 1.5e10);
+    int i = 0;
+    cr_expect(config_lookup_int(&c.cfg, "name-12345678901", &i) && i == 8);
+    const char *s = NULL;
+    cr_expect(config_lookup_string(&c.cfg, "s", &s) && strcmp(s, "99999999999999999999999") == 0);
+    cr_expect_eq(config_setting_get_int64_elem(config_lookup(&c.cfg, "l"), 0), 3000000000LL);
+    tern_config_free(&c);
+    tern_diag_free(&d);
+
+    path = put_text(dir, "big.cfg", "x = 1;\ny = 99999999999999999999999;\n");
+    expect_read_refused(path, dir, "%s/big.cfg:2: 99999999999999999999999 is out of range for an "
+                                   "integer: give one from -9223372036854775808 to "
+                                   "9223372036854775807");
+    path = put_text(dir, "big64.cfg", "y = -99999999999999999999999L;\n");
+    expect_read_refused(path, dir, "%s/big64.cfg:1: -99999999999999999999999L is out of range "
+                                   "for an integer: give one from -9223372036854775808 to "
+                                   "9223372036854775807");
+    remove_tree(dir);
+}
+
+Test(overrides, integers_past_64_bits_and_empty_names_are_refused)
+{
+    checked k;
+    const char *o[] = {"trainer.steps=99999999999999999999999"};
+    check_text(&k, "trainer = { steps = 1; };\n", o, 1);
+    expect_one(&k, 0, "-o trainer.steps=99999999999999999999999: 99999999999999999999999 is out "
+                      "of range for an integer: give one from -9223372036854775808 to "
+                      "9223372036854775807");
+    release(&k);
+
+    /* past 32 bits: kept whole (libconfig alone reads 5000000000 as 705032704) */
+    const char *o2[] = {"trainer.steps=5000000000"};
+    check_text(&k, "trainer = { steps = 1; };\n", o2, 1);
+    expect_one(&k, 0, "-o trainer.steps=5000000000: trainer.steps: 5000000000 is out of range "
+                      "[1, 1000000]");
+    release(&k);
+
+    /* a bare word that merely holds a big number is still a string */
+    const char *o3[] = {"trainer.tags=[\"a\"]", "trainer.mode=fast 99999999999999999999999 x"};
+    check_text(&k, "trainer = { steps = 1; };\n", o3, 2);
+    expect_one(&k, 0, "-o trainer.mode=fast 99999999999999999999999 x: trainer.mode: 'fast "
+                      "99999999999999999999999 x' is not one of fast|careful");
+    release(&k);
+
+    /* the core's seed, 0 to 2^53: one past it is out of range, as given and in full */
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    cr_assert_eq(tern_config_read_string(&c, "run = { seed = 1; };", "<s>", &d), TERN_OK);
+    cr_assert_eq(tern_config_override(&c, "run.seed=9007199254740993", &d), TERN_OK);
+    const tern_setting_spec *core = tern_core_schema;
+    tern_schema_check(&c, config_root_setting(&c.cfg), &core, 1, 0, &d);
+    cr_assert_eq(d.n, 1);
+    cr_expect_str_eq(d.msgs[0], "-o run.seed=9007199254740993: run.seed: 9007199254740993 is out "
+                                "of range [0, 9007199254740992]");
+    tern_config_free(&c);
+    tern_diag_free(&d);
+
+    const char *empty[] = {".=1", "trainer..steps=1", "trainer.steps.=1", ".trainer=1"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *oe[] = {empty[i]};
+        check_text(&k, "trainer = { steps = 1; };\n", oe, 1);
+        char want[256], path[64];
+        snprintf(path, sizeof path, "%.*s", (int)(strchr(empty[i], '=') - empty[i]), empty[i]);
+        snprintf(want, sizeof want, "-o %s: the key path '%s' has an empty name; give "
+                 "section.key=value (e.g. -o run.seed=2)", empty[i], path);
+        cr_assert_geq(k.d.n, 1, "%s accepted", empty[i]);
+        cr_expect_str_eq(k.d.msgs[0], want);
+        release(&k);
+    }
 }

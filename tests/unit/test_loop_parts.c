@@ -102,6 +102,29 @@ Test(queue, close_wakes_a_waiting_pop_with_null, .timeout = 20)
     tern_queue_destroy(&q, NULL);
 }
 
+/* The master waits in slices (to look at the stop signals between them). */
+Test(queue, a_timed_pop_times_out_takes_a_message_or_sees_the_close, .timeout = 20)
+{
+    tern_queue q;
+    tern_queue_init(&q);
+    void *msg = &q;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(tern_queue_pop_wait(&q, 30, &msg), TERN_ETIMEDOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_expect_geq(waited, 0.029, "waited %.3f s of 0.030", waited);
+    cr_expect_null(msg);
+    int v = 5;
+    cr_assert_eq(tern_queue_push(&q, &v), TERN_OK);
+    cr_assert_eq(tern_queue_pop_wait(&q, 1000, &msg), TERN_OK);
+    cr_expect_eq(msg, &v);
+    tern_queue_close(&q);
+    cr_assert_eq(tern_queue_pop_wait(&q, 1000, &msg), TERN_ECLOSED);
+    cr_expect_null(msg);
+    tern_queue_destroy(&q, NULL);
+}
+
 Test(queue, closed_queue_drains_then_returns_null_and_refuses_pushes)
 {
     tern_queue q;

@@ -390,6 +390,72 @@ Test(task_file, missing_file_directory_and_empty_files)
               tern_error_message());
 }
 
+Test(task_file, fifo_and_devices_are_refused_without_blocking)
+{
+    alarm(20); /* a reader that blocks on the FIFO ends the test here */
+    char dir[512], fifo[600], want[1024];
+    snprintf(dir, sizeof dir, "%s/tf_fifo_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/f.jsonl", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    tern_task_set s;
+    cr_expect_eq(tern_task_set_load(&s, fifo, 0), TERN_EIO);
+    snprintf(want, sizeof want, "%s: cannot open: not a regular file but a FIFO (named pipe); "
+             "give a tasks file (JSON Lines)", fifo);
+    cr_expect_str_eq(tern_error_message(), want);
+    /* /dev/zero was read until memory ran out, then called empty */
+    cr_expect_eq(tern_task_set_load(&s, "/dev/zero", 1), TERN_EIO);
+    cr_expect_str_eq(tern_error_message(), "/dev/zero: cannot open: not a regular file but a "
+                                           "character device; give a tasks file (JSON Lines)");
+    cr_expect_null(s.path);
+    unlink(fifo);
+    rmdir(dir);
+}
+
+Test(task_file, a_file_past_the_limit_is_refused)
+{
+    const char *path = WORK "/tf_huge.jsonl";
+    puts_file(path, GOOD1 "\n");
+    /* 2 GiB + 1 (docs/data.md); sparse: nothing is written, and nothing is read */
+    cr_assert_eq(truncate(path, (off_t)2147483649LL), 0);
+    tern_task_set s;
+    cr_expect_eq(tern_task_set_load(&s, path, 0), TERN_EIO);
+    char want[512];
+    snprintf(want, sizeof want, "%s: cannot open: too big: 2147483649 bytes, over the limit of "
+             "2147483648 (2 GiB); give a smaller part of the task set", path);
+    cr_expect_str_eq(tern_error_message(), want);
+    unlink(path);
+}
+
+Test(task_file, nul_characters_and_trailing_text_name_the_line)
+{
+    const char *path = WORK "/tf_nul2.jsonl";
+    char want[512];
+    tern_task_set s;
+    /* a NUL byte after the object: jansson said "end of file expected near end of file" */
+    const char after[] = GOOD1 "\n" GOOD2 "\0\n";
+    put(path, after, sizeof after - 1);
+    cr_expect_eq(tern_task_set_load(&s, path, 0), TERN_EINVAL);
+    snprintf(want, sizeof want, "%s:2: malformed JSON: a NUL byte at column %zu; a task is one "
+             "line of text: remove the byte", path, strlen(GOOD2) + 1);
+    cr_expect_str_eq(tern_error_message(), want);
+
+    /* \u0000 in a string: jansson named its own flag, JSON_ALLOW_NUL */
+    puts_file(path, GOOD1 "\n{\"id\": 5, \"domain\": \"m\", \"prompt\": \"a\\u0000b\", "
+                    "\"answer\": 1}\n");
+    cr_expect_eq(tern_task_set_load(&s, path, 0), TERN_EINVAL);
+    snprintf(want, sizeof want, "%s:2: malformed JSON: a string holds \\u0000 (a NUL character) "
+             "near column 45; tasks may not hold NUL characters: remove it", path);
+    cr_expect_str_eq(tern_error_message(), want);
+
+    puts_file(path, GOOD1 " x\n");
+    cr_expect_eq(tern_task_set_load(&s, path, 0), TERN_EINVAL);
+    snprintf(want, sizeof want, "%s:1: malformed JSON: more text after the object, at column "
+             "%zu; give one JSON object per line and nothing after it", path, strlen(GOOD1) + 2);
+    cr_expect_str_eq(tern_error_message(), want);
+    unlink(path);
+}
+
 /* ---- arithmetic tasks -------------------------------------------------- */
 
 typedef struct arith_task {

@@ -55,7 +55,7 @@ typedef enum tern_status {
     TERN_ENOTFOUND = -7,    /* a named thing (setting, tensor, file) is absent */
     TERN_EUNSUPPORTED = -8, /* valid request this implementation cannot serve */
     TERN_ECONFIG = -9,      /* a setting is wrong; the message names file:line */
-    TERN_EINTR = -10        /* interrupted (SIGINT); the caller winds down */
+    TERN_EINTR = -10        /* interrupted (SIGINT, SIGTERM, SIGHUP); the caller winds down */
 } tern_status;
 
 #ifdef __cplusplus

@@ -10,7 +10,9 @@
  * for to `out` and every problem to `err` (one line each: what, where, how to
  * fix), and returns the process exit code (docs/architecture.md §5):
  *   TERN_EXIT_OK (0) done, TERN_EXIT_FAILURE (1) runtime failure,
- *   TERN_EXIT_USAGE (2) bad usage, config or plugin, TERN_EXIT_INTERRUPTED (130).
+ *   TERN_EXIT_USAGE (2) bad usage, config or plugin; a run stopped by a signal
+ *   exits 128 + the signal, as a shell reports a process it killed:
+ *   TERN_EXIT_HANGUP (129), TERN_EXIT_INTERRUPTED (130), TERN_EXIT_TERMINATED (143).
  * The caller decides to exit; libtern never calls exit().
  */
 #ifndef TERN_LIBTERN_H
@@ -34,7 +36,9 @@ extern "C" {
 #define TERN_EXIT_OK 0
 #define TERN_EXIT_FAILURE 1
 #define TERN_EXIT_USAGE 2
-#define TERN_EXIT_INTERRUPTED 130
+#define TERN_EXIT_HANGUP 129      /* run: stopped by SIGHUP, after the checkpoint */
+#define TERN_EXIT_INTERRUPTED 130 /* run: stopped by SIGINT (^C), after the checkpoint */
+#define TERN_EXIT_TERMINATED 143  /* run: stopped by SIGTERM, after the checkpoint */
 
 typedef struct tern_invocation {
     size_t size;                  /* sizeof(tern_invocation) as built by the caller */
@@ -57,8 +61,13 @@ TERN_API int tern_cmd_check(const tern_invocation *inv);
  * and log.txt, and run the learning loop the config describes (optional
  * supervised warm-up, then RL; metrics.jsonl, rollouts.jsonl, checkpoints/,
  * summary.json, trace.json; docs/run.md). With inv->resume, continue the run
- * directory out_dir/name from its newest checkpoint instead. SIGINT during a
- * run finishes the current step, writes a checkpoint and returns 130. */
+ * directory out_dir/name from its newest checkpoint instead; a directory
+ * another run holds (its `lock`) is refused with 2. For the run's duration
+ * SIGINT, SIGTERM and SIGHUP are caught: the first finishes the current
+ * step, writes a checkpoint, summary.json and trace.json and returns 130,
+ * 143 or 129; a second writes summary.json and trace.json and ends the
+ * process by that signal. The caller should ignore SIGPIPE (the `tern`
+ * command does), so that a closed stdout or stderr does not end the run. */
 TERN_API int tern_cmd_run(const tern_invocation *inv);
 
 /* `tern plugins`: every plugin on the search path (config_path, when given,

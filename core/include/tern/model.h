@@ -102,13 +102,18 @@ typedef struct tern_optim_step {
     double grad_norm;   /* out: the global norm before clipping */
 } tern_optim_step;
 
-/* The model's special token ids (ABI 1.1); -1 where the model has none. */
+/* The model's special token ids (ABI 1.1); -1 where the model has none. And
+ * its context length. */
 typedef struct tern_special_tokens {
     size_t size;  /* set by the caller to sizeof(tern_special_tokens) */
     int32_t bos;  /* beginning of sequence: tokenize(add_bos = 1) puts it first */
     int32_t eos;  /* end of sequence: generation for training stops at it, and
                      supervised targets end with it */
     int32_t pad;  /* padding, never trained on */
+    /* ---- appended in ABI 1.4 without a bump (check TERN_HAS(out, context_len)) ---- */
+    int32_t context_len; /* the most tokens one sequence may hold, prompt and response
+                            together; 0 when the model does not say. A run refuses a
+                            task whose prompt leaves no room for a response. */
 } tern_special_tokens;
 
 /* One turn of a conversation (ABI 1.4), for encode_chat. */

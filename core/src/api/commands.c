@@ -1,6 +1,7 @@
 /* commands.c: the commands of the embedding API (tern/libtern.h): check,
  * run, plugins. Each returns an exit code and prints problems to `err`. */
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,8 +10,10 @@
 #include "base/log.h"
 #include "data/task_file.h"
 #include "loop/master.h"
+#include "loop/run_checks.h"
 #include "config/run_settings.h"
 #include "reward/rewarder.h"
+#include "rundir/rundir.h"
 #include "host/session.h"
 #include "tern/libtern.h"
 
@@ -26,6 +29,15 @@ static int exit_code(int status)
     if (status == TERN_EINTR)
         return TERN_EXIT_INTERRUPTED;
     return status == TERN_ECONFIG ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
+}
+
+/* A run stopped by signal sig exits 128 + sig, as a shell reports a process
+ * that sig killed: schedulers tell a stop from a failure by it. */
+static int stopped_code(int sig)
+{
+    return sig == SIGTERM ? TERN_EXIT_TERMINATED
+           : sig == SIGHUP ? TERN_EXIT_HANGUP
+                           : TERN_EXIT_INTERRUPTED;
 }
 
 static int bad_invocation(const tern_invocation *inv)
@@ -61,11 +73,24 @@ static int check_run_sections(const tern_invocation *inv, tern_session *s)
     int rc = tern_run_settings_read(&s->config, &set, &d);
     tern_diag_print(&d, err_of(inv));
     tern_diag_free(&d);
+    tern_diag_init(&d);
     tern_task_set train = {0}, eval = {0};
     if (rc == TERN_OK)
         rc = tern_task_set_load(&train, set.train_path, set.skip_bad);
     if (rc == TERN_OK && set.eval_path)
         rc = tern_task_set_load(&eval, set.eval_path, set.skip_bad);
+    /* the prompts against the model's context, as the run checks them */
+    for (size_t i = 0; rc == TERN_OK && i < s->n_inst; i++) {
+        const tern_instance *in = &s->inst[i];
+        if (strcmp(in->label, "model") != 0 || !in->created)
+            continue;
+        tern_model m = {.ops = in->entry->plugin->desc->ops, .state = in->state};
+        rc = tern_check_prompt_lengths(&m, set.system_prompt, &train, &d);
+        if (rc == TERN_OK)
+            rc = tern_check_prompt_lengths(&m, set.system_prompt, &eval, &d);
+        tern_diag_print(&d, err_of(inv));
+    }
+    tern_diag_free(&d);
     if (rc != TERN_OK && rc != TERN_ECONFIG) {
         fprintf(err_of(inv), "%s\n", tern_error_message());
         rc = rc == TERN_ENOMEM ? rc : TERN_ECONFIG;
@@ -113,11 +138,14 @@ int tern_cmd_run(const tern_invocation *inv)
         return TERN_EXIT_USAGE;
     tern_session s;
     int code = open_session(inv, &s, 1);
+    int lock = -1; /* the run directory's, held until log.txt is closed */
     if (code == TERN_EXIT_OK) {
         tern_diag d;
         tern_diag_init(&d);
+        int sig = 0;
         tern_loop_options o = {.resume = TERN_HAS(inv, resume) && inv->resume,
-                               .out = out_of(inv), .handle_sigint = 1};
+                               .out = out_of(inv), .handle_signals = 1, .stop_signal = &sig,
+                               .dir_lock = &lock};
         tern_error_clear();
         int rc = tern_loop_run(&s, &o, &d);
         if (d.n) {
@@ -128,10 +156,11 @@ int tern_cmd_run(const tern_invocation *inv)
             fprintf(err_of(inv), "%s\n", tern_error_message());
         }
         tern_diag_free(&d);
-        code = exit_code(rc);
+        code = rc == TERN_EINTR ? stopped_code(sig) : exit_code(rc);
     }
     tern_session_close(&s);
     tern_log_close_file();
+    tern_rundir_unlock(lock);
     tern_log_set_stream(NULL);
     return code;
 }

@@ -14,6 +14,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static tern_log_level log_level = TERN_LOG_INFO;
 static FILE *log_file;
 static FILE *log_stream;
+static int stream_gone; /* its reader went away (EPIPE) or its terminal hung up (EIO) */
 static char progress_line[512]; /* the status line shown on a terminal */
 static int progress_shown;
 
@@ -60,7 +61,20 @@ void tern_log_set_stream(FILE *stream)
 {
     pthread_mutex_lock(&log_lock);
     log_stream = stream;
+    stream_gone = 0;
     pthread_mutex_unlock(&log_lock);
+}
+
+/* Flush the stream after a write; the caller holds log_lock. A stream whose
+ * reader is gone (`tern run ... 2>&1 | head`, with SIGPIPE ignored) or whose
+ * terminal hung up is written no more, and log.txt goes on alone. */
+static void stream_flush(FILE *out)
+{
+    if (fflush(out) == 0 && !ferror(out))
+        return;
+    if (errno == EPIPE || errno == EIO)
+        stream_gone = 1;
+    clearerr(out);
 }
 
 /* One line to log.txt, if open; the caller holds log_lock. */
@@ -93,12 +107,14 @@ void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list 
     pthread_mutex_lock(&log_lock);
     if (level <= log_level) {
         FILE *out = log_stream ? log_stream : stderr;
-        if (progress_shown)
-            fputs("\r\033[K", out); /* the log line takes the progress line's place */
-        fprintf(out, "tern: %s: [%s] %s\n", level_names[level], who ? who : "core", line);
-        if (progress_shown)
-            fputs(progress_line, out);
-        fflush(out);
+        if (!stream_gone) {
+            if (progress_shown)
+                fputs("\r\033[K", out); /* the log line takes the progress line's place */
+            fprintf(out, "tern: %s: [%s] %s\n", level_names[level], who ? who : "core", line);
+            if (progress_shown)
+                fputs(progress_line, out);
+            stream_flush(out);
+        }
         file_line(level, who, line);
     }
     pthread_mutex_unlock(&log_lock);
@@ -111,8 +127,10 @@ void tern_log_progress(const char *text)
     int tty = isatty(fileno(out));
     if (tty) {
         snprintf(progress_line, sizeof progress_line, "%s", text);
-        fprintf(out, "\r\033[K%s", progress_line);
-        fflush(out);
+        if (!stream_gone) {
+            fprintf(out, "\r\033[K%s", progress_line);
+            stream_flush(out);
+        }
         progress_shown = 1;
         if (TERN_LOG_INFO <= log_level)
             file_line(TERN_LOG_INFO, "progress", text); /* log.txt still gets every step */
@@ -127,8 +145,10 @@ void tern_log_progress_end(void)
     pthread_mutex_lock(&log_lock);
     if (progress_shown) {
         FILE *out = log_stream ? log_stream : stderr;
-        fputs("\n", out);
-        fflush(out);
+        if (!stream_gone) {
+            fputs("\n", out);
+            stream_flush(out);
+        }
         progress_shown = 0;
     }
     pthread_mutex_unlock(&log_lock);

@@ -1,5 +1,7 @@
 /* log.h: the run's logger. Lines go to stderr and, once a run directory
- * exists, to its log.txt, with a timestamp there. Thread-safe. */
+ * exists, to its log.txt, with a timestamp there. A stderr whose reader went
+ * away (EPIPE, with SIGPIPE ignored) or whose terminal hung up (EIO) is
+ * written no more; log.txt goes on. Thread-safe. */
 #ifndef TERN_LOG_H
 #define TERN_LOG_H
 

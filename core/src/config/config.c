@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "config/config_text.h"
 #include "tern/abi.h"
 
 static void config_begin(tern_config *c, const char *label)
@@ -20,50 +21,66 @@ static void config_begin(tern_config *c, const char *label)
     c->path = strdup(label);
 }
 
-static int parse_error(tern_config *c, tern_diag *d)
+/* Give every setting the file and line it was written on: libconfig read
+ * one string (config_text.h) and knows only its lines. The fields are
+ * libconfig's public ones, read by config_setting_source_file/_line. */
+static void relocate(const tern_config_text *t, config_setting_t *s)
 {
-    const char *file = config_error_file(&c->cfg);
-    tern_diag_addf(d, "%s:%d: %s", file ? file : c->path, config_error_line(&c->cfg),
-                   config_error_text(&c->cfg));
-    tern_config_free(c);
-    return TERN_ECONFIG;
+    if (s->line > 0) {
+        const char *file;
+        unsigned line;
+        tern_config_text_where(t, s->line, &file, &line);
+        s->file = file;
+        s->line = line;
+    }
+    int type = config_setting_type(s);
+    if (type == CONFIG_TYPE_GROUP || type == CONFIG_TYPE_LIST || type == CONFIG_TYPE_ARRAY)
+        for (int i = 0; i < config_setting_length(s); i++)
+            relocate(t, config_setting_get_elem(s, (unsigned)i));
+}
+
+/* Parse the text of `t` into a fresh *c named `label`; *t is freed, its
+ * file names passed to *c. */
+static int parse_text(tern_config *c, tern_config_text *t, const char *label, tern_diag *d)
+{
+    config_begin(c, label);
+    c->files = t->files;
+    c->n_files = t->n_files;
+    t->files = NULL;
+    t->n_files = 0;
+    int rc = TERN_OK;
+    if (!c->path) {
+        tern_diag_addf(d, "%s: out of memory", label);
+        rc = TERN_ENOMEM;
+    } else if (config_read_string(&c->cfg, t->text) != CONFIG_TRUE) {
+        const char *file;
+        unsigned line;
+        tern_config_text_where(t, (unsigned)config_error_line(&c->cfg), &file, &line);
+        tern_diag_addf(d, "%s:%u: %s", file ? file : label, line, config_error_text(&c->cfg));
+        rc = TERN_ECONFIG;
+    } else {
+        relocate(t, config_root_setting(&c->cfg));
+    }
+    tern_config_text_free_text(t);
+    if (rc != TERN_OK)
+        tern_config_free(c);
+    return rc;
 }
 
 int tern_config_read_file(tern_config *c, const char *path, tern_diag *d)
 {
-    /* libconfig says only "file I/O error": open it ourselves to tell why. */
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        memset(c, 0, sizeof *c);
-        tern_diag_addf(d, "%s: cannot read config file: %s", path, strerror(errno));
-        return TERN_ECONFIG;
-    }
-    config_begin(c, path);
-    if (!c->path) {
-        fclose(f);
-        tern_config_free(c);
-        tern_diag_addf(d, "%s: out of memory", path);
-        return TERN_ENOMEM;
-    }
-    /* config_read records no file name for source_file(): set it ourselves by
-     * reading through config_read_file, which does. */
-    fclose(f);
-    if (config_read_file(&c->cfg, path) != CONFIG_TRUE)
-        return parse_error(c, d);
-    return TERN_OK;
+    memset(c, 0, sizeof *c);
+    tern_config_text t;
+    int rc = tern_config_text_load(&t, path, NULL, NULL, 0, d);
+    return rc != TERN_OK ? rc : parse_text(c, &t, path, d);
 }
 
 int tern_config_read_string(tern_config *c, const char *text, const char *label, tern_diag *d)
 {
-    config_begin(c, label);
-    if (!c->path) {
-        tern_config_free(c);
-        tern_diag_addf(d, "%s: out of memory", label);
-        return TERN_ENOMEM;
-    }
-    if (config_read_string(&c->cfg, text) != CONFIG_TRUE)
-        return parse_error(c, d);
-    return TERN_OK;
+    memset(c, 0, sizeof *c);
+    tern_config_text t;
+    int rc = tern_config_text_load(&t, NULL, text, label, 0, d);
+    return rc != TERN_OK ? rc : parse_text(c, &t, label, d);
 }
 
 void tern_config_free(tern_config *c)
@@ -74,6 +91,7 @@ void tern_config_free(tern_config *c)
         free(c->overrides[i]);
     free(c->overrides);
     free(c->path);
+    tern_config_text_free_files(c->files, c->n_files);
     memset(c, 0, sizeof *c);
 }
 
@@ -163,21 +181,60 @@ int tern_config_override(tern_config *c, const char *spec, tern_diag *d)
     }
     memcpy(path, spec, plen);
     path[plen] = '\0';
+    /* strtok_r below would pass over an empty name: ".=1", "run..seed=1" */
+    if (path[0] == '.' || path[plen - 1] == '.' || strstr(path, "..")) {
+        tern_diag_addf(d, "-o %s: the key path '%s' has an empty name; give section.key=value "
+                       "(e.g. -o run.seed=2)", spec, path);
+        return TERN_ECONFIG;
+    }
     const char *value = eq + 1;
 
-    /* Read the value as libconfig would read it in the file. */
+    /* Read the value as libconfig would read it in the file, through the
+     * same text checks (an integer past 64 bits is refused, one past 32 bits
+     * kept whole). */
     config_t lit;
     config_init(&lit);
-    char *text = NULL;
-    if (asprintf(&text, "v = %s;", value) < 0) {
+    char *text = NULL, *label = NULL;
+    if (asprintf(&text, "v = %s;", value) < 0 || asprintf(&label, "-o %s", spec) < 0) {
+        free(text);
         config_destroy(&lit);
         tern_diag_addf(d, "-o %s: out of memory", spec);
         return TERN_ENOMEM;
     }
     const config_setting_t *v = NULL;
-    int is_literal = !strchr(value, '\n') && config_read_string(&lit, text) == CONFIG_TRUE &&
-                     (v = config_lookup(&lit, "v")) != NULL;
+    int is_literal = 0, rc = TERN_OK;
+    if (!strchr(value, '\n')) {
+        tern_config_text t;
+        tern_diag why;
+        tern_diag_init(&why);
+        rc = tern_config_text_load(&t, NULL, text, label, TERN_CONFIG_TEXT_NO_LINES, &why);
+        if (rc == TERN_OK) {
+            is_literal = config_read_string(&lit, t.text) == CONFIG_TRUE &&
+                         (v = config_lookup(&lit, "v")) != NULL;
+            tern_config_text_free_text(&t);
+            tern_config_text_free_files(t.files, t.n_files);
+        } else if (rc == TERN_ECONFIG) {
+            /* A literal libconfig would misread (99999999999999999999999) is
+             * refused; text that is no literal at all is a string. */
+            config_t raw;
+            config_init(&raw);
+            if (config_read_string(&raw, text) == CONFIG_TRUE)
+                for (size_t i = 0; i < why.n; i++)
+                    tern_diag_addf(d, "%s", why.msgs[i]);
+            else
+                rc = TERN_OK;
+            config_destroy(&raw);
+        } else {
+            tern_diag_addf(d, "-o %s: out of memory", spec);
+        }
+        tern_diag_free(&why);
+    }
     free(text);
+    free(label);
+    if (rc != TERN_OK) {
+        config_destroy(&lit);
+        return rc;
+    }
 
     /* Walk to the parent, creating groups as needed. */
     config_setting_t *s = config_root_setting(&c->cfg);

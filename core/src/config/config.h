@@ -15,12 +15,17 @@ typedef struct tern_config {
     char *path;       /* the file read, or a label such as "<string>" */
     char **overrides; /* the -o texts, kept for "where" of overridden settings */
     size_t n_overrides;
+    char **files; /* the file and its @include files: the settings' source_file */
+    size_t n_files;
 } tern_config;
 
-/* Read `path`. A missing or unreadable file or a syntax error is reported in
- * `d` as "FILE:LINE: message" and returns TERN_ECONFIG; *c is then freed. */
+/* Read `path` and its @include files (each taken from the folder of the file
+ * that holds it; config/config_text.h has the limits). A missing or
+ * unreadable file or a syntax error is reported in `d` as "FILE:LINE:
+ * message" and returns TERN_ECONFIG; *c is then freed. */
 int tern_config_read_file(tern_config *c, const char *path, tern_diag *d);
-/* Same from a string in memory; `label` names it in messages. */
+/* Same from a string in memory; `label` names it in messages, and an
+ * @include in it is taken from the working directory. */
 int tern_config_read_string(tern_config *c, const char *text, const char *label, tern_diag *d);
 void tern_config_free(tern_config *c);
 

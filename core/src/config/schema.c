@@ -250,8 +250,13 @@ static void check_value(check *k, config_setting_t *s, const tern_setting_spec *
     int range = sp->min != 0 || sp->max != 0; /* both 0: no range declared */
     if (sp->type == TERN_SETTING_INT && range) {
         long long v = config_setting_get_int64(s);
-        if ((double)v < sp->min || (double)v > sp->max)
-            report(k, s, "%s: %lld is out of range [%.15g, %.15g]", path, v, sp->min, sp->max);
+        /* as integers where the bounds fit: (double)v would round 2^53 + 1
+         * down to 2^53 and let it pass a bound of 2^53 */
+        int low = sp->min > -9.2e18 ? v < (long long)ceil(sp->min) : (double)v < sp->min;
+        int high = sp->max < 9.2e18 ? v > (long long)floor(sp->max) : (double)v > sp->max;
+        if (low || high)
+            /* %.0f: an integer bound such as 2^53 in full, not 9.00719925474099e+15 */
+            report(k, s, "%s: %lld is out of range [%.0f, %.0f]", path, v, sp->min, sp->max);
     } else if (sp->type == TERN_SETTING_FLOAT) {
         int t = config_setting_type(s);
         double v = t == CONFIG_TYPE_FLOAT ? config_setting_get_float(s)

@@ -10,13 +10,28 @@
 struct tern_task {
     json_t *obj;
     const char *origin; /* the file it was read from (not owned), or NULL */
+    size_t line;        /* its line in that file, from 1; 0 when unknown */
 };
 
 int tern_task_parse(const char *text, size_t len, const char *where, tern_task **out)
 {
     *out = NULL;
+    /* jansson would call a NUL byte inside the object a control character
+     * and one after it "end of file expected near end of file" */
+    const char *nul = memchr(text, '\0', len);
+    if (nul)
+        return tern_errorf(TERN_EINVAL, "%s: malformed JSON: a NUL byte at column %zu; a task is "
+                           "one line of text: remove the byte", where, (size_t)(nul - text) + 1);
     json_error_t err;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    if (!o && json_error_code(&err) == json_error_null_character)
+        return tern_errorf(TERN_EINVAL, "%s: malformed JSON: a string holds \\u0000 (a NUL "
+                           "character) near column %d; tasks may not hold NUL characters: "
+                           "remove it", where, err.column);
+    if (!o && json_error_code(&err) == json_error_end_of_input_expected)
+        return tern_errorf(TERN_EINVAL, "%s: malformed JSON: more text after the object, at "
+                           "column %d; give one JSON object per line and nothing after it",
+                           where, err.column);
     if (!o)
         return tern_errorf(TERN_EINVAL, "%s: malformed JSON: %s (column %d)", where, err.text,
                            err.column);
@@ -31,6 +46,7 @@ int tern_task_parse(const char *text, size_t len, const char *where, tern_task *
     }
     t->obj = o;
     t->origin = NULL;
+    t->line = 0;
     *out = t;
     return TERN_OK;
 }
@@ -38,6 +54,10 @@ int tern_task_parse(const char *text, size_t len, const char *where, tern_task *
 void tern_task_set_origin(tern_task *t, const char *origin) { t->origin = origin; }
 
 const char *tern_task_origin(const tern_task *t) { return t ? t->origin : NULL; }
+
+void tern_task_set_line(tern_task *t, size_t line) { t->line = line; }
+
+size_t tern_task_line(const tern_task *t) { return t ? t->line : 0; }
 
 void tern_task_free(tern_task *t)
 {

@@ -17,6 +17,9 @@ TERN_INTERNAL void tern_task_free(tern_task *t);
  * copied and must outlive the task (the task set's path does). */
 void tern_task_set_origin(tern_task *t, const char *origin);
 const char *tern_task_origin(const tern_task *t);
+/* The task's line in its file, from 1, for messages; 0 when unknown. */
+void tern_task_set_line(tern_task *t, size_t line);
+size_t tern_task_line(const tern_task *t);
 
 TERN_INTERNAL const char *tern_task_string(const tern_task *t, const char *key);
 int tern_task_number(const tern_task *t, const char *key, double *out);

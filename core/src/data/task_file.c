@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/errmsg.h"
 #include "base/log.h"
+#include "tern/support/regular_file.h"
 
 /* Malformed lines logged one by one under skip_bad; the rest are counted. */
 #define SHOWN_SKIPS 5
@@ -204,6 +204,7 @@ static int load_line(loader *ld, const char *text, size_t len, size_t line)
     if (rc != TERN_OK)
         return rc;
     tern_task_set_origin(t, ld->s->path);
+    tern_task_set_line(t, line);
     rc = check_fields(t, ld->where);
     if (rc == TERN_OK) {
         char id[4096], shown[64];
@@ -250,14 +251,14 @@ static int is_blank(const char *p, size_t n)
 int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad)
 {
     memset(s, 0, sizeof *s);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tern_errorf(TERN_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return tern_errorf(TERN_EIO, "%s: cannot open: %s; give a tasks file (JSON Lines)", path,
-                           strerror(EISDIR));
+    char why[TERN_REGULAR_WHY_MAX];
+    FILE *f = tern_regular_fopen(path, TERN_TASK_FILE_MAX, why, sizeof why);
+    if (!f) {
+        int e = errno;
+        return tern_errorf(e == ENOMEM ? TERN_ENOMEM : TERN_EIO, "%s: cannot open: %s%s", path,
+                           why, e == EISDIR || e == EINVAL ? "; give a tasks file (JSON Lines)"
+                                : e == EFBIG ? "; give a smaller part of the task set"
+                                             : "");
     }
     loader ld = {.s = s};
     s->path = strdup(path);
@@ -273,10 +274,20 @@ int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad)
     int rc = TERN_OK;
     char *line = NULL;
     size_t line_cap = 0, line_no = 0, content_lines = 0;
+    unsigned long long bytes = 0;
     ssize_t got;
     errno = 0;
     while ((got = getline(&line, &line_cap, f)) != -1) {
         line_no++;
+        bytes += (unsigned long long)got;
+        if (bytes > TERN_TASK_FILE_MAX) { /* it grew past the limit while read */
+            char lim[32];
+            rc = tern_errorf(TERN_EIO, "%s: cannot read: too big: over the limit of %llu bytes "
+                             "(%s); give a smaller part of the task set", path,
+                             TERN_TASK_FILE_MAX,
+                             tern_regular_size_text(TERN_TASK_FILE_MAX, lim, sizeof lim));
+            break;
+        }
         char *p = line;
         size_t n = (size_t)got;
         if (line_no == 1 && n >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) {

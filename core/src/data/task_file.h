@@ -16,6 +16,10 @@
 
 #include "data/task.h"
 
+/* The largest tasks file read (2 GiB): far more than a task set that fits
+ * in memory once parsed wants, and a guard against a wrong path. */
+#define TERN_TASK_FILE_MAX (2ull << 30)
+
 typedef struct tern_task_set {
     tern_task **tasks; /* [n], in file order */
     size_t n;
@@ -34,7 +38,8 @@ typedef struct tern_task_set {
  * text (17 and "17") are the same id.
  *
  * A file that cannot be opened or read: TERN_EIO "PATH: cannot open: <why>"
- * (or "cannot read"); a file with no task: TERN_EINVAL "PATH: no tasks ...";
+ * (or "cannot read"); so is anything but a regular file (a FIFO is never
+ * waited on) and a file over TERN_TASK_FILE_MAX; a file with no task: TERN_EINVAL "PATH: no tasks ...";
  * out of memory: TERN_ENOMEM. On failure *s is left empty (nothing to free,
  * but tern_task_set_free is harmless). */
 int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad);

@@ -57,6 +57,18 @@ static int in_worker;
 
 void tern_host_enter_worker(void) { in_worker = 1; }
 
+/* Where this thread's plugin metrics go instead of their context's store
+ * (tern_host_metrics_to): the master points it at a batch's own store while
+ * the rewards score that batch, so a step reports its batch's figures only. */
+static _Thread_local tern_metrics *metrics_to;
+
+tern_metrics *tern_host_metrics_to(tern_metrics *m)
+{
+    tern_metrics *old = metrics_to;
+    metrics_to = m;
+    return old;
+}
+
 /* A worker's log line: formatted on the stack, written with one write(2). */
 static void worker_log(tern_ctx *ctx, tern_log_level level, const char *fmt, va_list ap)
 {
@@ -213,11 +225,12 @@ static int host_setting_error(tern_ctx *ctx, const char *key, const char *fmt, .
 
 static void host_metric(tern_ctx *ctx, const char *name, double value)
 {
-    if (in_worker || !ctx || !ctx->metrics || !name)
+    tern_metrics *to = metrics_to ? metrics_to : ctx ? ctx->metrics : NULL;
+    if (in_worker || !ctx || !to || !name)
         return;
     char full[160];
     snprintf(full, sizeof full, "%s.%s", ctx->label, name);
-    tern_metrics_observe(ctx->metrics, full, value);
+    tern_metrics_observe(to, full, value);
 }
 
 static uint64_t host_span_begin(tern_ctx *ctx, const char *name)

@@ -1,6 +1,7 @@
 /* master.c: the master role (see master.h): deals tasks to the explorers and
  * the warm-up to the trainer, rewards rollouts into the buffer, writes a
- * metrics line per step, evaluates, completes checkpoints, handles SIGINT. */
+ * metrics line per step, evaluates, completes checkpoints, handles the stop
+ * signals (SIGINT, SIGTERM, SIGHUP). */
 #include "loop/master.h"
 #include "loop/master_state.h"
 
@@ -9,9 +10,12 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/errmsg.h"
 #include "host/host_table.h"
@@ -20,6 +24,7 @@
 #include "experience/experience.h"
 #include "reward/rewarder.h"
 #include "loop/run.h"
+#include "loop/run_checks.h"
 #include "loop/run_state.h"
 #include "rundir/rundir.h"
 #include "data/task.h"
@@ -27,17 +32,135 @@
 #include "rundir/trace.h"
 #include "tern/support/utf8.h"
 
-/* ---- SIGINT ------------------------------------------------------------------ */
+/* ---- stop signals: SIGINT, SIGTERM, SIGHUP ------------------------------------ */
+
+/* The first asks the run to stop cleanly (run->stop: the trainer finishes
+ * its step and saves a checkpoint); a second asks it to stop at once, after
+ * the summary and trace; a third ends the process. The handler only stores
+ * lock-free atomics and calls sigaction and raise, all async-signal-safe; the
+ * master looks at them at least every STOP_POLL_MS while it waits. One run
+ * at a time installs the handler, so process-wide state is enough. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs lock-free atomics");
+
+enum { STOP_POLL_MS = 50 };
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_STOP_SIGNALS (sizeof stop_signals / sizeof stop_signals[0])
 
 static atomic_int *volatile stop_flag;
+static atomic_int signals_seen, first_signal, second_signal;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
-    (void)sig;
-    if (stop_flag)
-        atomic_store(stop_flag, 1);
-    /* a second ^C is not caught: it ends the process at once */
-    signal(SIGINT, SIG_DFL);
+    int n = atomic_fetch_add(&signals_seen, 1);
+    if (n == 0) {
+        atomic_store(&first_signal, sig);
+        atomic_int *f = stop_flag;
+        if (f)
+            atomic_store(f, 1);
+    } else if (n == 1) {
+        atomic_store(&second_signal, sig);
+    } else {
+        /* a third: the summary and trace are taking too long (a hung disk);
+         * sig's default action, once this handler returns and unblocks it */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        raise(sig);
+    }
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
+                                                                               : "a signal";
+}
+
+/* Catch the stop signals; have[i] says which old[i] to restore. */
+static void install_stop_handlers(atomic_int *stop, struct sigaction *old, int *have)
+{
+    atomic_store(&signals_seen, 0);
+    atomic_store(&first_signal, 0);
+    atomic_store(&second_signal, 0);
+    stop_flag = stop;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART; /* the roles' and plugins' reads and writes go on */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaddset(&sa.sa_mask, stop_signals[i]);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        have[i] = sigaction(stop_signals[i], &sa, &old[i]) == 0;
+}
+
+static void restore_stop_handlers(const struct sigaction *old, const int *have)
+{
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        if (have[i])
+            sigaction(stop_signals[i], &old[i], NULL);
+    stop_flag = NULL;
+    atomic_store(&signals_seen, 0);
+    atomic_store(&first_signal, 0);
+    atomic_store(&second_signal, 0);
+}
+
+/* Log, once, that a stop signal was seen and what comes next. */
+static void note_stop(int *noted)
+{
+    int sig = atomic_load(&first_signal);
+    if (*noted || !sig)
+        return;
+    *noted = 1;
+    tern_logf(TERN_LOG_WARN, "run", "%s: stopping after the step in progress, with a "
+              "checkpoint, summary.json and trace.json; a second signal stops at once",
+              signal_name(sig));
+}
+
+/* A second stop signal: the roles may be mid-step and are not waited for,
+ * so tern_loop_run cannot return (it would free what they use). Write what
+ * was done -- summary.json and trace.json; the checkpoints written stay --
+ * and end the process by that signal, as its default action would have. */
+static _Noreturn void stop_at_once(tern_run *run, master *ms, int interrupted)
+{
+    int sig = atomic_load(&second_signal);
+    tern_log_progress_end();
+    if (run->dir[0] && ms->metrics) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/trace.json", run->dir);
+        if (tern_run_write_summary(run, ms, interrupted) != TERN_OK ||
+            tern_trace_write(run->session->trace, path) != TERN_OK)
+            tern_logf(TERN_LOG_ERROR, "run", "%s", tern_error_message());
+        int first = atomic_load(&first_signal);
+        tern_logf(TERN_LOG_WARN, "run", "%s %s%s: stopped at once after %lld steps, without "
+                  "the step in progress; `tern run CONFIG --resume` continues from %s",
+                  signal_name(sig), sig == first ? "again" : "after ",
+                  sig == first ? "" : signal_name(first), (long long)ms->steps_done,
+                  ms->last_checkpoint[0] ? ms->last_checkpoint : "the newest checkpoint");
+    }
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig); /* not reached: sig's default action ends the process */
+}
+
+/* Join t, unless a second stop signal comes first (watch): 1 joined, 0 not. */
+static int join_role(pthread_t t, int watch)
+{
+    if (!watch) {
+        pthread_join(t, NULL);
+        return 1;
+    }
+    const struct timespec pause = {0, 10 * 1000000L};
+    while (pthread_tryjoin_np(t, NULL) == EBUSY) {
+        if (atomic_load(&second_signal))
+            return 0;
+        nanosleep(&pause, NULL);
+    }
+    return 1;
 }
 
 /* ---- the order tasks are visited in ------------------------------------------ */
@@ -186,6 +309,7 @@ static void drop_batch_stats(batch_stats *b)
     json_decref(b->groups);
     json_decref(b->acc_right);
     json_decref(b->acc_total);
+    tern_metrics_free(b->metrics);
     memset(b, 0, sizeof *b);
 }
 
@@ -260,9 +384,18 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     b->acc_right = json_object();
     b->acc_total = json_object();
     b->groups = json_array();
+    /* the batch's reward figures go to its own store, drained by the step
+     * that trains it: a step never reports a batch rewarded after it */
+    b->metrics = tern_metrics_new();
+    if (!b->acc_right || !b->acc_total || !b->groups || !b->metrics) {
+        rc = tern_errorf(TERN_ENOMEM, "out of memory");
+        goto done;
+    }
     uint64_t span = tern_trace_begin(run->session->trace, "reward");
+    tern_metrics *was = tern_host_metrics_to(b->metrics);
     rc = tern_rewarder_score(&run->rewards, tasks, texts, ntok, total, v, &b->failures,
-                            run->session->metrics);
+                            b->metrics);
+    tern_host_metrics_to(was);
     char args[96];
     snprintf(args, sizeof args, "{\"batch\":%lld}", (long long)r->batch);
     tern_trace_end(run->session->trace, span, args);
@@ -365,10 +498,7 @@ done:
 
 static int write_line(FILE *f, json_t *o, const char *what)
 {
-    if (json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF ||
-        fflush(f) != 0)
-        return tern_errorf(TERN_EIO, "cannot write %s: %s", what, strerror(errno));
-    return TERN_OK;
+    return tern_jsonl_append(f, o, what); /* whole lines only, even on a full disk */
 }
 
 static void put_eval(json_t *o, const tern_eval_result *e)
@@ -475,7 +605,8 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     tern_buffer_stats bst = {.size = sizeof bst};
     if (run->buffer_ops->stats(run->buffer, &bst) == TERN_OK)
         json_object_set_new(o, "buffer_size", json_integer((json_int_t)bst.held));
-    tern_metrics_drain_json(run->session->metrics, o);
+    tern_metrics_drain_json(b->metrics, o);
+    tern_metrics_drain_json(run->session->metrics, o); /* the other plugins' figures */
     ms->rollout_tokens += (double)b->gen_tokens;
     ms->rollout_seconds += b->gen_seconds;
     ms->train_tokens += (double)m->train_tokens;
@@ -593,7 +724,8 @@ static int open_weights(tern_run *run)
 }
 
 /* The roles' messages until the run ends. TERN_OK when every step is done,
- * TERN_EINTR after a stop with its checkpoint, else the failure. */
+ * TERN_EINTR after a stop with its checkpoint or a second stop signal, else
+ * the failure. */
 static int master_loop(tern_run *run, master *ms)
 {
     int rc = TERN_OK;
@@ -605,10 +737,20 @@ static int master_loop(tern_run *run, master *ms)
         return rc;
     if (run->resume.step >= run->set.steps && run->resume.rl_started)
         return TERN_OK; /* nothing left to do */
+    int noted = 0;
     for (;;) {
         double t0 = tern_run_now();
-        void *msg = tern_queue_pop(&run->inbox);
+        void *msg = NULL;
+        /* waits in slices, to act on a second stop signal while the roles work */
+        while (tern_queue_pop_wait(&run->inbox, STOP_POLL_MS, &msg) == TERN_ETIMEDOUT &&
+               !atomic_load(&second_signal))
+            note_stop(&noted);
         ms->master_wait += tern_run_now() - t0;
+        note_stop(&noted);
+        if (atomic_load(&second_signal)) {
+            tern_msg_free(msg);
+            return TERN_EINTR;
+        }
         if (!msg)
             return tern_errorf(TERN_ERR, "the roles stopped without a word (a bug)");
         tern_msg_kind kind = *(tern_msg_kind *)msg;
@@ -677,6 +819,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     run->seed = s->seed;
     run->out = o->out;
     ms->run = run;
+    ms->lock_fd = -1;
     ms->accuracy_before = ms->accuracy_after = -1;
     ms->t_start = tern_run_now();
     tern_queue_init(&run->inbox);
@@ -684,8 +827,8 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     tern_queue_init(&run->trainer_jobs);
     pthread_t trainer;
     int have_trainer = 0;
-    struct sigaction old_int;
-    int have_handler = 0;
+    struct sigaction old_handlers[N_STOP_SIGNALS];
+    int have_handler[N_STOP_SIGNALS] = {0}, handling = 0;
 
     int rc = tern_run_settings_read(&s->config, &run->set, d);
     if (rc == TERN_OK)
@@ -695,6 +838,15 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     if (rc == TERN_OK && (rc = tern_rewarder_check_domains(&run->rewards, &run->train)) == TERN_OK &&
         run->eval.n)
         rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
+    if (rc == TERN_OK) {
+        rc = tern_check_prompt_lengths(&run->policy, run->set.system_prompt, &run->train, d);
+        int erc = rc == TERN_OK || rc == TERN_ECONFIG
+                      ? tern_check_prompt_lengths(&run->policy, run->set.system_prompt,
+                                                  &run->eval, d)
+                      : TERN_OK;
+        if (rc == TERN_OK)
+            rc = erc;
+    }
     if (rc == TERN_OK) {
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
@@ -721,13 +873,9 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
               run->eval.n, (long long)run->set.sft_steps, (long long)run->set.steps,
               run->set.batch_tasks, run->set.group_size);
 
-    if (o->handle_sigint) {
-        stop_flag = &run->stop;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_sigint;
-        sigemptyset(&sa.sa_mask);
-        have_handler = sigaction(SIGINT, &sa, &old_int) == 0;
+    if (o->handle_signals) {
+        install_stop_handlers(&run->stop, old_handlers, have_handler);
+        handling = 1;
     }
     tern_trace_name_lane(s->trace, "master");
     if (pthread_create(&trainer, NULL, tern_trainer_main, run) != 0) {
@@ -738,26 +886,33 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     rc = master_loop(run, ms);
 
 done:
-    /* wind down: every role's waits end, then join them */
+    /* wind down: every role's waits end, then join them, unless a second
+     * stop signal says not to wait */
     if (rc != TERN_OK && rc != TERN_EINTR)
         atomic_store(&run->failed, 1);
-    tern_queue_close(&run->explorer_jobs);
-    tern_queue_close(&run->trainer_jobs);
-    if (run->weights)
-        tern_weights_close(run->weights);
-    if (run->buffer_ops)
-        run->buffer_ops->close(run->buffer);
-    for (uint32_t i = 0; i < ms->explorers_started; i++)
-        pthread_join(ms->explorer_threads[i], NULL);
-    if (have_trainer)
-        pthread_join(trainer, NULL);
+    int joined = !atomic_load(&second_signal);
+    if (joined) {
+        tern_queue_close(&run->explorer_jobs);
+        tern_queue_close(&run->trainer_jobs);
+        if (run->weights)
+            tern_weights_close(run->weights);
+        if (run->buffer_ops)
+            run->buffer_ops->close(run->buffer);
+    }
+    for (uint32_t i = 0; joined && i < ms->explorers_started; i++)
+        joined = join_role(ms->explorer_threads[i], handling);
+    if (joined && have_trainer)
+        joined = join_role(trainer, handling);
+    if (!joined)
+        stop_at_once(run, ms, rc != TERN_OK);
     tern_log_progress_end();
-    if (have_handler)
-        sigaction(SIGINT, &old_int, NULL);
-    stop_flag = NULL;
+    int stopped_by = rc == TERN_EINTR ? atomic_load(&first_signal) : 0;
     /* the error text lives on this thread: keep it across the writes below */
     char *err = rc != TERN_OK && rc != TERN_EINTR ? strdup(tern_error_message()) : NULL;
     if (run->dir[0] && ms->metrics) {
+        /* a failed save or write leaves no partial checkpoint or file behind */
+        if (rc != TERN_OK && rc != TERN_EINTR)
+            tern_run_remove_leftovers(run->dir);
         int wrc = tern_run_write_summary(run, ms, rc != TERN_OK);
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/trace.json", run->dir);
@@ -766,8 +921,9 @@ done:
         if (wrc != TERN_OK && (rc == TERN_OK || rc == TERN_EINTR))
             rc = wrc;
         else if (rc == TERN_EINTR)
-            tern_logf(TERN_LOG_WARN, "run", "interrupted after %lld steps; `tern run CONFIG "
-                      "--resume` continues from %s", (long long)ms->steps_done,
+            tern_logf(TERN_LOG_WARN, "run", "interrupted by %s after %lld steps; `tern run "
+                      "CONFIG --resume` continues from %s", signal_name(stopped_by),
+                      (long long)ms->steps_done,
                       ms->last_checkpoint[0] ? ms->last_checkpoint : "the start");
     }
     if (err) {
@@ -776,6 +932,14 @@ done:
     }
     if (run->dir[0] && (rc == TERN_OK || rc == TERN_EINTR) && o->out)
         fprintf(o->out, "%s\n", run->dir);
+    if (handling)
+        restore_stop_handlers(old_handlers, have_handler);
+    if (o->stop_signal)
+        *o->stop_signal = stopped_by;
+    if (o->dir_lock)
+        *o->dir_lock = ms->lock_fd; /* the caller still writes log.txt */
+    else
+        tern_rundir_unlock(ms->lock_fd);
     if (ms->metrics)
         fclose(ms->metrics);
     if (ms->rollouts)

@@ -34,6 +34,7 @@ typedef struct batch_stats {
     double gen_seconds, wait_seconds;
     json_t *acc_right, *acc_total; /* per domain */
     json_t *groups;                /* rollouts.jsonl lines (objects) */
+    tern_metrics *metrics;         /* the reward metrics of this batch alone */
 } batch_stats;
 
 typedef struct master {
@@ -42,6 +43,7 @@ typedef struct master {
     batch_stats *bs; /* [bs_cap], by batch */
     size_t bs_cap;
     FILE *metrics, *rollouts;
+    int lock_fd; /* the run directory's lock (tern_rundir_lock), -1 for none */
     double t_start, master_wait;
     int64_t sft_pushed, batches_pushed;
     int64_t batches_received;  /* rollouts back from the explorers */

@@ -26,6 +26,10 @@ int tern_queue_push(tern_queue *q, void *msg);
 /* Take the oldest message, waiting for one. NULL once the queue is closed
  * and empty. */
 void *tern_queue_pop(tern_queue *q);
+/* As tern_queue_pop, waiting at most timeout_ms: TERN_OK with *msg set,
+ * TERN_ETIMEDOUT, or TERN_ECLOSED once the queue is closed and empty (*msg
+ * NULL). Lets a waiter look at flags between waits (the master: signals). */
+int tern_queue_pop_wait(tern_queue *q, int timeout_ms, void **msg);
 /* Refuse further pushes and wake every waiter; queued messages stay poppable. */
 void tern_queue_close(tern_queue *q);
 

@@ -62,6 +62,8 @@ typedef struct tern_run {
     tern_rewarder rewards;
 
     tern_task_set train, eval; /* read-only once the roles start */
+    char train_sha256[65], eval_sha256[65]; /* of the task files' bytes ("" without eval),
+                                               kept in checkpoints to check on resume */
 
     tern_queue inbox;          /* everything the master hears */
     tern_queue explorer_jobs;  /* batches to generate; any explorer takes the next */

@@ -1,6 +1,7 @@
 /* run_figures.c: the master's figures in each checkpoint's state.json and in
  * summary.json, and reading a checkpoint back on resume (see
  * master_state.h). */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,31 @@ static int state_mismatch(json_t *st, const char *key, long long now, const char
                        (long long)json_integer_value(v));
 }
 
+/* The task file `path` (the config's `setting`) must have the bytes the
+ * checkpoint's run read (its hash under `key`): the data position means
+ * tasks of that file, and the eval figures carried on mean its tasks. A
+ * checkpoint of a tern that kept no hash is taken on trust (*unchecked). */
+static int tasks_mismatch(json_t *st, const char *key, const char *now, const char *path,
+                          const char *setting, const char *ckpt, int *unchecked)
+{
+    const char *was = json_string_value(json_object_get(st, key));
+    if (!path || !*now) /* no eval file now: nothing carried on to compare */
+        return TERN_OK;
+    if (!was) {
+        if (!json_object_get(st, key))
+            *unchecked = 1;
+        return TERN_OK;
+    }
+    if (strcmp(was, now) == 0)
+        return TERN_OK;
+    return tern_errorf(TERN_ECONFIG, "%s: %s (%s) is not the file the checkpoint was made with: "
+                       "its content differs (sha256 %.12s..., the checkpoint's %.12s...), so "
+                       "resuming would deal other tasks than the run was dealt; give back the "
+                       "original file (or point %s at a copy of it with -o %s=PATH), or start a "
+                       "new run without --resume", ckpt, setting, path, now, was, setting,
+                       setting);
+}
+
 int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
 {
     json_t *st = NULL;
@@ -46,6 +72,19 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
         json_decref(st);
         return rc;
     }
+    int unchecked = 0;
+    if ((rc = tasks_mismatch(st, "train_sha256", run->train_sha256, run->set.train_path,
+                             "data.train", ckpt, &unchecked)) ||
+        (rc = tasks_mismatch(st, "eval_sha256", run->eval_sha256, run->set.eval_path,
+                             "data.eval", ckpt, &unchecked))) {
+        json_decref(st);
+        return rc;
+    }
+    if (unchecked)
+        tern_logf(TERN_LOG_WARN, "run", "%s: the checkpoint records no hash of its task files (an "
+                  "older tern made it): resuming without checking that data.train%s %s the "
+                  "file%s it was made with", ckpt, run->set.eval_path ? " and data.eval" : "",
+                  run->set.eval_path ? "are" : "is", run->set.eval_path ? "s" : "");
     tern_resume_point *r = &run->resume;
     r->step = json_integer_value(json_object_get(st, "step"));
     r->sft_step = json_integer_value(json_object_get(st, "sft_step"));
@@ -124,6 +163,10 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
     /* the batch a resume deals next: in a fixed schedule batch t is step t's; the
      * asynchronous modes dealt further, and a resume drops what was in flight */
     json_object_set_new(st, "next_batch", json_integer(next_batch(run, ms, step)));
+    /* which files the position and the eval figures are of (checked on resume) */
+    json_object_set_new(st, "train_sha256", json_string(run->train_sha256));
+    json_object_set_new(st, "eval_sha256",
+                        run->eval_sha256[0] ? json_string(run->eval_sha256) : json_null());
     json_object_set_new(st, "accuracy_before_rl",
                         ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
     json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
@@ -205,12 +248,15 @@ int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
     int rc = TERN_OK;
     tern_atomic_file a; /* summary.json.tmp, renamed over summary.json */
     FILE *f = NULL;
-    if (tern_atomic_file_open(&a, path, NULL, 0) != 0 ||
-        !(f = tern_atomic_file_stream(&a, NULL, 0)) ||
+    char err[PATH_MAX + 256] = "";
+    errno = 0;
+    if (tern_atomic_file_open(&a, path, err, sizeof err) != 0 ||
+        !(f = tern_atomic_file_stream(&a, err, sizeof err)) ||
         json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
-        tern_atomic_file_commit(&a, NULL, 0) != 0)
-        rc = tern_errorf(TERN_EIO, "%s: cannot write the summary", path);
-    tern_atomic_file_abort(&a);
+        tern_atomic_file_commit(&a, err, sizeof err) != 0)
+        rc = tern_errorf(TERN_EIO, "%s: cannot write the summary: %s", path,
+                         *err ? err : strerror(errno ? errno : EIO));
+    tern_atomic_file_abort(&a); /* no summary.json.tmp is left, whatever failed */
     json_decref(o);
     if (rc == TERN_OK && ms->accuracy_before >= 0 && ms->accuracy_after >= 0)
         tern_logf(TERN_LOG_INFO, "run", "greedy eval accuracy %.3f before RL, %.3f after (%+.1f "

@@ -181,10 +181,12 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
             return tern_errorf(TERN_ECONFIG, "%s: no run directory to resume (run.out_dir = "
                                "\"%s\", run.name = \"%s\"): start the run without --resume",
                                run->dir, out_dir, name);
-        if ((rc = tern_checkpoint_newest(run->dir, ckpt, sizeof ckpt)) != TERN_OK)
-            return rc == TERN_ENOTFOUND ? TERN_ECONFIG : rc;
+        /* one run per directory: locked before anything in it changes */
+        if ((rc = tern_rundir_lock(run->dir, &ms->lock_fd)) != TERN_OK)
+            return rc;
     } else {
         if ((rc = tern_rundir_create(out_dir, name, run->dir, sizeof run->dir)) != TERN_OK ||
+            (rc = tern_rundir_lock(run->dir, &ms->lock_fd)) != TERN_OK ||
             (rc = tern_rundir_write_config(run->dir, c)) != TERN_OK)
             return rc;
     }
@@ -193,6 +195,11 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
     if ((rc = tern_log_open_file(path)) != TERN_OK)
         return rc;
     if (o->resume) {
+        /* what a killed run was writing; a checkpoint caught between its two
+         * renames gets its name back before the newest one is chosen */
+        tern_run_remove_leftovers(run->dir);
+        if ((rc = tern_checkpoint_newest(run->dir, ckpt, sizeof ckpt)) != TERN_OK)
+            return rc == TERN_ENOTFOUND ? TERN_ECONFIG : rc;
         /* a damaged checkpoint is the user's to remove: the message says which */
         if ((rc = tern_run_load_checkpoint(run, ms, ckpt)) != TERN_OK)
             return rc == TERN_EINVAL ? TERN_ECONFIG : rc;
@@ -218,6 +225,11 @@ int tern_run_load_data(tern_run *run)
     int rc = tern_task_set_load(&run->train, run->set.train_path, run->set.skip_bad);
     if (rc == TERN_OK && run->set.eval_path)
         rc = tern_task_set_load(&run->eval, run->set.eval_path, run->set.skip_bad);
+    /* a resume checks that the files are those its checkpoint was made with */
+    if (rc == TERN_OK)
+        rc = tern_file_sha256(run->set.train_path, run->train_sha256);
+    if (rc == TERN_OK && run->set.eval_path)
+        rc = tern_file_sha256(run->set.eval_path, run->eval_sha256);
     if (rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND)
         return TERN_ECONFIG; /* bad input the user fixes: the message says where */
     return rc;

@@ -3,18 +3,36 @@
  * with its optimiser state) and state.json (counters, the data position, the
  * figures so far); DIR/checkpoints/reference/ holds the frozen reference of a
  * same_as run. A checkpoint is written under NAME.tmp and renamed when
- * complete, so a directory without .tmp is always whole. */
+ * complete, so a directory without .tmp is always whole. The JSON Lines files
+ * of the run (metrics.jsonl, rollouts.jsonl) hold whole lines only. */
 #ifndef TERN_LOOP_RUN_STATE_H
 #define TERN_LOOP_RUN_STATE_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "loop/run.h"
 
 /* Write state.json (the object `state`) into the temporary checkpoint `tmp`
- * and rename it to its final name (replacing an older one of that name).
- * *final gets the final path (size n). */
+ * and give the directory its final name as tern_checkpoint_publish does.
+ * *final gets the final path (size n). On a failure before the rename, tmp
+ * is removed. */
 int tern_checkpoint_complete(const char *tmp, json_t *state, char *final, size_t n);
+
+/* Make the directory `tmp` durable and rename it to `final` (replacing one of
+ * that name), in the order that leaves a whole directory under `final` after
+ * a crash or power loss at any point: fsync every file in tmp and every
+ * directory below it (contents before their directory), then tmp itself,
+ * rename, then fsync final's parent. TERN_EIO with a message naming the file
+ * and the step; a failure before the rename removes tmp (and keeps an older
+ * `final`), a failure of the last fsync leaves the new `final` in place. */
+int tern_checkpoint_publish(const char *tmp, const char *final);
+
+/* Test seam, NULL in a run: when set, it is called before each write, fsync
+ * and rename of tern_checkpoint_complete/publish with the operation's name
+ * ("write", "fsync", "rename") and path; a nonzero return makes that
+ * operation fail with that errno, as a full or failing disk would. */
+extern int (*tern_checkpoint_fault)(const char *op, const char *path);
 
 /* The newest complete checkpoint of run directory `dir` (the most RL steps,
  * else the most warm-up steps) into path (size n). TERN_ENOTFOUND with a
@@ -25,10 +43,30 @@ int tern_checkpoint_newest(const char *dir, char *path, size_t n);
  * not a checkpoint state. *state is owned by the caller. */
 int tern_checkpoint_read_state(const char *ckpt, json_t **state);
 
+/* Remove what writes that did not finish left in run directory `dir` (a
+ * process killed, a machine that lost power): DIR/NAME.tmp files (summary,
+ * trace, a JSON Lines rewrite) and DIR/checkpoints/NAME.tmp directories. A
+ * checkpoint caught between its two renames (NAME.old without NAME) gets its
+ * name back; NAME.old beside NAME is removed. Each is logged as a warning. */
+void tern_run_remove_leftovers(const char *dir);
+
 /* Keep only the lines of a JSON Lines file that a resumed run has not yet
  * redone: lines {"stage":"sft","step":s} with s <= sft_step and
- * {"stage":"rl","step":n} with n <= step (others are kept). Missing file: OK. */
+ * {"stage":"rl","step":n} with n <= step (lines without a stage are kept).
+ * A line that is not a whole JSON object (a last line torn by a crash or a
+ * full disk, or one torn earlier) is dropped with a warning, so that the
+ * next line appended starts a line of its own. Missing file: OK. */
 int tern_jsonl_truncate(const char *path, int64_t sft_step, int64_t step);
+
+/* Append `o` as one line to `f` (opened for appending, written through this
+ * function only), all of it or nothing: a write that fails part-way (a full
+ * disk) is cut back off, so the file keeps ending with a whole line. `name`
+ * names the file in messages. TERN_EIO / TERN_ENOMEM with a message. */
+int tern_jsonl_append(FILE *f, const json_t *o, const char *name);
+
+/* The SHA-256 of the bytes of file `path` as 64 lowercase hex digits (what
+ * sha256sum prints) into hex. TERN_EIO with a message naming the file. */
+int tern_file_sha256(const char *path, char hex[65]);
 
 /* rm -r `path` (files, directories, not following links); 0, or -1 with
  * errno set (ENOENT when there was nothing to remove). */

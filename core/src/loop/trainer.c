@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "experience/experience.h"
 #include "loop/run.h"
+#include "loop/run_state.h"
 #include "rundir/trace.h"
 
 static int push_report(tern_run *run, tern_step_msg *m)
@@ -33,8 +34,10 @@ static int save_policy(tern_run *run, int64_t sft_step, int64_t step, char **dir
     uint64_t span = tern_trace_begin(run->session->trace, "save");
     int rc = tern_model_save(&run->policy, "trainer: saving a checkpoint", model_dir, 1);
     tern_trace_end(run->session->trace, span, NULL);
-    if (rc != TERN_OK)
+    if (rc != TERN_OK) {
+        tern_remove_tree(path); /* a part of a checkpoint (a full disk) is of no use */
         return rc;
+    }
     *dir = strdup(path);
     return *dir ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
 }
@@ -551,7 +554,20 @@ static int rl_step(tern_run *run, int64_t step)
     if (rc == 1) { /* stop requested while waiting: checkpoint what is done */
         batch_free(&b);
         tern_msg_free(rep);
-        rc = report_stopped(run, -1, step);
+        if (step > 0 && save_due(run, step)) {
+            /* the step before saved `step` already, and the master may be
+             * completing that very step-N.tmp now: saving it again would
+             * race with its rename. Stop with that checkpoint. */
+            tern_step_msg *m = new_report(TERN_MSG_STOPPED, step);
+            if (!m)
+                return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+            m->in_rl = 1;
+            m->sft_step = -1;
+            m->version = step;
+            rc = push_report(run, m);
+        } else {
+            rc = report_stopped(run, -1, step);
+        }
         return rc == TERN_OK ? 1 : rc;
     }
     if (rc != TERN_OK)
@@ -633,10 +649,15 @@ static int rl_start(tern_run *run)
             return rc;
         }
         if (run->reference_is_copy) {
-            /* the master keeps it beside the checkpoints, for a resume */
-            char dir[PATH_MAX + 32];
+            /* beside the checkpoints, for a resume; whole, as a checkpoint is */
+            char dir[PATH_MAX + 32], tmp[PATH_MAX + 40];
             snprintf(dir, sizeof dir, "%s/checkpoints/reference", run->dir);
-            rc = tern_model_save(&run->reference, "trainer: saving the reference", dir, 0);
+            snprintf(tmp, sizeof tmp, "%s.tmp", dir);
+            rc = tern_model_save(&run->reference, "trainer: saving the reference", tmp, 0);
+            if (rc != TERN_OK)
+                tern_remove_tree(tmp);
+            else
+                rc = tern_checkpoint_publish(tmp, dir);
             if (rc != TERN_OK) {
                 tern_msg_free(m);
                 return rc;

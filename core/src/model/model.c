@@ -116,7 +116,8 @@ int tern_model_text(const tern_model *m, const char *what, const int32_t *tokens
 
 int tern_model_special(const tern_model *m, const char *what, tern_special_tokens *sp)
 {
-    *sp = (tern_special_tokens){.size = sizeof *sp, .bos = -1, .eos = -1, .pad = -1};
+    *sp = (tern_special_tokens){.size = sizeof *sp, .bos = -1, .eos = -1, .pad = -1,
+                                .context_len = 0};
     if (!TERN_HAS(m->ops, special_tokens) || !m->ops->special_tokens)
         return TERN_EUNSUPPORTED;
     tern_error_clear();

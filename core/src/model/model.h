@@ -77,7 +77,7 @@ int tern_model_step(const tern_model *m, const char *what, tern_optim_step *step
 
 /* The model's parameter tensors (owned by the model, valid until its next
  * load or destroy). */
-int tern_model_tensors(const tern_model *m, const char *what, const tern_tensor **t, size_t *n);
+TERN_INTERNAL int tern_model_tensors(const tern_model *m, const char *what, const tern_tensor **t, size_t *n);
 
 /* save() and load() of a model directory. */
 TERN_INTERNAL int tern_model_save(const tern_model *m, const char *what, const char *dir,

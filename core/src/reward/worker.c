@@ -290,6 +290,10 @@ __attribute__((noreturn)) static void worker_main(int fd, const tern_reward_ops 
     sigprocmask(SIG_SETMASK, &all, NULL);
     signal(SIGINT, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    /* not the run's stop handlers, inherited at fork: a TERM or HUP sent to
+     * the worker itself ends it (the parent reports the worker's death) */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     if (fd != 3) {
         dup2(fd, 3);
         fd = 3;

@@ -1,4 +1,4 @@
-/* rundir.h: the run directory (docs/architecture.md §5): out_dir/name/ with config.cfg,
+/* rundir.h: the run directory (docs/architecture.md §5): out_dir/name/ with lock, config.cfg,
  * log.txt, and later metrics.jsonl, summary.json, trace.json, checkpoints/. */
 #ifndef TERN_RUNDIR_H
 #define TERN_RUNDIR_H
@@ -14,5 +14,15 @@ int tern_rundir_create(const char *out_dir, const char *name, char *path, size_t
 
 /* Write the resolved config to DIR/config.cfg (temporary file + rename). */
 int tern_rundir_write_config(const char *dir, tern_config *c);
+
+/* Lock the run directory DIR for one run: DIR/lock (created if missing) is
+ * locked with flock(LOCK_EX | LOCK_NB) and holds this process's id while *fd
+ * stays open. Taken before anything in DIR is changed. TERN_ECONFIG when
+ * another process holds it (the message names its pid), TERN_EIO when the
+ * file cannot be used; on a file system without locks, a warning and TERN_OK
+ * with *fd = -1. */
+int tern_rundir_lock(const char *dir, int *fd);
+/* Release the lock (fd -1: nothing to release). */
+void tern_rundir_unlock(int fd);
 
 #endif

@@ -582,6 +582,8 @@ int front_special_tokens(void *state, tern_special_tokens *out)
     /* a chat model's response ends with its turn */
     out->eos = t->end_of_turn >= 0 ? t->end_of_turn : tokenizer_eos(t->tok);
     out->pad = tokenizer_pad(t->tok);
+    if (TERN_HAS(out, context_len))
+        out->context_len = t->m.cfg.max_positions;
     return TERN_OK;
 }
 

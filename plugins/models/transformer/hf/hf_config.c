@@ -2,6 +2,7 @@
  * hf_config.h). */
 #include "hf/hf_config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "fail.h"
 #include "tern/support/atomic_file.h"
+#include "tern/support/regular_file.h"
 
 const char *hf_json_kind(const json_t *v)
 {
@@ -446,10 +448,16 @@ static int read_gpt2(reader *r, llama_config *c)
 
 int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
 {
+    /* read by tern, not json_load_file: a FIFO must not block, nor a
+     * device be read without end */
+    char *text, why[TERN_REGULAR_WHY_MAX];
+    size_t len;
+    if (tern_regular_read(path, HF_JSON_MAX, &text, &len, why, sizeof why) != 0)
+        return tf_fail(err, errn, "%s: cannot read: %s%s", path, why,
+                       errno == EISDIR || errno == EINVAL ? "; give a config.json file" : "");
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root && jerr.line < 1) /* not opened or not read: jansson's text names the file */
-        return tf_fail(err, errn, "%s: cannot read: %s", path, jerr.text);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
     if (!root)
         return tf_fail(err, errn, "%s:%d:%d: not a valid JSON file: %s", path, jerr.line,
                     jerr.column, jerr.text);

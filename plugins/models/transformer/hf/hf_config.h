@@ -19,6 +19,9 @@
 
 #include "decoder/llama.h"
 
+/* The largest config.json or model.safetensors.index.json read. */
+#define HF_JSON_MAX (64ull << 20)
+
 /* Read and check `path`. 0, or -1 with a message in err naming the file and
  * the key. */
 int hf_config_read(const char *path, llama_config *c, char *err, size_t errn);

@@ -15,6 +15,7 @@
 
 #include "fail.h"
 #include "hf/hf_config.h"
+#include "tern/support/regular_file.h"
 #include "tern/support/safetensors_write.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -293,19 +294,13 @@ int st_open_buffer(const void *data, size_t size, const char *name, st_file *f, 
 int st_open(const char *path, st_file *f, char *err, size_t errn)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return tf_fail(err, errn, "%s: cannot open: %s", path, strerror(errno));
+    /* a FIFO put where the weights belong must not block the open */
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return tf_fail(err, errn, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return tf_fail(err, errn, "%s: not a regular file", path);
-    }
+    char why[TERN_REGULAR_WHY_MAX];
+    int fd = tern_regular_open(path, 0, &st, why, sizeof why);
+    if (fd < 0)
+        return tf_fail(err, errn, "%s: cannot open: %s%s", path, why,
+                       errno == EISDIR || errno == EINVAL ? "; give a safetensors file" : "");
     size_t size = (size_t)st.st_size;
     if (size < 8) {
         close(fd);

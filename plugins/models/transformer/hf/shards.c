@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hf/hf_config.h"
+#include "tern/support/regular_file.h"
+
 static int exists(const char *path)
 {
     struct stat st;
@@ -45,8 +48,15 @@ static int add_file(weight_files *w, const char *path, char *err, size_t errn)
 static int open_index(const char *dir, const char *index, weight_files *w, char *err,
                       size_t errn)
 {
+    char *text, unread[TERN_REGULAR_WHY_MAX];
+    size_t len;
+    if (tern_regular_read(index, HF_JSON_MAX, &text, &len, unread, sizeof unread) != 0) {
+        snprintf(err, errn, "%s: cannot read: %s", index, unread);
+        return -1;
+    }
     json_error_t jerr;
-    json_t *root = json_load_file(index, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
     if (!root) {
         snprintf(err, errn, "%s: not a valid JSON file: %s (line %d)", index, jerr.text,
                  jerr.line);

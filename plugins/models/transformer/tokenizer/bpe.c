@@ -15,6 +15,7 @@
 
 #include "fail.h"
 #include "tern/support/atomic_file.h"
+#include "tern/support/regular_file.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/unicode.h"
 
@@ -231,41 +232,10 @@ static void byte_level_init(bpe *t)
     }
 }
 
-int bpe_read_file(const char *path, char **buf, size_t *len)
+int bpe_read_file(const char *path, char **buf, size_t *len, char *why, size_t whyn)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    char *p = NULL;
-    if (fstat(fd, &st) != 0)
-        goto bad;
-    size_t n = (size_t)st.st_size, got = 0;
-    p = malloc(n + 1);
-    if (!p)
-        goto bad;
-    while (got < n) {
-        ssize_t r = read(fd, p + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r == 0)
-                errno = EIO; /* shrank while read */
-            goto bad;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    p[n] = '\0';
-    *buf = p;
-    *len = n;
-    return 0;
-bad:;
-    int e = errno;
-    free(p);
-    close(fd);
-    errno = e;
-    return -1;
+    /* not a FIFO (it would block) nor a device (read without end) */
+    return tern_regular_read(path, BPE_FILE_MAX, buf, len, why, whyn);
 }
 
 /* The bytes a token string stands for: each character through the ByteLevel
@@ -809,10 +779,11 @@ static int load_config(const char *path, bpe *b, char *err, size_t errn)
         (int)sizeof cpath)
         return tf_fail(err, errn, "%s: path too long", path);
     b->bos = b->eos = b->pad = -1;
-    if (bpe_read_file(cpath, &b->config, &b->config_len) != 0) {
+    char why[TERN_REGULAR_WHY_MAX];
+    if (bpe_read_file(cpath, &b->config, &b->config_len, why, sizeof why) != 0) {
         if (errno == ENOENT)
             return 0;
-        return tf_fail(err, errn, "%s: cannot read: %s", cpath, strerror(errno));
+        return tf_fail(err, errn, "%s: cannot read: %s", cpath, why);
     }
     json_error_t jerr;
     /* as reals: HF configs hold integers past 64 bits (model_max_length 1e30) */

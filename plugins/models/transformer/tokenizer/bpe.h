@@ -32,9 +32,14 @@ int bpe_load(const char *path, json_t *root, char *json, size_t json_len, bpe **
  * dir, atomically and byte for byte as they were read. */
 int bpe_save(const bpe *b, const char *dir, char *err, size_t errn);
 void bpe_free(bpe *b);
-/* Read a whole file: *buf malloc'd and NUL-terminated, *len its length. 0,
- * or -1 with errno (ENOENT when there is no such file). */
-int bpe_read_file(const char *path, char **buf, size_t *len);
+/* The largest tokenizer.json or tokenizer_config.json read (the largest
+ * Hugging Face ones are some tens of MiB). */
+#define BPE_FILE_MAX (256ull << 20)
+/* Read a whole regular file of at most BPE_FILE_MAX bytes: *buf malloc'd
+ * and NUL-terminated, *len its length. 0, or -1 with errno (ENOENT when
+ * there is no such file) and the reason in why[whyn]
+ * (tern/support/regular_file.h). */
+int bpe_read_file(const char *path, char **buf, size_t *len, char *why, size_t whyn);
 
 int bpe_vocab_size(const bpe *b);
 int bpe_bos(const bpe *b);

@@ -19,6 +19,8 @@
 #include <time.h>
 
 #include "fail.h"
+#include "tokenizer/bpe.h"
+#include "tern/support/regular_file.h"
 #include "tern/support/utf8.h"
 #include "tern/support/text_buf.h"
 
@@ -637,8 +639,13 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
                    : tf_fail(err, errn, "chat template: out of memory");
         return tf_fail(err, errn, "%s: %s", path, strerror(errno));
     }
+    char *text, unread[TERN_REGULAR_WHY_MAX];
+    size_t len;
+    if (tern_regular_read(path, BPE_FILE_MAX, &text, &len, unread, sizeof unread) != 0)
+        return tf_fail(err, errn, "%s: cannot read: %s", path, unread);
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
     if (!root)
         return tf_fail(err, errn, "%s: not valid JSON (line %d: %s); fix or replace the file", path,
                     je.line, je.text);

@@ -11,6 +11,7 @@
 
 #include "fail.h"
 #include "tern/support/atomic_file.h"
+#include "tern/support/regular_file.h"
 #include "tokenizer/bpe.h"
 
 typedef struct tokenizer_ops {
@@ -288,8 +289,9 @@ int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
     /* the bytes are kept: a Hugging Face tokenizer is saved as it was read */
     char *bytes;
     size_t nbytes;
-    if (bpe_read_file(path, &bytes, &nbytes) != 0)
-        return tf_fail(err, errn, "%s: cannot read the tokenizer: %s", path, strerror(errno));
+    char why[TERN_REGULAR_WHY_MAX];
+    if (bpe_read_file(path, &bytes, &nbytes, why, sizeof why) != 0)
+        return tf_fail(err, errn, "%s: cannot read the tokenizer: %s", path, why);
     json_error_t jerr;
     json_t *o = json_loadb(bytes, nbytes, JSON_REJECT_DUPLICATES, &jerr);
     if (!o) {
