@@ -49,10 +49,17 @@ static const command commands[] = {
      "Exit: 0 done, 1 runtime failure, 2 bad usage/config/plugin or a run\n"
      "directory in use, 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.",
      engine_cmd},
-    {"check", "tern check CONFIG [-o section.key=value]...",
-     "Read and validate CONFIG, load and start every plugin it names, print\n"
-     "what would run, and stop. Every problem is printed as FILE:LINE: message.\n"
-     "Exit: 0 valid, 2 invalid (1 if a plugin failed for a runtime reason).",
+    {"check", "tern check CONFIG [--plugins-only] [-o section.key=value]...",
+     "Make every check `tern run` makes before it creates anything: read and\n"
+     "validate CONFIG, load and start every plugin it names, read the task\n"
+     "files, check the rules that join several keys and what a run asks of\n"
+     "its plugins; print what would run, and stop. It makes no model copy and\n"
+     "no run directory (a buffer file kept in the run directory is only\n"
+     "named). Every problem is printed as FILE:LINE: message, as run prints it.\n"
+     "  --plugins-only  check only the plugins CONFIG names, not a run (a\n"
+     "                  plugin's test config, which has no data.train)\n"
+     "Exit: 0 valid (run accepts it), 2 invalid (1 if a plugin failed for a\n"
+     "runtime reason).",
      engine_cmd},
     {"plugins", "tern plugins [--config CONFIG]",
      "List every plugin on the search path (name, kind, version, ABI, file),\n"
@@ -66,7 +73,8 @@ static const command commands[] = {
      "Write a ready-to-build plugin project to DIR (default ./NAME): NAME.c, a\n"
      "complete KIND plugin whose every op does something simple (replace the\n"
      "marked parts with your logic), CMakeLists.txt (find_package(Tern) and a\n"
-     "test that runs `tern check test.cfg`), test.cfg and README.md. Then:\n"
+     "test that runs `tern check --plugins-only test.cfg`), test.cfg and\n"
+     "README.md. Then:\n"
      "cd DIR && cmake -S . -B build && cmake --build build && ctest --test-dir build\n"
      "KIND is model, reward, buffer or sync. NAME is the plugin's name: a\n"
      "lower-case letter, then lower-case letters, digits or '_' (at most 64).\n"
@@ -216,7 +224,8 @@ static int parse(const command *c, const tern_flag *flags, const char **pos, siz
 
 /* ---- libtern's commands ------------------------------------------------- */
 
-/* `tern run|check CONFIG [-o section.key=value]...` (run also --resume) and
+/* `tern run|check CONFIG [-o section.key=value]...` (run also --resume,
+ * check also --plugins-only) and
  * `tern plugins [--config CONFIG] [-o section.key=value]...` */
 static int engine_cmd(const command *c, int argc, char **argv)
 {
@@ -230,11 +239,13 @@ static int engine_cmd(const command *c, int argc, char **argv)
     const tern_flag resume = {"--resume", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(inv.resume)};
     const tern_flag config = {"--config", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(inv.config_path),
                               .opts = TERN_FLAG_NO_EQUALS, .missing = "a file"};
+    const tern_flag plugins_only = {"--plugins-only", .kind = TERN_FLAG_BOOL,
+                                    TERN_FLAG_TO(inv.plugins_only)};
     const tern_flag flags[] = {
         {"-o", "--override", .kind = TERN_FLAG_STRING,
          TERN_FLAG_EACH(overrides, inv.n_overrides),
          .opts = TERN_FLAG_ATTACHED | TERN_FLAG_NO_EQUALS, .missing = "section.key=value"},
-        is_run ? resume : is_plugins ? config : (tern_flag)TERN_FLAGS_END,
+        is_run ? resume : is_plugins ? config : plugins_only,
         TERN_FLAGS_END,
     };
     /* run and check take CONFIG; plugins only --config */

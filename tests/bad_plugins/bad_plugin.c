@@ -84,6 +84,15 @@ static const tern_buffer_ops ops = {
     .stats = b_stats,
 };
 
+#ifdef BAD_RUN_DIR_SETTING
+/* a run-directory file on a plugin that is not a buffer (ABI 1.5) */
+static const tern_setting_spec settings[] = {
+    TERN_SETTING(.name = "file", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_IN_RUN_DIR,
+                 .def = "\"state.db\""),
+    TERN_SETTINGS_END,
+};
+#endif
+
 static const tern_plugin_descriptor descriptor = {
     .size = BAD_DESC_SIZE,
     .abi_major = BAD_ABI_MAJOR,
@@ -93,6 +102,9 @@ static const tern_plugin_descriptor descriptor = {
     .version = "0.0.1",
     .summary = "a deliberately broken plugin for the loader tests",
     .ops = &ops,
+#ifdef BAD_RUN_DIR_SETTING
+    .settings = settings,
+#endif
 };
 
 #ifndef BAD_NO_ENTRY

@@ -21,7 +21,7 @@ Test(cli, version_and_help)
     result r;
     run(&r, "%s version", TERN);
     cr_expect_eq(r.code, 0);
-    cr_expect(strstr(r.out, "plugin ABI 1.4"), "%s", r.out);
+    cr_expect(strstr(r.out, "plugin ABI 1.5"), "%s", r.out);
     run(&r, "%s help check", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern check CONFIG"), "%s", r.out);
@@ -227,10 +227,15 @@ Test(cli, plugin_guide_example_builds_out_of_tree_and_loads)
     cr_expect_eq(atoi(r.out), 1, "exports exactly one function: %s", r.out);
     write_file(TERN_TEST_WORK_DIR "/guide/newest.cfg",
                "plugin_path = [\".\"];\nsync = { plugin = \"newest\"; every = 2; };\n");
-    run(&r, "%s check guide/newest.cfg", TERN);
+    run(&r, "%s check --plugins-only guide/newest.cfg", TERN);
     cr_expect_eq(r.code, 0, "%s", r.err);
     cr_expect(strstr(r.out, "newest 0.1.0"), "%s", r.out);
     cr_expect(strstr(r.out, "every=2"), "%s", r.out);
+    /* a plugin's config alone is no run: plain check refuses it as run does */
+    run(&r, "%s check guide/newest.cfg", TERN);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "data.train: a run needs training tasks"), "%s", r.err);
+    cr_expect(strstr(r.err, "tern check --plugins-only guide/newest.cfg"), "%s", r.err);
     run(&r, "rm -rf guide");
 }
 

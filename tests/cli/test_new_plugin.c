@@ -70,8 +70,8 @@ static void generate_and_check(const char *kind)
     snprintf(want, sizeof want, "tern_add_plugin(demo_%s SOURCES demo_%s.c", kind, kind);
     cr_expect(strstr(text, want), "%s", text);
     cr_expect(strstr(text, "find_package(Tern 1 REQUIRED)"), "%s", text);
-    snprintf(want, sizeof want, "add_test(NAME demo_%s_check COMMAND ${TERN_EXECUTABLE} check",
-             kind);
+    snprintf(want, sizeof want, "add_test(NAME demo_%s_check COMMAND ${TERN_EXECUTABLE} check "
+             "--plugins-only", kind);
     cr_expect(strstr(text, want), "%s", text);
     snprintf(path, sizeof path, "%s/np_%s/demo_%s/demo_%s.c", WORK, kind, kind, kind);
     slurp(path, text, sizeof text);
@@ -94,11 +94,12 @@ static void generate_and_check(const char *kind)
     cr_expect(strstr(r.out, " T tern_plugin_entry\n"), "%s", r.out);
 
     /* The real loader: found on TERN_PLUGIN_PATH, settings checked, create/destroy run. */
-    run(&r, "cd np_%s/demo_%s && TERN_PLUGIN_PATH=$PWD %s check test.cfg", kind, kind, TERN);
+    run(&r, "cd np_%s/demo_%s && TERN_PLUGIN_PATH=$PWD %s check --plugins-only test.cfg", kind,
+        kind, TERN);
     cr_expect_eq(r.code, 0, "exit %d: %s%s", r.code, r.out, r.err);
     snprintf(want, sizeof want, "demo_%s 0.1.0", kind);
     cr_expect(strstr(r.out, want), "%s", r.out);
-    cr_expect(strstr(r.out, "ok: test.cfg is valid"), "%s", r.out);
+    cr_expect(strstr(r.out, "ok: test.cfg: its plugins are valid"), "%s", r.out);
 }
 
 /* Start the generated plugin in this process (its directory on TERN_PLUGIN_PATH). */
@@ -190,9 +191,10 @@ Test(new_plugin, sync)
     cr_expect_eq(ops->trainer_publishes(h.state, 0), 1);
     harness_close(&h);
     result r;
-    run(&r, "cd np_sync/demo_sync && TERN_PLUGIN_PATH=$PWD %s check test.cfg -o sync.interval=0",
-        TERN);
+    run(&r, "cd np_sync/demo_sync && TERN_PLUGIN_PATH=$PWD %s check --plugins-only test.cfg "
+            "-o sync.interval=0", TERN);
     cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "sync.interval: 0 is out of range"), "%s", r.err);
     cleanup("sync");
 }
 

@@ -253,12 +253,12 @@ Test(reward_isolation, check_validates_isolation_settings)
     write_file(WORK "/iso_bad.cfg",
                "rewards = ( { domain = \"m\"; plugin = \"math\"; timeout_ms = 5; } );\n");
     result r;
-    run(&r, "%s check %s/iso_bad.cfg", TERN, WORK);
+    run(&r, "%s check --plugins-only %s/iso_bad.cfg", TERN, WORK);
     cr_expect_eq(r.code, 2, "%s", r.err);
     cr_expect(strstr(r.err, "iso_bad.cfg:1: rewards[0].timeout_ms: a timeout needs isolate = "
                             "true"), "%s", r.err);
     write_file(WORK "/iso_ok.cfg", "rewards = ( { domain = \"m\"; plugin = \"math\"; "
                                    "isolate = true; timeout_ms = 5; } );\n");
-    run(&r, "%s check %s/iso_ok.cfg", TERN, WORK);
+    run(&r, "%s check --plugins-only %s/iso_ok.cfg", TERN, WORK);
     cr_expect_eq(r.code, 0, "%s", r.err);
 }

@@ -1,10 +1,13 @@
 /* test_run_buffers.c: the buffer plugins in a real run (`tern run`): the
  * durable `sqlite` buffer carries a whole run and is left empty; a buffer
- * file holding experiences of an earlier run is refused, and kept; a replay
- * buffer (`priority`) is refused with the reason and the fix. */
+ * file holding experiences of an earlier run is refused, and kept; without a
+ * path its file lives in the run directory; a replay buffer (`priority`) is
+ * refused with the reason and the fix. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "command.h"
 #include "harness.h"
@@ -88,4 +91,50 @@ Test(run_buffers, a_replay_buffer_is_refused_with_the_reason, .timeout = 60)
     cr_expect(strstr(r.err, "quickstart.cfg:"), "names the config line: %s", r.err);
     cr_expect(strstr(r.err, "'priority' is a replay buffer"), "%s", r.err);
     cr_expect(strstr(r.err, "plugin = \"fifo\""), "%s", r.err);
+}
+
+/* Without `path`, a run keeps the sqlite buffer's file in its run directory
+ * (config.cfg says where), so --resume finds that same file again; `tern
+ * check` names the file and creates nothing. */
+Test(run_buffers, sqlite_defaults_its_file_into_the_run_directory, .timeout = 120)
+{
+    char dir[600], path[800], text[16384];
+    snprintf(dir, sizeof dir, "%s/rb_default_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    const char *opts = "-o buffer.plugin=sqlite -o buffer.capacity=0 -o 'run.out_dir=\"rb\"' "
+                       "-o 'run.name=\"def\"'";
+    result r;
+    run(&r, "cd %s && %s check %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "path=\"rb/def/buffer.sqlite\" (in the run directory, made when "
+                            "the run starts)"), "%s", r.out);
+    struct stat st;
+    snprintf(path, sizeof path, "%s/rb", dir);
+    cr_expect_neq(stat(path, &st), 0, "check created no run directory");
+
+    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(path, sizeof path, "%s/rb/def/config.cfg", dir);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "path = \"rb/def/buffer.sqlite\""), "config.cfg: %s", text);
+    char file[800];
+    snprintf(file, sizeof file, "%s/rb/def/buffer.sqlite", dir);
+    cr_assert_eq(stat(file, &st), 0, "the buffer's file is in the run directory");
+    cr_expect_eq(held_in(file), 0, "a finished synchronous run consumed every experience");
+
+    /* the resumed run opens the same file: an experience left there is found */
+    harness h;
+    char settings[900];
+    snprintf(settings, sizeof settings, "path = \"%s\";", file);
+    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
+                 h.error);
+    const tern_buffer_ops *ops = harness_ops(&h);
+    tern_record_meta m = {.size = sizeof m, .id = 1, .version = 0, .batch = 0};
+    cr_assert_eq(ops->put(h.state, "x", 1, &m, 0), TERN_OK);
+    harness_close(&h);
+    run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "already holds 1 experience from an earlier run"), "%s", r.err);
+    cr_expect_eq(held_in(file), 1, "the refused resume leaves the file as it was");
+    run(&r, "rm -rf '%s'", dir);
 }

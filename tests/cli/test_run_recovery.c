@@ -19,6 +19,7 @@
 #define TERN TERN_TEST_BIN
 #define WORK TERN_TEST_WORK_DIR
 #define RUNS WORK "/runs_recovery"
+#define REL "runs_recovery" /* RUNS as the runs name it (run.out_dir) */
 
 /* WORK/recovery_NAME_train.jsonl (n tasks) and ..._eval.jsonl (8 tasks). */
 static void write_tasks(const char *name, int n)
@@ -344,4 +345,374 @@ Test(recovery, an_older_checkpoint_without_the_hash_is_resumed_with_a_warning)
     cr_expect(h && strlen(h) == 64, "the new checkpoint has the hash");
     json_decref(st);
     run(&r, "rm -rf " RUNS "/oldck");
+}
+
+/* ---- issue 22, item 6: faults, each with a clear message and nothing
+ * already written lost ------------------------------------------------------- */
+
+/* sha256sum of every file under DIR (relative names, sorted) into out. */
+static void tree_sums(const char *dir, char *out, size_t n)
+{
+    result r;
+    run(&r, "cd %s && find . -type f | LC_ALL=C sort | xargs -r sha256sum", dir);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(out, n, "%s", r.out);
+}
+
+/* Every RL step 1..n in metrics.jsonl once, in order, and two rollouts lines
+ * per step (batch_tasks = 2). */
+static void expect_steps_once(const char *dir, long long n)
+{
+    char path[512];
+    long long steps[128];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    size_t got = whole_lines(path, "reward_mean", steps, 128);
+    cr_expect_eq(got, (size_t)n, "%s: one metrics line per RL step, got %zu", path, got);
+    for (size_t i = 0; i < got; i++)
+        cr_expect_eq(steps[i], (long long)i + 1, "%s: RL steps in order, none lost or twice",
+                     path);
+    snprintf(path, sizeof path, "%s/rollouts.jsonl", dir);
+    got = whole_lines(path, NULL, steps, 128);
+    cr_expect_eq(got, (size_t)(2 * n), "%s: two rollouts lines per step, got %zu", path, got);
+    for (size_t i = 0; i < got; i++)
+        cr_expect_eq(steps[i], (long long)i / 2 + 1, "%s: rollouts line %zu", path, i + 1);
+}
+
+/* 1. The disk fills at a checkpoint after others were written: the earlier
+ * checkpoint and the lines already written stay as they were, and a resume
+ * (the disk freed) goes on from that checkpoint. */
+Test(recovery, a_full_disk_at_a_later_checkpoint_loses_nothing_and_resume_goes_on)
+{
+    result r;
+    char names[1024], before[16384], after[16384];
+    run(&r, "rm -rf " RUNS "/cklater");
+    write_tasks("cklater", 40);
+    write_config("cklater", 2, 2, 0);
+    run(&r, "%s run cklater.cfg", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    tree_sums(RUNS "/cklater/checkpoints", before, sizeof before);
+    char *metrics = file_text(RUNS "/cklater/metrics.jsonl", NULL);
+    char *rollouts = file_text(RUNS "/cklater/rollouts.jsonl", NULL);
+
+    /* two steps more, on a disk too full for the step-4 checkpoint */
+    run_limited(&r, 1000000, TERN " run cklater.cfg --resume -o trainer.steps=4");
+    cr_expect_eq(r.code, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "step-4.tmp") && strstr(r.err, strerror(EFBIG)), "%s", r.err);
+    list_dir(RUNS "/cklater/checkpoints", names, sizeof names);
+    cr_expect_str_eq(names, "step-2 ", "no partial step-4, step-2 kept");
+    tree_sums(RUNS "/cklater/checkpoints", after, sizeof after);
+    cr_expect_str_eq(after, before, "the step-2 checkpoint is unchanged");
+    char *m = file_text(RUNS "/cklater/metrics.jsonl", NULL);
+    char *ro = file_text(RUNS "/cklater/rollouts.jsonl", NULL);
+    cr_expect(strncmp(m, metrics, strlen(metrics)) == 0, "the metrics lines written before "
+              "are kept: %s", m);
+    cr_expect(strncmp(ro, rollouts, strlen(rollouts)) == 0, "the rollouts lines written "
+              "before are kept");
+    long long steps[64];
+    whole_lines(RUNS "/cklater/metrics.jsonl", "reward_mean", steps, 64);
+    whole_lines(RUNS "/cklater/rollouts.jsonl", NULL, steps, 64);
+    free(m);
+    free(ro);
+
+    /* the disk freed: the resume goes on from step 2 */
+    run(&r, "%s run cklater.cfg --resume -o trainer.steps=4", TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "resuming from " REL "/cklater/checkpoints/step-2:"), "%s", r.err);
+    cr_expect(exists(RUNS "/cklater/checkpoints/step-4/state.json"));
+    expect_steps_once(RUNS "/cklater", 4);
+    m = file_text(RUNS "/cklater/metrics.jsonl", NULL);
+    cr_expect(strncmp(m, metrics, strlen(metrics)) == 0, "steps 1 and 2 as first written");
+    free(m);
+    free(metrics);
+    free(rollouts);
+    run(&r, "rm -rf " RUNS "/cklater");
+}
+
+/* 2. The newest checkpoint is damaged: the resume says which and why, goes on
+ * from the one before, and sets the damaged one aside (kept) so that a later
+ * resume does not trip on it again. */
+static void expect_fallback(const char *base, const char *damage, const char *why,
+                            const char *aside)
+{
+    result r;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/fallback", RUNS);
+    run(&r, "rm -rf %s && cp -a %s %s", dir, base, dir);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run(&r, "cd %s/checkpoints && %s", dir, damage);
+    cr_assert_eq(r.code, 0, "%s: %s", damage, r.err);
+    char damaged[16384];
+    tree_sums(RUNS "/fallback/checkpoints/step-4", damaged, sizeof damaged);
+
+    run(&r, "%s run fallback.cfg --resume", TERN);
+    cr_expect_eq(r.code, 0, "%s: %s", damage, r.err);
+    cr_expect(strstr(r.err, REL "/fallback/checkpoints/step-4: cannot resume from this "
+              "checkpoint: ") && strstr(r.err, why),
+              "%s: names the checkpoint and why (%s): %s", damage, why, r.err);
+    cr_expect(strstr(r.err, "resuming from " REL "/fallback/checkpoints/step-2, not from the "
+              "newest checkpoint"), "%s: says which it resumes from: %s", damage, r.err);
+    char want[1200], kept[16384];
+    snprintf(want, sizeof want, "set aside as %s/fallback/checkpoints/%s (kept", REL, aside);
+    cr_expect(strstr(r.err, want), "%s: %s", want, r.err);
+    snprintf(want, sizeof want, "%s/checkpoints/%s", dir, aside);
+    tree_sums(want, kept, sizeof kept);
+    cr_expect_str_eq(kept, damaged, "%s: the damaged checkpoint is kept as it was", damage);
+    cr_expect(exists(RUNS "/fallback/checkpoints/step-4/state.json"), "step 4 saved again");
+    expect_steps_once(dir, 4);
+
+    /* a later resume does not trip on it again */
+    run(&r, "%s run fallback.cfg --resume -o trainer.steps=5", TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect_null(strstr(r.err, "damaged"), "%s", r.err);
+    cr_expect(strstr(r.err, "resuming from " REL "/fallback/checkpoints/step-4:"), "%s", r.err);
+    expect_steps_once(dir, 5);
+}
+
+Test(recovery, a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumed,
+     .timeout = 240)
+{
+    result r;
+    run(&r, "rm -rf " RUNS "/fbbase " RUNS "/fallback");
+    write_tasks("fallback", 40);
+    /* made under the name "fallback", copied for each kind of damage */
+    write_config("fallback", 4, 2, 0);
+    run(&r, "%s run fallback.cfg", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run(&r, "mv " RUNS "/fallback " RUNS "/fbbase");
+    cr_assert(exists(RUNS "/fbbase/checkpoints/step-2/state.json"));
+    cr_assert(exists(RUNS "/fbbase/checkpoints/step-4/policy/model.safetensors"));
+
+    expect_fallback(RUNS "/fbbase", "printf '{\"format\": 1, \"st' > step-4/state.json",
+                    "step-4/state.json", "step-4.damaged");
+    expect_fallback(RUNS "/fbbase", "printf '[]' > step-4/state.json", "format 1",
+                    "step-4.damaged");
+    expect_fallback(RUNS "/fbbase", "f=step-4/policy/model.safetensors; "
+                    "truncate -s $(( $(stat -c %s $f) / 2 )) $f", "model.safetensors",
+                    "step-4.damaged");
+    /* one set aside before keeps its name: the new one takes the next */
+    expect_fallback(RUNS "/fbbase", "mkdir step-4.damaged && echo earlier > step-4.damaged/note "
+                    "&& rm step-4/policy/model.safetensors", "model.safetensors",
+                    "step-4.damaged-2");
+    cr_expect(exists(RUNS "/fallback/checkpoints/step-4.damaged/note"), "the earlier one kept");
+    run(&r, "rm -rf " RUNS "/fbbase " RUNS "/fallback");
+}
+
+/* No checkpoint loads: refused (exit 2) with every one tried listed, and
+ * nothing changed: no checkpoint renamed, no line dropped. */
+Test(recovery, a_resume_with_no_usable_checkpoint_lists_what_it_tried_and_changes_nothing)
+{
+    result r;
+    char before[16384], after[16384];
+    run(&r, "rm -rf " RUNS "/nockpt");
+    write_tasks("nockpt", 40);
+    write_config("nockpt", 4, 2, 0);
+    run(&r, "%s run nockpt.cfg", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run(&r, "cd " RUNS "/nockpt/checkpoints && printf '{' > step-4/state.json && "
+            "truncate -s 100 step-2/policy/model.safetensors");
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    /* a metrics line of a step past both, as a run killed before its checkpoint leaves */
+    run(&r, "tail -n 1 " RUNS "/nockpt/metrics.jsonl >> " RUNS "/nockpt/metrics.jsonl");
+    tree_sums(RUNS "/nockpt", before, sizeof before);
+
+    run(&r, "%s run nockpt.cfg --resume", TERN);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, REL "/nockpt/checkpoints: no checkpoint can be resumed from"),
+              "%s", r.err);
+    cr_expect(strstr(r.err, "step-4/state.json") && strstr(r.err, "step-2/policy"),
+              "both tried are listed: %s", r.err);
+    cr_expect(strstr(r.err, "start a new run without --resume"), "says how to go on: %s",
+              r.err);
+    /* log.txt took the warnings; nothing else changed */
+    run(&r, "cd " RUNS "/nockpt && find . -type f ! -name log.txt | LC_ALL=C sort | "
+            "xargs -r sha256sum");
+    char *line = strstr(before, "./log.txt\n");
+    cr_assert_not_null(line);
+    while (line > before && line[-1] != '\n')
+        line--;
+    char *end = strchr(line, '\n') + 1;
+    memmove(line, end, strlen(end) + 1);
+    snprintf(after, sizeof after, "%s", r.out);
+    cr_expect_str_eq(after, before, "nothing renamed, no line dropped");
+    run(&r, "rm -rf " RUNS "/nockpt");
+}
+
+/* 3. The sqlite buffer's file is damaged (cut short, garbage): refused with
+ * the file named, said to be damaged and how to go on (exit 2), before
+ * anything of the run directory changes; the file itself is left as it is. */
+#define SQ_FILE WORK "/recovery_sq.sqlite"
+#define SQ_OPTS "-o buffer.plugin=sqlite -o 'buffer.path=\"" SQ_FILE "\"'"
+
+static void expect_buffer_refused(const char *damage, const char *words)
+{
+    result r;
+    char before[16384], after[16384], file_before[16384], file_after[16384];
+    run(&r, "%s", damage);
+    cr_assert_eq(r.code, 0, "%s: %s", damage, r.err);
+    run(&r, "rm -f " SQ_FILE "-wal " SQ_FILE "-shm; sha256sum " SQ_FILE);
+    snprintf(file_before, sizeof file_before, "%s", r.out);
+    run(&r, "cd " RUNS "/sqbuf && find . -type f ! -name log.txt | LC_ALL=C sort | "
+            "xargs -r sha256sum");
+    snprintf(before, sizeof before, "%s", r.out);
+
+    run(&r, "%s run sqbuf.cfg --resume -o trainer.steps=3 " SQ_OPTS, TERN);
+    cr_expect_eq(r.code, 2, "%s: %s", damage, r.err);
+    cr_expect(strstr(r.err, "'" SQ_FILE "' ") && strstr(r.err, words),
+              "%s: names the file and says '%s': %s", damage, words, r.err);
+    cr_expect(strstr(r.err, "move it away") && strstr(r.err, "new file"),
+              "%s: says how to go on: %s", damage, r.err);
+    run(&r, "sha256sum " SQ_FILE);
+    snprintf(file_after, sizeof file_after, "%s", r.out);
+    cr_expect_str_eq(file_after, file_before, "%s: the buffer's file is left as it was", damage);
+    run(&r, "cd " RUNS "/sqbuf && find . -type f ! -name log.txt | LC_ALL=C sort | "
+            "xargs -r sha256sum");
+    snprintf(after, sizeof after, "%s", r.out);
+    cr_expect_str_eq(after, before, "%s: nothing of the run directory changed", damage);
+}
+
+Test(recovery, a_damaged_sqlite_buffer_is_named_and_nothing_else_is_lost, .timeout = 240)
+{
+    result r;
+    run(&r, "rm -rf " RUNS "/sqbuf " SQ_FILE " " SQ_FILE "-wal " SQ_FILE "-shm "
+            WORK "/recovery_sq.keep");
+    write_tasks("sqbuf", 40);
+    write_config("sqbuf", 2, 0, 0);
+    run(&r, "%s run sqbuf.cfg " SQ_OPTS, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run(&r, "stat -c %%s " SQ_FILE);
+    long size = atol(r.out);
+    cr_assert(size >= 8192, "a buffer file of several pages: %ld bytes", size);
+    run(&r, "cp " SQ_FILE " " WORK "/recovery_sq.keep");
+
+    /* page 3 overwritten: the table sqlite_sequence, which opening the file
+     * does not read but the first put does (it used to fail mid-run, exit 1) */
+    expect_buffer_refused("yes garbage | head -c 4096 | dd of=" SQ_FILE " bs=4096 seek=2 "
+                          "conv=notrunc 2>/dev/null", "is damaged");
+    run(&r, "cp " WORK "/recovery_sq.keep " SQ_FILE);
+    expect_buffer_refused("truncate -s $(( $(stat -c %s " SQ_FILE ") / 2 )) " SQ_FILE,
+                          "is damaged");
+    run(&r, "cp " WORK "/recovery_sq.keep " SQ_FILE);
+    expect_buffer_refused("truncate -s 5000 " SQ_FILE, "is damaged");
+    expect_buffer_refused("yes garbage | head -c 8192 > " SQ_FILE, "not a SQLite database");
+
+    /* moved away, as the message says: the resume goes on with a new file */
+    run(&r, "mv " SQ_FILE " " SQ_FILE ".damaged");
+    run(&r, "%s run sqbuf.cfg --resume -o trainer.steps=3 " SQ_OPTS, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    expect_steps_once(RUNS "/sqbuf", 3);
+    /* and a whole file of its own is taken again */
+    run(&r, "%s run sqbuf.cfg --resume -o trainer.steps=4 " SQ_OPTS, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    expect_steps_once(RUNS "/sqbuf", 4);
+
+    /* an empty file (0 bytes) holds nothing to lose: it is a new buffer */
+    run(&r, "rm -f " SQ_FILE "-wal " SQ_FILE "-shm && : > " SQ_FILE);
+    run(&r, "%s run sqbuf.cfg --resume -o trainer.steps=5 " SQ_OPTS, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    expect_steps_once(RUNS "/sqbuf", 5);
+    run(&r, "rm -rf " RUNS "/sqbuf " SQ_FILE " " SQ_FILE "-wal " SQ_FILE "-shm " SQ_FILE
+            ".damaged " WORK "/recovery_sq.keep");
+}
+
+/* 4. A run directory this process cannot write. As root, which may write
+ * anywhere, the command runs as the user nobody (setpriv); as another user,
+ * the directory is made read-only (chmod). The prefix for the command, or
+ * NULL when neither works here (nobody cannot run tern on config `cfg`). */
+static const char *as_user_who_cannot_write(const char *cfg)
+{
+    if (geteuid() != 0)
+        return "";
+    result r;
+    static const char *drop = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    run(&r, "%s%s check %s", drop, TERN, cfg);
+    return r.code == 0 ? drop : NULL;
+}
+
+Test(recovery, a_run_directory_that_cannot_be_written_is_refused_and_left_as_it_was)
+{
+    result r;
+    char names[1024], before[16384], after[16384];
+    run(&r, "chmod -R u+w " WORK "/ro_out " RUNS "/rodir 2>/dev/null; rm -rf " WORK "/ro_out "
+            RUNS "/rodir");
+    write_tasks("rodir", 40);
+    write_config("rodir", 2, 0, 0);
+    const char *as = as_user_who_cannot_write("rodir.cfg");
+    if (!as)
+        cr_skip_test("skipped: running as root, and setpriv cannot run tern as the user nobody "
+                     "on this test's files (a read-only run directory cannot be made for root)");
+
+    /* a fresh run whose out_dir cannot be written, or made */
+    run(&r, "mkdir " WORK "/ro_out && chmod 555 " WORK "/ro_out");
+    run(&r, "%s%s run rodir.cfg -o 'run.out_dir=\"%s/ro_out\"'", as, TERN, WORK);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, WORK "/ro_out/rodir: cannot create the run directory: ") &&
+              strstr(r.err, strerror(EACCES)), "says which path and why: %s", r.err);
+    cr_expect(strstr(r.err, "-o run.out_dir=PATH"), "says how to fix: %s", r.err);
+    run(&r, "%s%s run rodir.cfg -o 'run.out_dir=\"%s/ro_out/a/b\"'", as, TERN, WORK);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, WORK "/ro_out/a: cannot create directory: ") &&
+              strstr(r.err, "run.out_dir"), "%s", r.err);
+    list_dir(WORK "/ro_out", names, sizeof names);
+    cr_expect_str_eq(names, "", "nothing is created");
+
+    /* a resume of a run directory it cannot write */
+    run(&r, "%s run rodir.cfg", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run(&r, "chmod -R a-w " RUNS "/rodir");
+    tree_sums(RUNS "/rodir", before, sizeof before);
+    run(&r, "%s%s run rodir.cfg --resume -o trainer.steps=3", as, TERN);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, REL "/rodir: cannot resume: this process cannot write " REL
+              "/rodir (") && strstr(r.err, strerror(EACCES)), "says which path and why: %s",
+              r.err);
+    cr_expect(strstr(r.err, "chmod -R u+w " REL "/rodir"), "says how to fix: %s", r.err);
+    tree_sums(RUNS "/rodir", after, sizeof after);
+    cr_expect_str_eq(after, before, "nothing in the run directory changed");
+    run(&r, "chmod -R u+w " RUNS "/rodir " WORK "/ro_out; rm -rf " RUNS "/rodir " WORK "/ro_out");
+}
+
+/* From a warm-up checkpoint (sft-S: RL had not begun), RL is done again
+ * whole: every RL line of the run it resumes is dropped, the evaluation
+ * before RL (step 0) too, so that each appears once. */
+Test(recovery, a_resume_from_a_warmup_checkpoint_writes_each_rl_line_once)
+{
+    result r;
+    run(&r, "rm -rf " RUNS "/fromsft");
+    write_tasks("fromsft", 40);
+    write_config("fromsft", 2, 0, 0);
+    run(&r, "%s run fromsft.cfg", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    /* as a run stopped in the warm-up (sft-2), resumed into RL and killed
+     * before its first RL checkpoint leaves it */
+    const char *ck = RUNS "/fromsft/checkpoints";
+    run(&r, "cp -a %s/step-2 %s/sft-2 && rm -rf %s/step-2", ck, ck, ck);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    json_error_t e;
+    json_t *st = json_load_file(RUNS "/fromsft/checkpoints/sft-2/state.json", 0, &e);
+    cr_assert_not_null(st, "%s", e.text);
+    json_object_set_new(st, "stage", json_string("sft"));
+    json_object_set_new(st, "step", json_integer(0));
+    json_object_set_new(st, "sft_step", json_integer(2));
+    json_object_set_new(st, "rl_started", json_false());
+    json_object_set_new(st, "next_batch", json_integer(0));
+    json_object_set_new(st, "data_position", json_integer(0));
+    json_object_set_new(st, "accuracy_before_rl", json_null());
+    json_object_set_new(st, "eval_before_rl", json_null());
+    json_object_del(st, "reward_first");
+    json_object_del(st, "reward_last");
+    cr_assert_eq(json_dump_file(st, RUNS "/fromsft/checkpoints/sft-2/state.json",
+                                JSON_INDENT(2)), 0);
+    json_decref(st);
+
+    run(&r, "%s run fromsft.cfg --resume", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "resuming from " REL "/fromsft/checkpoints/sft-2:"), "%s", r.err);
+    long long steps[64];
+    size_t n = whole_lines(RUNS "/fromsft/metrics.jsonl", "eval/accuracy", steps, 64);
+    cr_expect_eq(n, 2, "evaluations before RL and at the end, once each: %zu", n);
+    cr_expect(n == 2 && steps[0] == 0 && steps[1] == 2, "at steps 0 and 2");
+    expect_steps_once(RUNS "/fromsft", 2);
+    n = whole_lines(RUNS "/fromsft/metrics.jsonl", "stage", steps, 64);
+    cr_expect_eq(n, 2 + 1 + 2, "2 warm-up lines, the evaluation before RL, 2 RL steps: %zu", n);
+    run(&r, "rm -rf " RUNS "/fromsft");
 }

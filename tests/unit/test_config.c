@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errmsg.h"
 #include "config/config.h"
 #include "config/core_schema.h"
 #include "config/schema.h"
@@ -383,6 +384,71 @@ Test(spec, invalid_plugin_specs_are_refused)
     cr_expect_neq(tern_spec_validate(default_not_a_choice), TERN_OK);
     cr_expect_neq(tern_spec_validate(inverted_range), TERN_OK, "min without max is a bug");
     cr_expect_eq(tern_spec_validate(trainer_keys), TERN_OK);
+}
+
+/* TERN_SETTING_IN_RUN_DIR (ABI 1.5): a top-level string whose default is a bare
+ * file name; the schema leaves it absent for the run to fill in. */
+Test(spec, in_run_dir_settings)
+{
+    static const tern_setting_spec good[] = {
+        TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING,
+                     .flags = TERN_SETTING_IN_RUN_DIR, .def = "\"buffer.sqlite\""),
+        TERN_SETTING(.name = "n", .type = TERN_SETTING_INT, .def = "4"),
+        TERN_SETTINGS_END};
+    static const tern_setting_spec with_slash[] = {
+        TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING,
+                     .flags = TERN_SETTING_IN_RUN_DIR, .def = "\"sub/b.db\""),
+        TERN_SETTINGS_END};
+    static const tern_setting_spec dot_dot[] = {
+        TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING,
+                     .flags = TERN_SETTING_IN_RUN_DIR, .def = "\"..\""),
+        TERN_SETTINGS_END};
+    static const tern_setting_spec no_default[] = {
+        TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING,
+                     .flags = TERN_SETTING_IN_RUN_DIR),
+        TERN_SETTINGS_END};
+    static const tern_setting_spec not_a_string[] = {
+        TERN_SETTING(.name = "n", .type = TERN_SETTING_INT, .flags = TERN_SETTING_IN_RUN_DIR,
+                     .def = "3"),
+        TERN_SETTINGS_END};
+    static const tern_setting_spec nested_child[] = {
+        TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING,
+                     .flags = TERN_SETTING_IN_RUN_DIR, .def = "\"x.db\""),
+        TERN_SETTINGS_END};
+    static const tern_setting_spec nested[] = {
+        TERN_SETTING(.name = "g", .type = TERN_SETTING_GROUP, .children = nested_child),
+        TERN_SETTINGS_END};
+    cr_expect_eq(tern_spec_validate(good), TERN_OK, "%s", tern_error_message());
+    cr_expect_neq(tern_spec_validate(with_slash), TERN_OK);
+    cr_expect(strstr(tern_error_message(), "setting 'path' is TERN_SETTING_IN_RUN_DIR, which "
+                                           "needs a top-level string whose default is a bare "
+                                           "file name"), "%s", tern_error_message());
+    cr_expect_neq(tern_spec_validate(dot_dot), TERN_OK);
+    cr_expect_neq(tern_spec_validate(no_default), TERN_OK);
+    cr_expect_neq(tern_spec_validate(not_a_string), TERN_OK);
+    cr_expect_neq(tern_spec_validate(nested), TERN_OK);
+    cr_expect(strstr(tern_error_message(), "'g.path'"), "%s", tern_error_message());
+    char name[64];
+    cr_expect_eq(tern_spec_run_file_name(&good[0], name, sizeof name), TERN_OK);
+    cr_expect_str_eq(name, "buffer.sqlite");
+    cr_expect_neq(tern_spec_run_file_name(&good[1], name, sizeof name), TERN_OK);
+
+    /* absent: left for the run (the other default is filled); given: checked as a string */
+    tern_config c;
+    tern_diag d;
+    tern_diag_init(&d);
+    cr_assert_eq(tern_config_read_string(&c, "g = { };\nh = { path = 5; };\n", "<t>", &d),
+                 TERN_OK);
+    const tern_setting_spec *specs = good;
+    config_setting_t *g = config_lookup(&c.cfg, "g"), *h = config_lookup(&c.cfg, "h");
+    cr_expect_eq(tern_schema_check(&c, g, &specs, 1, 0, &d), 0);
+    cr_expect_null(config_setting_get_member(g, "path"), "no default path outside a run");
+    cr_expect_not_null(config_setting_get_member(g, "n"), "other defaults are filled");
+    cr_expect_eq(tern_schema_check(&c, h, &specs, 1, 0, &d), 1);
+    cr_expect(d.n == 1 && strstr(d.msgs[0], "h.path: expected a string"), "%s",
+              d.n ? d.msgs[0] : "");
+    tern_config_free(&c);
+    tern_diag_free(&d);
 }
 
 Test(suggest, edit_distance)

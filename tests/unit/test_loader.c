@@ -64,6 +64,15 @@ Test(loader, refuses_other_abi_major)
     expect_refused(BAD "/abi_major/abi_major.so", "built for ABI major 2", "rebuild the plugin");
 }
 
+/* A run checks model, reward and sync instances before its directory exists,
+ * so only a buffer may keep a file there (TERN_SETTING_IN_RUN_DIR, ABI 1.5). */
+Test(loader, refuses_a_run_directory_file_on_a_plugin_that_is_not_a_buffer)
+{
+    expect_refused(BAD "/run_dir_kind/run_dir_kind.so",
+                   "declares setting 'file' TERN_SETTING_IN_RUN_DIR, which only buffer plugins "
+                   "may use", "give it a default of its own");
+}
+
 Test(loader, refuses_newer_abi_minor)
 {
     expect_refused(BAD "/abi_minor/abi_minor.so", "built for ABI 1.99, newer than",

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/errmsg.h"
+#include "base/sha256.h"
 #include "loop/run_state.h"
 
 static char work[512];

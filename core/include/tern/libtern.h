@@ -48,11 +48,21 @@ typedef struct tern_invocation {
     FILE *out;                    /* the command's output (NULL: stdout) */
     FILE *err;                    /* problems and log lines (NULL: stderr) */
     int resume;                   /* run: continue out_dir/name from its newest checkpoint */
+    int plugins_only;             /* check: the plugins alone, not a run (a plugin's test
+                                     config); appended after resume (TERN_HAS) */
 } tern_invocation;
 
-/* `tern check`: read and validate the config, load and start every plugin it
- * names, print what would run, stop them. 0 when all is well, else 2 (or 1
- * for a runtime failure such as an I/O error while starting a plugin). */
+/* `tern check`: every check `tern run` makes before it creates anything (one
+ * function serves both, so what check calls valid, run accepts): read and
+ * validate the config, load and start every plugin it names, read the loop's
+ * sections and the task files, check the rules that join several keys and
+ * what a run asks of its plugins; print what would run, stop them. It makes
+ * no model copy and no run directory; a file a plugin keeps in the run
+ * directory (the `sqlite` buffer's default) is only named. A config that is
+ * not a run (no data.train) is refused as run refuses it; with
+ * inv->plugins_only only the plugins it names are checked. 0 when all is
+ * well, else 2 (or 1 for a runtime failure such as an I/O error while
+ * starting a plugin). */
 TERN_API int tern_cmd_check(const tern_invocation *inv);
 
 /* `tern run`: as check, then create the run directory (out_dir/name, or

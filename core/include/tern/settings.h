@@ -38,6 +38,18 @@ typedef enum tern_setting_type {
 
 /* tern_setting_spec.flags */
 #define TERN_SETTING_REQUIRED 0x1u /* absent key is an error (no default allowed) */
+/*
+ * TERN_SETTING_IN_RUN_DIR (ABI 1.5; buffer plugins only): a STRING at the top
+ * level of the group naming a file the plugin keeps for the run, whose `def`
+ * is a bare file name ("\"buffer.sqlite\"": no '/', not "." or ".."). When
+ * the key is absent, `tern run` sets it to "<run dir>/<def>" once the run
+ * directory exists (created, or found again by --resume) and only then runs
+ * create(), so the file lives with the run; `tern check` starts no instance
+ * then and prints where the file would be. A key the config sets is used as
+ * given. Outside a run the key has no default: get_string() fails with
+ * "LABEL.KEY is not set" unless the config sets it.
+ */
+#define TERN_SETTING_IN_RUN_DIR 0x2u
 
 /*
  * One key of a settings group. Arrays of specs end with an element whose
@@ -49,7 +61,7 @@ typedef struct tern_setting_spec {
     size_t size;          /* sizeof(tern_setting_spec) as the plugin was built */
     const char *name;     /* the key: [a-z][a-z0-9_]*; NULL ends the array */
     uint32_t type;        /* a tern_setting_type */
-    uint32_t flags;       /* TERN_SETTING_REQUIRED or 0 */
+    uint32_t flags;       /* TERN_SETTING_REQUIRED, TERN_SETTING_IN_RUN_DIR or 0 */
     /* Default as libconfig literal text ("64", "0.2", "true", "\"fifo\"");
      * NULL means none: the key is then optional and simply absent, or required.
      * Only for INT, FLOAT, BOOL and STRING. */

@@ -2,6 +2,7 @@
  * run, plugins. Each returns an exit code and prints problems to `err`. */
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,9 @@ static int stopped_code(int sig)
 
 static int bad_invocation(const tern_invocation *inv)
 {
-    return !inv || inv->size < sizeof(tern_invocation) ||
+    /* a caller built before resume and plugins_only were appended has them
+     * off (TERN_HAS) */
+    return !inv || inv->size < offsetof(tern_invocation, resume) ||
            (inv->n_overrides && !inv->overrides);
 }
 
@@ -62,45 +65,58 @@ static int open_session(const tern_invocation *inv, tern_session *s, int start)
     return exit_code(rc);
 }
 
-/* A config with training tasks is a run: check what the run reads beyond
- * the plugins (the loop's sections and the task files), as `tern run` would.
- * A config without (a plugin's test config) is checked for its plugins only. */
-static int check_run_sections(const tern_invocation *inv, tern_session *s)
+/* Print what a run's checks found, as `tern run` prints it; returns the exit
+ * code. */
+static int report(const tern_invocation *inv, int rc, tern_diag *d)
 {
+    if (d->n) {
+        tern_diag_print(d, err_of(inv));
+        if (rc == TERN_OK)
+            rc = TERN_ECONFIG;
+    } else if (rc != TERN_OK && rc != TERN_EINTR) {
+        fprintf(err_of(inv), "%s\n", tern_error_message());
+    }
+    return exit_code(rc);
+}
+
+/* The checks `tern run` makes before it creates anything (loop/run_checks.h),
+ * without making model copies or a run directory. */
+static int check_run(const tern_invocation *inv, tern_session *s)
+{
+    tern_run *run = calloc(1, sizeof *run);
+    if (!run) {
+        fprintf(err_of(inv), "out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    run->session = s;
+    run->seed = s->seed;
     tern_diag d;
     tern_diag_init(&d);
-    tern_run_settings set;
-    int rc = tern_run_settings_read(&s->config, &set, &d);
-    tern_diag_print(&d, err_of(inv));
+    tern_error_clear();
+    int code = report(inv, tern_run_check(run, &d), &d);
     tern_diag_free(&d);
-    tern_diag_init(&d);
-    tern_task_set train = {0}, eval = {0};
-    if (rc == TERN_OK)
-        rc = tern_task_set_load(&train, set.train_path, set.skip_bad);
-    if (rc == TERN_OK && set.eval_path)
-        rc = tern_task_set_load(&eval, set.eval_path, set.skip_bad);
-    /* the prompts against the model's context, as the run checks them */
-    for (size_t i = 0; rc == TERN_OK && i < s->n_inst; i++) {
-        const tern_instance *in = &s->inst[i];
-        if (strcmp(in->label, "model") != 0 || !in->created)
-            continue;
-        tern_model m = {.ops = in->entry->plugin->desc->ops, .state = in->state};
-        rc = tern_check_prompt_lengths(&m, set.system_prompt, &train, &d);
-        if (rc == TERN_OK)
-            rc = tern_check_prompt_lengths(&m, set.system_prompt, &eval, &d);
-        tern_diag_print(&d, err_of(inv));
-    }
-    tern_diag_free(&d);
-    if (rc != TERN_OK && rc != TERN_ECONFIG) {
+    if (code == TERN_EXIT_OK)
+        fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", run->train.n,
+                run->set.train_path, run->eval.n);
+    else if (!config_lookup(&s->config.cfg, "data.train") && s->n_inst)
+        fprintf(err_of(inv), "%s: this config is not a run (it names no data.train); to check "
+                "only the plugins it names, as for a plugin's test config: tern check "
+                "--plugins-only %s\n", s->config.path, s->config.path);
+    tern_run_check_free(run);
+    free(run);
+    return code;
+}
+
+/* The plugins alone (`--plugins-only`): each started, the rewards as a run
+ * routes them (isolated ones start their workers). */
+static int check_plugins_only(const tern_invocation *inv, tern_session *s)
+{
+    tern_rewarder rw;
+    tern_error_clear();
+    int rc = tern_rewarder_open(&rw, s);
+    if (rc != TERN_OK)
         fprintf(err_of(inv), "%s\n", tern_error_message());
-        rc = rc == TERN_ENOMEM ? rc : TERN_ECONFIG;
-    }
-    if (rc == TERN_OK)
-        fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", train.n,
-                set.train_path, eval.n);
-    tern_task_set_free(&train);
-    tern_task_set_free(&eval);
-    tern_run_settings_free(&set);
+    tern_rewarder_close(&rw);
     return exit_code(rc);
 }
 
@@ -108,24 +124,18 @@ int tern_cmd_check(const tern_invocation *inv)
 {
     if (bad_invocation(inv) || !inv->config_path)
         return TERN_EXIT_USAGE;
+    int plugins_only = TERN_HAS(inv, plugins_only) && inv->plugins_only;
     tern_session s;
     int code = open_session(inv, &s, 1);
-    if (code == TERN_EXIT_OK) {
-        /* the rewards as a run routes them: isolated ones start their workers */
-        tern_rewarder rw;
-        tern_error_clear();
-        int rc = tern_rewarder_open(&rw, &s);
-        if (rc != TERN_OK) {
-            fprintf(err_of(inv), "%s\n", tern_error_message());
-            code = exit_code(rc);
-        }
-        tern_rewarder_close(&rw);
-    }
-    if (code == TERN_EXIT_OK && config_lookup(&s.config.cfg, "data.train"))
-        code = check_run_sections(inv, &s);
+    if (code == TERN_EXIT_OK)
+        code = plugins_only ? check_plugins_only(inv, &s) : check_run(inv, &s);
     if (code == TERN_EXIT_OK) {
         tern_session_describe(&s, out_of(inv));
-        fprintf(out_of(inv), "ok: %s is valid\n", inv->config_path);
+        if (plugins_only)
+            fprintf(out_of(inv), "ok: %s: its plugins are valid (checked for its plugins only, "
+                    "not as a run)\n", inv->config_path);
+        else
+            fprintf(out_of(inv), "ok: %s is valid\n", inv->config_path);
     }
     tern_session_close(&s);
     tern_log_set_stream(NULL);
@@ -148,15 +158,10 @@ int tern_cmd_run(const tern_invocation *inv)
                                .dir_lock = &lock};
         tern_error_clear();
         int rc = tern_loop_run(&s, &o, &d);
-        if (d.n) {
-            tern_diag_print(&d, err_of(inv));
-            if (rc == TERN_OK)
-                rc = TERN_ECONFIG;
-        } else if (rc != TERN_OK && rc != TERN_EINTR) {
-            fprintf(err_of(inv), "%s\n", tern_error_message());
-        }
+        code = report(inv, rc, &d);
+        if (rc == TERN_EINTR)
+            code = stopped_code(sig);
         tern_diag_free(&d);
-        code = rc == TERN_EINTR ? stopped_code(sig) : exit_code(rc);
     }
     tern_session_close(&s);
     tern_log_close_file();

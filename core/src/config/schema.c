@@ -110,6 +110,29 @@ static int in_choices(const char *value, const char *choices)
     return 0;
 }
 
+/* A TERN_SETTING_IN_RUN_DIR spec: a top-level string whose default (parsed
+ * already) is a file name a run can put in its directory. */
+static int in_run_dir_ok(const tern_setting_spec *s, int depth)
+{
+    if (depth != 0 || s->type != TERN_SETTING_STRING || !s->def)
+        return 0;
+    char name[256];
+    if (tern_spec_run_file_name(s, name, sizeof name) != TERN_OK)
+        return 0;
+    return *name && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+int tern_spec_run_file_name(const tern_setting_spec *s, char *name, size_t n)
+{
+    long long i;
+    double f;
+    int b;
+    if (!(s->flags & TERN_SETTING_IN_RUN_DIR) || s->type != TERN_SETTING_STRING || !s->def ||
+        parse_default(s, &i, &f, &b, name, n) != 0)
+        return TERN_EINVAL;
+    return TERN_OK;
+}
+
 static int spec_validate_level(const tern_setting_spec *spec, int depth, const char *prefix)
 {
     if (depth > SPEC_MAX_DEPTH)
@@ -152,6 +175,11 @@ static int spec_validate_level(const tern_setting_spec *spec, int depth, const c
         }
         if (s->min > s->max)
             return tern_errorf(TERN_EINVAL, "setting '%s' has min %g > max %g", n, s->min, s->max);
+        if ((s->flags & TERN_SETTING_IN_RUN_DIR) && !in_run_dir_ok(s, depth))
+            return tern_errorf(TERN_EINVAL, "setting '%s%s%s' is TERN_SETTING_IN_RUN_DIR, which "
+                               "needs a top-level string whose default is a bare file name "
+                               "(e.g. .def = \"\\\"buffer.sqlite\\\"\")", prefix,
+                               *prefix ? "." : "", n);
         if ((s->type == TERN_SETTING_GROUP || s->type == TERN_SETTING_LIST) && s->children) {
             int rc = spec_validate_level(s->children, depth + 1, n);
             if (rc != TERN_OK)
@@ -394,7 +422,9 @@ static void check_group(check *k, config_setting_t *group, const tern_setting_sp
                 else
                     report(k, group, "%s: missing required key '%s'%s%s%s", path, sp->name,
                            *doc ? " (" : "", doc, *doc ? ")" : "");
-            } else if (sp->def) {
+            } else if (sp->def && !(sp->flags & TERN_SETTING_IN_RUN_DIR)) {
+                /* an IN_RUN_DIR default names a file in the run directory,
+                 * which the run fills in once the directory exists */
                 add_default(k, group, sp);
             } else if (sp->type == TERN_SETTING_GROUP && sp->children) {
                 /* An absent group whose keys have defaults: create it, so

@@ -18,7 +18,8 @@
  * "WHERE: message" line: unknown keys (with the nearest valid name), wrong
  * types (an integer widens to a float, nothing else converts), values out of
  * range or outside the choices, missing required keys. Absent keys with a
- * default are added with that default. Returns the number of problems. */
+ * default are added with that default, except a TERN_SETTING_IN_RUN_DIR key
+ * (the run fills it in, host/session.h). Returns the number of problems. */
 size_t tern_schema_check(tern_config *c, config_setting_t *group,
                          const tern_setting_spec *const *specs, size_t nspecs, unsigned flags,
                          tern_diag *d);
@@ -29,6 +30,10 @@ const tern_setting_spec *tern_spec_next(const tern_setting_spec *s);
 const tern_setting_spec *tern_spec_find(const tern_setting_spec *spec, const char *name);
 /* The entry for a dotted path ("init.preset", "cases.0.name"), or NULL. */
 const tern_setting_spec *tern_spec_find_path(const tern_setting_spec *spec, const char *path);
+
+/* The bare file name a TERN_SETTING_IN_RUN_DIR spec's default gives, into
+ * name (size n): TERN_OK, or TERN_EINVAL when `s` is not such a spec. */
+int tern_spec_run_file_name(const tern_setting_spec *s, char *name, size_t n);
 
 /* Check that a plugin's spec array is well formed: element sizes, names,
  * types, defaults that parse as their type, ranges. On failure returns

@@ -128,6 +128,10 @@ static int find_setting(tern_ctx *ctx, const char *key, const tern_setting_spec 
                            "%s: the plugin asked for setting '%s', which its settings spec does "
                            "not declare (a bug in the plugin)", ctx->label, key);
     *s = ctx->group ? tern_config_lookup(ctx->group, key) : NULL;
+    if (!*s && ((*sp)->flags & TERN_SETTING_IN_RUN_DIR))
+        return tern_errorf(TERN_ENOTFOUND, "%s.%s is not set: `tern run` puts it in the run "
+                           "directory; outside a run, set %s.%s to the file to use",
+                           ctx->label, key, ctx->label, key);
     if (!*s)
         return tern_errorf(TERN_ENOTFOUND, "%s.%s is not set", ctx->label, key);
     return TERN_OK;

@@ -159,6 +159,12 @@ static int check_descriptor(const tern_plugin_descriptor *d)
         tern_error_prefix("plugin '%s' declares invalid settings: ", d->name);
         return TERN_EINVAL;
     }
+    /* a run checks the other kinds' instances before its directory exists */
+    for (const tern_setting_spec *s = d->settings; s && s->name; s = tern_spec_next(s))
+        if ((s->flags & TERN_SETTING_IN_RUN_DIR) && d->kind != TERN_KIND_BUFFER)
+            return tern_errorf(TERN_EINVAL, "plugin '%s' declares setting '%s' "
+                               "TERN_SETTING_IN_RUN_DIR, which only buffer plugins may use; give "
+                               "it a default of its own instead", d->name, s->name);
     return TERN_OK;
 }
 

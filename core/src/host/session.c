@@ -120,6 +120,50 @@ static int collect_instances(tern_session *s)
     return TERN_OK;
 }
 
+/* Does a TERN_SETTING_IN_RUN_DIR key of the instance's plugin lack a value? */
+static int waits_for_run_dir(const tern_instance *in)
+{
+    for (const tern_setting_spec *sp = in->entry->plugin->desc->settings; sp && sp->name;
+         sp = tern_spec_next(sp))
+        if ((sp->flags & TERN_SETTING_IN_RUN_DIR) &&
+            !config_setting_get_member(in->group, sp->name))
+            return 1;
+    return 0;
+}
+
+/* Run the create() of one resolved instance; a failure is one line in d.
+ * TERN_OK, TERN_ECONFIG for a config problem, or the runtime failure. */
+static int start_one(tern_session *s, tern_instance *in, tern_diag *d)
+{
+    if (!in->ctx)
+        in->ctx = tern_ctx_new(in->label, &s->config, in->group,
+                               in->entry->plugin->desc->settings, s->seed, s->metrics, s->trace);
+    if (!in->ctx) {
+        tern_diag_addf(d, "%s: out of memory", in->label);
+        return TERN_ENOMEM;
+    }
+    uint64_t span = tern_trace_begin(s->trace, "start_plugin");
+    tern_error_clear();
+    int rc = head_of(in)->create(in->ctx, &in->state);
+    char args[160];
+    snprintf(args, sizeof args, "{\"instance\":\"%s\",\"plugin\":\"%s\"}", in->label,
+             in->entry->name);
+    tern_trace_end(s->trace, span, args);
+    if (rc != TERN_OK) {
+        const char *msg = tern_error_message();
+        tern_diag_addf(d, "%s: plugin '%s' (%s) failed to start: %s", in->label,
+                       in->entry->name, in->entry->path,
+                       *msg ? msg : "it gave no reason (a bug in the plugin)");
+        in->state = NULL;
+        int config_problem = rc == TERN_ECONFIG || rc == TERN_EINVAL || rc == TERN_ENOTFOUND;
+        return config_problem ? TERN_ECONFIG : (rc < 0 ? rc : TERN_ERR);
+    }
+    in->created = 1;
+    tern_logf(TERN_LOG_DEBUG, in->label, "started plugin '%s' from %s", in->entry->name,
+              in->entry->path);
+    return TERN_OK;
+}
+
 static int start_instances(tern_session *s, tern_diag *d)
 {
     int status = TERN_OK;
@@ -127,35 +171,52 @@ static int start_instances(tern_session *s, tern_diag *d)
         tern_instance *in = &s->inst[i];
         if (!in->entry)
             continue;
-        in->ctx = tern_ctx_new(in->label, &s->config, in->group,
-                               in->entry->plugin->desc->settings, s->seed, s->metrics, s->trace);
-        if (!in->ctx) {
-            tern_diag_addf(d, "%s: out of memory", in->label);
-            return TERN_ENOMEM;
-        }
-        uint64_t span = tern_trace_begin(s->trace, "start_plugin");
-        tern_error_clear();
-        int rc = head_of(in)->create(in->ctx, &in->state);
-        char args[160];
-        snprintf(args, sizeof args, "{\"instance\":\"%s\",\"plugin\":\"%s\"}", in->label,
-                 in->entry->name);
-        tern_trace_end(s->trace, span, args);
-        if (rc != TERN_OK) {
-            const char *msg = tern_error_message();
-            tern_diag_addf(d, "%s: plugin '%s' (%s) failed to start: %s", in->label,
-                           in->entry->name, in->entry->path,
-                           *msg ? msg : "it gave no reason (a bug in the plugin)");
-            in->state = NULL;
-            int config_problem = rc == TERN_ECONFIG || rc == TERN_EINVAL || rc == TERN_ENOTFOUND;
-            if (status == TERN_OK || !config_problem)
-                status = config_problem ? TERN_ECONFIG : (rc < 0 ? rc : TERN_ERR);
+        if (waits_for_run_dir(in)) {
+            /* its file belongs in a run directory that does not exist yet */
+            in->waits_for_run_dir = 1;
             continue;
         }
-        in->created = 1;
-        tern_logf(TERN_LOG_DEBUG, in->label, "started plugin '%s' from %s", in->entry->name,
-                  in->entry->path);
+        int rc = start_one(s, in, d);
+        if (rc == TERN_ENOMEM)
+            return rc;
+        if (rc != TERN_OK && (status == TERN_OK || rc != TERN_ECONFIG))
+            status = rc;
     }
     return status;
+}
+
+int tern_session_start_in_run_dir(tern_session *s, const char *dir)
+{
+    for (size_t i = 0; i < s->n_inst; i++) {
+        tern_instance *in = &s->inst[i];
+        if (!in->waits_for_run_dir)
+            continue;
+        for (const tern_setting_spec *sp = in->entry->plugin->desc->settings; sp && sp->name;
+             sp = tern_spec_next(sp)) {
+            char name[256], *path = NULL;
+            if (!(sp->flags & TERN_SETTING_IN_RUN_DIR) ||
+                config_setting_get_member(in->group, sp->name) ||
+                tern_spec_run_file_name(sp, name, sizeof name) != TERN_OK)
+                continue;
+            if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return tern_errorf(TERN_ENOMEM, "out of memory");
+            config_setting_t *v = config_setting_add(in->group, sp->name, CONFIG_TYPE_STRING);
+            int ok = v && config_setting_set_string(v, path) == CONFIG_TRUE;
+            free(path);
+            if (!ok)
+                return tern_errorf(TERN_ENOMEM, "out of memory");
+        }
+        tern_diag d;
+        tern_diag_init(&d);
+        int rc = start_one(s, in, &d);
+        if (rc != TERN_OK)
+            tern_errorf(rc, "%s", d.n ? d.msgs[0] : "out of memory");
+        tern_diag_free(&d);
+        if (rc != TERN_OK)
+            return rc;
+        in->waits_for_run_dir = 0;
+    }
+    return TERN_OK;
 }
 
 /* The body of tern_session_open and tern_session_open_text: the config comes
@@ -303,6 +364,14 @@ void tern_session_describe(tern_session *s, FILE *out)
                 in->entry->path);
         fprintf(out, "%-10s", "");
         print_settings(out, in->group, "");
+        for (const tern_setting_spec *sp = dsc->settings; in->waits_for_run_dir && sp && sp->name;
+             sp = tern_spec_next(sp)) {
+            char file[256];
+            if (!config_setting_get_member(in->group, sp->name) &&
+                tern_spec_run_file_name(sp, file, sizeof file) == TERN_OK)
+                fprintf(out, " %s=\"%s/%s/%s\" (in the run directory, made when the run starts)",
+                        sp->name, out_dir, name, file);
+        }
         fprintf(out, "\n");
         if (in->slot->kind == TERN_KIND_SYNC && in->created) {
             const tern_sync_ops *ops = dsc->ops;

@@ -25,6 +25,9 @@ typedef struct tern_instance {
     tern_ctx *ctx;
     void *state;                       /* the plugin's, once created */
     int created;
+    /* a TERN_SETTING_IN_RUN_DIR key is absent: not created until the run
+     * directory is known (tern_session_start_in_run_dir) */
+    int waits_for_run_dir;
 } tern_instance;
 
 typedef struct tern_session {
@@ -51,9 +54,16 @@ int tern_session_open(tern_session *s, const char *path, const char *const *over
  * (the working directory for a label without '/'). */
 TERN_INTERNAL int tern_session_open_text(tern_session *s, const char *text, const char *label, int start,
                            tern_diag *d);
+/* Start the instances that wait for the run directory `dir`: each absent
+ * TERN_SETTING_IN_RUN_DIR key becomes "DIR/<its default>" in the config
+ * group (so config.cfg shows it), then create() runs. TERN_OK, or the
+ * failing create()'s status with a message naming the instance and plugin
+ * (a config problem is TERN_ECONFIG). */
+int tern_session_start_in_run_dir(tern_session *s, const char *dir);
 /* Destroy the started instances (last first) and free everything. */
 TERN_INTERNAL void tern_session_close(tern_session *s);
-/* Print the plugins and their resolved settings (`tern check` output). */
+/* Print the plugins and their resolved settings (`tern check` output); a key
+ * that waits for the run directory is shown as out_dir/name/<file>. */
 void tern_session_describe(tern_session *s, FILE *out);
 
 #endif

@@ -830,23 +830,10 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     struct sigaction old_handlers[N_STOP_SIGNALS];
     int have_handler[N_STOP_SIGNALS] = {0}, handling = 0;
 
-    int rc = tern_run_settings_read(&s->config, &run->set, d);
+    /* the same checks as `tern check`, then what only a run makes */
+    int rc = tern_run_check(run, d);
     if (rc == TERN_OK)
-        rc = tern_run_load_data(run);
-    if (rc == TERN_OK)
-        rc = tern_run_setup_plugins(run, d);
-    if (rc == TERN_OK && (rc = tern_rewarder_check_domains(&run->rewards, &run->train)) == TERN_OK &&
-        run->eval.n)
-        rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
-    if (rc == TERN_OK) {
-        rc = tern_check_prompt_lengths(&run->policy, run->set.system_prompt, &run->train, d);
-        int erc = rc == TERN_OK || rc == TERN_ECONFIG
-                      ? tern_check_prompt_lengths(&run->policy, run->set.system_prompt,
-                                                  &run->eval, d)
-                      : TERN_OK;
-        if (rc == TERN_OK)
-            rc = erc;
-    }
+        rc = tern_run_make_models(run);
     if (rc == TERN_OK) {
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
@@ -896,7 +883,7 @@ done:
         tern_queue_close(&run->trainer_jobs);
         if (run->weights)
             tern_weights_close(run->weights);
-        if (run->buffer_ops)
+        if (run->buffer_ops) /* set once the buffer started */
             run->buffer_ops->close(run->buffer);
     }
     for (uint32_t i = 0; joined && i < ms->explorers_started; i++)
@@ -958,10 +945,7 @@ done:
     json_decref(ms->eval_before);
     json_decref(ms->eval_after);
     tern_run_drop_models(run);
-    tern_rewarder_close(&run->rewards);
-    tern_task_set_free(&run->train);
-    tern_task_set_free(&run->eval);
-    tern_run_settings_free(&run->set);
+    tern_run_check_free(run);
     free(run);
     free(ms);
     return rc;

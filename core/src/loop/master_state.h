@@ -64,15 +64,16 @@ typedef struct master {
 
 
 /* run_setup.c */
-/* Find the run's plugins and make the model instances it needs beyond the
- * session's (explorer, evaluator, a same_as reference). Config problems to d. */
-int tern_run_setup_plugins(tern_run *run, tern_diag *d);
-/* Destroy the instances tern_run_setup_plugins made. */
+/* Make the model instances the run needs beyond the session's (one per
+ * explorer, the evaluator, a same_as reference), after tern_run_check. */
+int tern_run_make_models(tern_run *run);
+/* Destroy the instances tern_run_make_models made. */
 void tern_run_drop_models(tern_run *run);
 /* Load the train and eval task files (bad input: TERN_ECONFIG, message set). */
 int tern_run_load_data(tern_run *run);
-/* Create the run directory (or, resuming, load its newest checkpoint) and
- * open metrics.jsonl and rollouts.jsonl for appending. */
+/* Create the run directory (or, resuming, load its newest checkpoint), start
+ * the instances that wait for it (host/session.h) and open metrics.jsonl and
+ * rollouts.jsonl for appending. */
 struct tern_loop_options; /* loop/master.h */
 int tern_run_open_dir(tern_run *run, master *ms, const struct tern_loop_options *o);
 
@@ -82,7 +83,11 @@ int tern_run_open_dir(tern_run *run, master *ms, const struct tern_loop_options 
 int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int64_t sft_step,
                                  int64_t step, int rl_started);
 /* Read a checkpoint back: its state into run->resume and *ms, its models
- * into the policy (and a same_as reference). */
+ * into the policy (and a same_as reference). TERN_EINVAL when the checkpoint
+ * is damaged (its state.json does not read, or its policy does not load),
+ * *ms then unchanged, so a resume can try the one before
+ * (tern_run_resume_newest); TERN_ECONFIG for a refusal of the run (a changed
+ * setting or task file, a step past trainer.steps, the reference). */
 int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt);
 /* summary.json */
 int tern_run_write_summary(tern_run *run, master *ms, int interrupted);

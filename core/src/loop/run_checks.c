@@ -1,4 +1,5 @@
-/* run_checks.c: checks of the tasks against the model (see run_checks.h). */
+/* run_checks.c: the checks a run makes before it creates anything (see
+ * run_checks.h). */
 #include "loop/run_checks.h"
 
 #include <stdlib.h>
@@ -6,7 +7,169 @@
 
 #include "base/errmsg.h"
 #include "data/task.h"
+#include "loop/master_state.h"
 #include "loop/run.h"
+#include "reward/rewarder.h"
+
+tern_instance *tern_run_instance(tern_session *s, const char *label)
+{
+    for (size_t i = 0; i < s->n_inst; i++)
+        if (strcmp(s->inst[i].label, label) == 0)
+            return &s->inst[i];
+    return NULL;
+}
+
+/* started, or waiting for the run directory to start in */
+static int live(const tern_instance *in) { return in && (in->created || in->waits_for_run_dir); }
+
+int tern_run_check_buffer_empty(const tern_run *run)
+{
+    tern_session *s = run->session;
+    tern_instance *buf = tern_run_instance(s, "buffer");
+    tern_buffer_stats bst = {.size = sizeof bst};
+    if (!buf || !run->buffer_ops || run->buffer_ops->stats(run->buffer, &bst) != TERN_OK ||
+        bst.held == 0)
+        return TERN_OK;
+    /* a durable buffer with experiences of an earlier run: they belong to
+     * batches this master did not deal, which the trainer cannot place */
+    char where[600];
+    return tern_errorf(TERN_ECONFIG, "%s: buffer: plugin '%s' already holds %llu experience%s "
+                       "from an earlier run; a run cannot train on them yet: remove the buffer's "
+                       "file (or point its path elsewhere) to start",
+                       tern_config_where(&s->config, buf->group, where, sizeof where),
+                       buf->entry->name, (unsigned long long)bst.held, bst.held == 1 ? "" : "s");
+}
+
+/* The plugins a run needs and what it asks of them; fills in run's plugin
+ * fields. Config problems to d. */
+static int check_plugins(tern_run *run, tern_diag *d)
+{
+    tern_session *s = run->session;
+    tern_instance *model = tern_run_instance(s, "model"), *ref = tern_run_instance(s, "reference"),
+                  *buf = tern_run_instance(s, "buffer"), *sync = tern_run_instance(s, "sync");
+    const char *fix = " (etc/quickstart.cfg shows a complete run)";
+    if (!live(model))
+        tern_diag_addf(d, "%s: a run needs a model section: model = { plugin = \"transformer\"; "
+                       "init = { preset = \"tiny\"; }; };%s", s->config.path, fix);
+    if (!live(buf))
+        tern_diag_addf(d, "%s: a run needs a buffer section: buffer = { plugin = \"fifo\"; };%s",
+                       s->config.path, fix);
+    if (!live(sync))
+        tern_diag_addf(d, "%s: a run needs a sync section: sync = { plugin = \"synchronous\"; "
+                       "};%s", s->config.path, fix);
+    if (d->n)
+        return TERN_ECONFIG;
+    /* a model or sync plugin never waits: only buffers may (host/loader.c) */
+    run->policy = (tern_model){.ops = model->entry->plugin->desc->ops, .state = model->state};
+    if (buf->created) {
+        run->buffer_ops = buf->entry->plugin->desc->ops;
+        run->buffer = buf->state;
+    }
+    run->sync_ops = sync->entry->plugin->desc->ops;
+    run->sync = sync->state;
+
+    char where[600];
+    if (buf->entry->plugin->desc->caps & TERN_CAP_REPLAY) {
+        /* the trainer trains whole explorer batches, in order or as they
+         * arrive; a replay buffer hands records out again and in its own order */
+        tern_diag_addf(d, "%s: buffer: plugin '%s' is a replay buffer, which the learning loop "
+                       "cannot train from yet (it trains each explorer batch once, whole): use "
+                       "plugin = \"fifo\" or \"sqlite\" (docs/buffers.md)",
+                       tern_config_where(&s->config, buf->group, where, sizeof where),
+                       buf->entry->name);
+        return TERN_ECONFIG;
+    }
+    if (tern_run_check_buffer_empty(run) != TERN_OK) {
+        tern_diag_addf(d, "%s", tern_error_message());
+        return TERN_ECONFIG;
+    }
+
+    int rc = tern_model_special(&run->policy, "model: the end-of-sequence token", &run->special);
+    if (rc == TERN_EUNSUPPORTED) {
+        tern_diag_addf(d, "model: plugin '%s' does not tell its end-of-sequence token (the "
+                       "special_tokens op of ABI 1.1), so a run cannot end responses: add the op "
+                       "and rebuild the plugin against the ABI 1.1 SDK (docs/plugins.md)",
+                       model->entry->name);
+        return TERN_ECONFIG;
+    }
+    if (rc != TERN_OK || run->special.eos < 0)
+        return tern_errorf(TERN_ERR, "model: plugin '%s' gives no end-of-sequence token: %s",
+                           model->entry->name, rc != TERN_OK ? tern_error_message() : "eos is -1");
+
+    tern_sync_info info = {.size = sizeof info};
+    tern_error_clear();
+    if (run->sync_ops->describe(run->sync, &info) != TERN_OK)
+        return tern_errorf(TERN_ERR, "sync: describe failed: %s", tern_error_message());
+    if (info.explorers < 1 || info.explorers > 64)
+        tern_diag_addf(d, "%s: sync: plugin '%s' asks for %u explorers; tern runs 1 to 64",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       sync->entry->name, info.explorers);
+    if (!info.transport ||
+        (strcmp(info.transport, "memory") != 0 && strcmp(info.transport, "checkpoint") != 0))
+        tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not available in this tern: "
+                       "use method = \"memory\" or \"checkpoint\" (NCCL needs the CUDA build)",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.transport ? info.transport : "(none)");
+    else
+        snprintf(run->transport, sizeof run->transport, "%s", info.transport);
+    run->n_explorers = info.explorers;
+    run->max_staleness = info.max_staleness;
+    /* the first plan tells the kind of schedule: fixed (wait) or asynchronous */
+    tern_sync_plan plan = {.size = sizeof plan};
+    tern_error_clear();
+    if (run->sync_ops->explorer_plan(run->sync, 0, 0, &plan) != TERN_OK)
+        return tern_errorf(TERN_ERR, "sync: explorer_plan failed: %s", tern_error_message());
+    run->async = plan.mode == TERN_SYNC_USE_NEWEST;
+
+    /* the reference: a frozen copy of the policy (same_as), its own plugin, or none */
+    int want_kl = run->set.loss.kl != TERN_KL_NONE;
+    if (ref && ref->created) {
+        run->reference = (tern_model){.ops = ref->entry->plugin->desc->ops, .state = ref->state};
+    } else if (ref && want_kl) {
+        run->reference_is_copy = 1;
+    } else if (!ref && run->set.loss.kl_coef > 0) {
+        config_setting_t *kl = tern_config_lookup(config_root_setting(&s->config.cfg),
+                                                  "algorithm.kl.coef");
+        tern_diag_addf(d, "%s: algorithm.kl.coef = %g needs a reference model: add reference "
+                       "= { same_as = \"model\"; }; (or set coef = 0)",
+                       tern_config_where(&s->config, kl, where, sizeof where),
+                       run->set.loss.kl_coef);
+    }
+    return d->n ? TERN_ECONFIG : TERN_OK;
+}
+
+int tern_run_check(tern_run *run, tern_diag *d)
+{
+    int rc = tern_run_settings_read(&run->session->config, &run->set, d);
+    if (rc == TERN_OK)
+        rc = tern_run_load_data(run);
+    if (rc == TERN_OK)
+        rc = check_plugins(run, d);
+    if (rc == TERN_OK)
+        rc = tern_rewarder_open(&run->rewards, run->session);
+    if (rc == TERN_OK)
+        rc = tern_rewarder_check_domains(&run->rewards, &run->train);
+    if (rc == TERN_OK && run->eval.n)
+        rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
+    if (rc == TERN_OK) {
+        rc = tern_check_prompt_lengths(&run->policy, run->set.system_prompt, &run->train, d);
+        int erc = rc == TERN_OK || rc == TERN_ECONFIG
+                      ? tern_check_prompt_lengths(&run->policy, run->set.system_prompt,
+                                                  &run->eval, d)
+                      : TERN_OK;
+        if (rc == TERN_OK)
+            rc = erc;
+    }
+    return rc;
+}
+
+void tern_run_check_free(tern_run *run)
+{
+    tern_rewarder_close(&run->rewards);
+    tern_task_set_free(&run->train);
+    tern_task_set_free(&run->eval);
+    tern_run_settings_free(&run->set);
+}
 
 int tern_check_prompt_lengths(const tern_model *m, const char *system_prompt,
                               const tern_task_set *set, tern_diag *d)

@@ -101,6 +101,17 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
                            "continue", ckpt, (long long)r->step, (long long)r->sft_step,
                            (long long)run->set.steps, (long long)run->set.sft_steps);
     }
+    /* the policy before the figures: a checkpoint whose model does not load
+     * leaves *ms as it was, for the resume to try the one before */
+    char path[PATH_MAX + 160];
+    snprintf(path, sizeof path, "%s/policy", ckpt);
+    char what[PATH_MAX + 200];
+    snprintf(what, sizeof what, "%s: cannot load the policy", path);
+    if ((rc = tern_model_load(&run->policy, what, path, 1)) != TERN_OK) {
+        json_decref(st);
+        /* files missing, cut short or garbled: the checkpoint is damaged */
+        return rc == TERN_EIO || rc == TERN_ENOTFOUND ? TERN_EINVAL : rc;
+    }
     json_t *ab = json_object_get(st, "accuracy_before_rl");
     ms->accuracy_before = json_is_number(ab) ? json_number_value(ab) : -1;
     ms->eval_before = json_incref(json_object_get(st, "eval_before_rl"));
@@ -121,17 +132,13 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     }
     json_decref(st);
 
-    char path[PATH_MAX + 160];
-    snprintf(path, sizeof path, "%s/policy", ckpt);
-    char what[PATH_MAX + 200];
-    snprintf(what, sizeof what, "%s: cannot load the policy", path);
-    if ((rc = tern_model_load(&run->policy, what, path, 1)) != TERN_OK)
-        return rc;
     if (run->reference_is_copy && r->rl_started) {
+        /* one reference for every checkpoint: not this checkpoint's damage */
         snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
         snprintf(what, sizeof what, "%s: cannot load the reference", path);
         if ((rc = tern_model_load(&run->reference, what, path, 0)) != TERN_OK)
-            return rc;
+            return rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND ? TERN_ECONFIG
+                                                                                : rc;
     }
     ms->steps_done = r->step;
     ms->sft_done = r->sft_step;

@@ -205,33 +205,128 @@ int tern_checkpoint_complete(const char *tmp, json_t *state, char *final, size_t
     return tern_checkpoint_publish(tmp, final);
 }
 
-int tern_checkpoint_newest(const char *dir, char *path, size_t n)
+/* A checkpoint's name: step-N (rl 1) or sft-S (rl 0), nothing after. */
+typedef struct ckpt_name {
+    int rl;
+    long long v;
+    char *path;
+} ckpt_name;
+
+static int ckpt_order(const void *a, const void *b)
 {
+    const ckpt_name *x = a, *y = b;
+    if (x->rl != y->rl)
+        return y->rl - x->rl; /* RL steps before warm-up steps */
+    return x->v < y->v ? 1 : x->v > y->v ? -1 : 0; /* the most steps first */
+}
+
+void tern_checkpoint_list_free(char **paths, size_t n)
+{
+    for (size_t i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+int tern_checkpoint_list(const char *dir, char ***paths, size_t *n)
+{
+    *paths = NULL;
+    *n = 0;
     char cdir[PATH_MAX + 16];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (!d)
         return tern_errorf(TERN_ENOTFOUND, "%s: no checkpoints to resume from (%s): start the "
                            "run without --resume", cdir, strerror(errno));
-    long long best_rl = -1, best_sft = -1;
+    ckpt_name *v = NULL;
+    size_t len = 0, cap = 0;
+    int rc = TERN_OK;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        long long v;
+    while (rc == TERN_OK && (e = readdir(d))) {
+        long long x;
         char tail;
-        if (sscanf(e->d_name, "step-%lld%c", &v, &tail) == 1 && v > best_rl)
-            best_rl = v;
-        else if (sscanf(e->d_name, "sft-%lld%c", &v, &tail) == 1 && v > best_sft)
-            best_sft = v;
+        int rl = sscanf(e->d_name, "step-%lld%c", &x, &tail) == 1;
+        if (!rl && sscanf(e->d_name, "sft-%lld%c", &x, &tail) != 1)
+            continue;
+        if (x < 0)
+            continue;
+        if (len == cap) {
+            ckpt_name *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+            if (!nv) {
+                rc = tern_errorf(TERN_ENOMEM, "out of memory listing %s", cdir);
+                break;
+            }
+            v = nv;
+        }
+        size_t plen = strlen(cdir) + strlen(e->d_name) + 2;
+        v[len] = (ckpt_name){.rl = rl, .v = x, .path = malloc(plen)};
+        if (!v[len].path) {
+            rc = tern_errorf(TERN_ENOMEM, "out of memory listing %s", cdir);
+            break;
+        }
+        snprintf(v[len].path, plen, "%s/%s", cdir, e->d_name);
+        len++;
     }
     closedir(d);
-    if (best_rl >= 0)
-        snprintf(path, n, "%s/step-%lld", cdir, best_rl);
-    else if (best_sft >= 0)
-        snprintf(path, n, "%s/sft-%lld", cdir, best_sft);
-    else
-        return tern_errorf(TERN_ENOTFOUND, "%s: no complete checkpoint to resume from: start "
-                           "the run without --resume", cdir);
+    if (rc == TERN_OK && len == 0)
+        rc = tern_errorf(TERN_ENOTFOUND, "%s: no complete checkpoint to resume from: start "
+                         "the run without --resume", cdir);
+    char **out = rc == TERN_OK ? malloc(len * sizeof *out) : NULL;
+    if (rc == TERN_OK && !out)
+        rc = tern_errorf(TERN_ENOMEM, "out of memory listing %s", cdir);
+    if (rc != TERN_OK) {
+        for (size_t i = 0; i < len; i++)
+            free(v[i].path);
+        free(v);
+        return rc;
+    }
+    qsort(v, len, sizeof *v, ckpt_order);
+    for (size_t i = 0; i < len; i++)
+        out[i] = v[i].path;
+    free(v);
+    *paths = out;
+    *n = len;
     return TERN_OK;
+}
+
+int tern_checkpoint_newest(const char *dir, char *path, size_t n)
+{
+    char **v;
+    size_t count;
+    int rc = tern_checkpoint_list(dir, &v, &count);
+    if (rc != TERN_OK)
+        return rc;
+    snprintf(path, n, "%s", v[0]);
+    tern_checkpoint_list_free(v, count);
+    return TERN_OK;
+}
+
+int tern_checkpoint_set_aside(const char *ckpt, char *to, size_t n)
+{
+    struct stat st;
+    for (int i = 1; i < 1000; i++) {
+        int w = i == 1 ? snprintf(to, n, "%s.damaged", ckpt)
+                       : snprintf(to, n, "%s.damaged-%d", ckpt, i);
+        if (w < 0 || (size_t)w >= n)
+            return tern_errorf(TERN_EIO, "%s: path too long to set it aside", ckpt);
+        if (lstat(to, &st) == 0)
+            continue; /* an earlier one of this name: both are kept */
+        if (errno != ENOENT)
+            break;
+        /* the run directory is locked: no one else takes the name meanwhile */
+        if (rename(ckpt, to) != 0)
+            return tern_errorf(TERN_EIO, "%s: cannot rename it to %s to set it aside: %s",
+                               ckpt, to, strerror(errno));
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", ckpt);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+            (void)sync_path(parent, 1); /* at worst a power loss undoes the rename */
+        }
+        return TERN_OK;
+    }
+    return tern_errorf(TERN_EIO, "%s: cannot find a free name to set it aside as (%s: %s)", ckpt,
+                       to, strerror(errno ? errno : EEXIST));
 }
 
 int tern_checkpoint_read_state(const char *ckpt, json_t **state)
@@ -240,18 +335,20 @@ int tern_checkpoint_read_state(const char *ckpt, json_t **state)
     snprintf(path, sizeof path, "%s/state.json", ckpt);
     json_error_t err;
     *state = json_load_file(path, 0, &err);
-    if (!*state)
+    if (!*state && err.line > 0)
         return tern_errorf(TERN_EINVAL, "%s:%d: not a checkpoint state: %s (the checkpoint is "
-                           "damaged: remove %s to resume from the one before)",
-                           path, err.line, err.text, ckpt);
+                           "damaged)", path, err.line, err.text);
+    if (!*state)
+        return tern_errorf(TERN_EINVAL, "%s: not a checkpoint state: %s (the checkpoint is "
+                           "damaged)", path, err.text);
     json_t *f = json_object_get(*state, "format");
     if (!json_is_object(*state) || json_integer_value(f) != 1 ||
         !json_is_integer(json_object_get(*state, "step")) ||
         !json_is_integer(json_object_get(*state, "sft_step"))) {
         json_decref(*state);
         *state = NULL;
-        return tern_errorf(TERN_EINVAL, "%s: not a tern checkpoint state of format 1 (remove %s "
-                           "to resume from the one before)", path, ckpt);
+        return tern_errorf(TERN_EINVAL, "%s: not a tern checkpoint state of format 1 (the "
+                           "checkpoint is damaged, or another program wrote it)", path);
     }
     return TERN_OK;
 }
@@ -445,78 +542,4 @@ int tern_jsonl_append(FILE *f, const json_t *o, const char *name)
     }
     free(line);
     return rc;
-}
-
-/* ---- SHA-256 (FIPS 180-4) --------------------------------------------------- */
-
-static const uint32_t sha_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
-
-#define ROR32(x, n) ((x) >> (n) | (x) << (32 - (n)))
-
-static void sha256_block(uint32_t h[8], const unsigned char *p)
-{
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 = ROR32(w[i - 15], 7) ^ ROR32(w[i - 15], 18) ^ w[i - 15] >> 3;
-        uint32_t s1 = ROR32(w[i - 2], 17) ^ ROR32(w[i - 2], 19) ^ w[i - 2] >> 10;
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-    for (int i = 0; i < 64; i++) {
-        uint32_t t1 = k + (ROR32(e, 6) ^ ROR32(e, 11) ^ ROR32(e, 25)) + ((e & f) ^ (~e & g)) +
-                      sha_k[i] + w[i];
-        uint32_t t2 = (ROR32(a, 2) ^ ROR32(a, 13) ^ ROR32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        k = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
-}
-
-int tern_file_sha256(const char *path, char hex[65])
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tern_errorf(TERN_EIO, "%s: cannot open: %s", path, strerror(errno));
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    unsigned char buf[64 * 1024 + 128];
-    uint64_t total = 0;
-    size_t got;
-    while ((got = fread(buf, 1, 64 * 1024, f)) == 64 * 1024) {
-        for (size_t i = 0; i < got; i += 64)
-            sha256_block(h, buf + i);
-        total += got;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        return tern_errorf(TERN_EIO, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
-    total += got;
-    /* the tail: 0x80, zeros, the bit length (big-endian), to whole blocks */
-    size_t full = got / 64 * 64, rest = got - full;
-    for (size_t i = 0; i < full; i += 64)
-        sha256_block(h, buf + i);
-    unsigned char *t = buf + full;
-    t[rest++] = 0x80;
-    size_t end = rest <= 56 ? 64 : 128;
-    memset(t + rest, 0, end - rest);
-    for (int i = 0; i < 8; i++)
-        t[end - 1 - i] = (unsigned char)(total * 8 >> (8 * i));
-    for (size_t i = 0; i < end; i += 64)
-        sha256_block(h, t + i);
-    for (int i = 0; i < 8; i++)
-        snprintf(hex + 8 * i, 9, "%08x", h[i]);
-    return TERN_OK;
 }

@@ -39,6 +39,39 @@ extern int (*tern_checkpoint_fault)(const char *op, const char *path);
  * message when there is none. */
 int tern_checkpoint_newest(const char *dir, char *path, size_t n);
 
+/* Every complete checkpoint of run directory `dir`, in the order a resume
+ * tries them: DIR/checkpoints/step-N by N descending, then sft-S by S
+ * descending (names with a suffix, NAME.tmp, NAME.damaged, ..., are not
+ * checkpoints). *paths gets *n malloc'd paths (free with
+ * tern_checkpoint_list_free). TERN_ENOTFOUND with a message when there is
+ * none, TERN_ENOMEM. */
+int tern_checkpoint_list(const char *dir, char ***paths, size_t *n);
+void tern_checkpoint_list_free(char **paths, size_t n);
+
+/* Set the damaged checkpoint `ckpt` aside, so that no later resume tries it
+ * again: rename it to CKPT.damaged (CKPT.damaged-2, -3, ... when that name is
+ * taken) and sync its directory. Nothing in it is removed. The new name into
+ * `to` (size n). TERN_OK, or TERN_EIO with a message (ckpt keeps its name). */
+int tern_checkpoint_set_aside(const char *ckpt, char *to, size_t n);
+
+/* --resume (run_resume.c). Each of run directory `dir`, its checkpoints/,
+ * lock and log.txt that exists is writable by this process (checked before
+ * anything in it changes): TERN_OK, or TERN_ECONFIG with a message naming
+ * the first that is not and the fix. */
+int tern_run_check_writable(const char *dir);
+
+/* Load the newest checkpoint of run->dir that can be resumed from, with
+ * tern_run_load_checkpoint (loop/master_state.h). A damaged one (its
+ * state.json does not read, or its policy does not load: TERN_EINVAL) is
+ * logged as a warning naming it and why, and the one before is tried, and so
+ * on; once one loads, the damaged ones newer than it are set aside
+ * (tern_checkpoint_set_aside) so that a later resume does not try them again.
+ * A refusal that is not one checkpoint's damage (a changed setting, a step
+ * past trainer.steps, the reference) ends the search with its own status.
+ * None usable: TERN_ECONFIG listing what was tried, nothing renamed. */
+struct master;
+int tern_run_resume_newest(tern_run *run, struct master *ms);
+
 /* Read CKPT/state.json. TERN_EINVAL with a message naming the file when it is
  * not a checkpoint state. *state is owned by the caller. */
 int tern_checkpoint_read_state(const char *ckpt, json_t **state);
@@ -63,10 +96,6 @@ int tern_jsonl_truncate(const char *path, int64_t sft_step, int64_t step);
  * disk) is cut back off, so the file keeps ending with a whole line. `name`
  * names the file in messages. TERN_EIO / TERN_ENOMEM with a message. */
 int tern_jsonl_append(FILE *f, const json_t *o, const char *name);
-
-/* The SHA-256 of the bytes of file `path` as 64 lowercase hex digits (what
- * sha256sum prints) into hex. TERN_EIO with a message naming the file. */
-int tern_file_sha256(const char *path, char hex[65]);
 
 /* rm -r `path` (files, directories, not following links); 0, or -1 with
  * errno set (ENOENT when there was nothing to remove). */

@@ -19,9 +19,16 @@ int tern_rundir_lock(const char *dir, int *fd_out)
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
+    if (fd < 0) {
+        int e = errno;
+        if (e == EACCES || e == EPERM || e == EROFS)
+            return tern_errorf(TERN_ECONFIG, "%s: cannot open the run directory's lock: %s; the "
+                               "run directory must be writable by this process: %s", path,
+                               strerror(e), e == EROFS ? "mount its file system writable"
+                                                       : "give this user write permission");
         return tern_errorf(TERN_EIO, "%s: cannot open the run directory's lock: %s", path,
-                           strerror(errno));
+                           strerror(e));
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         if (e == EWOULDBLOCK) {

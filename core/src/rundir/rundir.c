@@ -11,16 +11,30 @@
 #include "tern/support/atomic_file.h"
 #include "tern/support/paths.h"
 
-/* mkdir -p; the last one must be a directory. */
-static int make_dirs(const char *path)
+/* A place the user must fix (no permission, a read-only file system, a file
+ * where a directory should be) is a config error, with the way out; a full
+ * or failing disk is an I/O error. */
+static int place_error(int e)
 {
-    char err[4200];
-    if (tern_make_dirs(path, NULL, err, sizeof err) != 0)
-        return tern_errorf(TERN_EIO, "%s", err);
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return tern_errorf(TERN_EIO, "%s: exists and is not a directory", path);
-    return TERN_OK;
+    return e == EACCES || e == EPERM || e == EROFS || e == ENOTDIR || e == EEXIST ||
+                   e == ENAMETOOLONG || e == ELOOP
+               ? TERN_ECONFIG
+               : TERN_EIO;
+}
+
+static const char *place_fix(int e)
+{
+    switch (e) {
+    case EACCES:
+    case EPERM:
+        return "give this user write permission there, or choose another run.out_dir "
+               "(-o run.out_dir=PATH)";
+    case EROFS:
+        return "it is on a read-only file system: choose a run.out_dir on a writable one "
+               "(-o run.out_dir=PATH)";
+    default:
+        return "choose another run.out_dir (-o run.out_dir=PATH)";
+    }
 }
 
 int tern_rundir_create(const char *out_dir, const char *name, char *path, size_t n)
@@ -28,23 +42,51 @@ int tern_rundir_create(const char *out_dir, const char *name, char *path, size_t
     if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return tern_errorf(TERN_ECONFIG, "run.name '%s' cannot name a directory: use letters, "
                            "digits, '-', '_' or '.' without '/'", name);
-    int rc = make_dirs(out_dir);
-    if (rc != TERN_OK)
-        return rc;
-    for (int i = 1; i < 10000; i++) {
+    /* mkdir -p out_dir; what it made is removed again if the run directory
+     * cannot be made in it: a refused run leaves nothing behind */
+    char err[4200];
+    tern_made_dirs made = {0};
+    struct stat st;
+    if (tern_make_dirs(out_dir, &made, err, sizeof err) != 0) {
+        int e = errno;
+        tern_made_dirs_remove(&made);
+        tern_made_dirs_free(&made);
+        return tern_errorf(place_error(e), "%s (run.out_dir = \"%s\"): %s", err, out_dir,
+                           place_fix(e));
+    }
+    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        tern_made_dirs_free(&made);
+        return tern_errorf(TERN_ECONFIG, "%s: run.out_dir exists and is not a directory: %s",
+                           out_dir, place_fix(ENOTDIR));
+    }
+    int rc = TERN_OK;
+    for (int i = 1;; i++) {
         int w = i == 1 ? snprintf(path, n, "%s/%s", out_dir, name)
                        : snprintf(path, n, "%s/%s-%d", out_dir, name, i);
-        if (w < 0 || (size_t)w >= n)
-            return tern_errorf(TERN_EIO, "%s/%s: path too long", out_dir, name);
+        if (w < 0 || (size_t)w >= n) {
+            rc = tern_errorf(TERN_ECONFIG, "%s/%s: path too long: %s", out_dir, name,
+                             place_fix(ENAMETOOLONG));
+            break;
+        }
+        if (i == 10000) {
+            rc = tern_errorf(TERN_ECONFIG, "%s/%s: 9999 runs of this name exist; choose another "
+                             "run.name", out_dir, name);
+            break;
+        }
         /* mkdir is atomic: two runs started at once get different directories */
         if (mkdir(path, 0777) == 0)
-            return TERN_OK;
-        if (errno != EEXIST)
-            return tern_errorf(TERN_EIO, "%s: cannot create run directory: %s", path,
-                               strerror(errno));
+            break;
+        if (errno != EEXIST) {
+            int e = errno;
+            rc = tern_errorf(place_error(e), "%s: cannot create the run directory: %s; %s",
+                             path, strerror(e), place_fix(e));
+            break;
+        }
     }
-    return tern_errorf(TERN_EIO, "%s/%s: 9999 runs of this name exist; choose another run.name",
-                       out_dir, name);
+    if (rc != TERN_OK)
+        tern_made_dirs_remove(&made);
+    tern_made_dirs_free(&made);
+    return rc;
 }
 
 int tern_rundir_write_config(const char *dir, tern_config *c)

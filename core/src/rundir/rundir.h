@@ -9,7 +9,10 @@
 
 /* Create out_dir (and parents) and a new, empty run directory in it: `name`,
  * or name-2, name-3, ... if taken, so no earlier run is overwritten. The
- * path is written to `path` (size n). TERN_OK or TERN_EIO with a message. */
+ * path is written to `path` (size n). TERN_OK; TERN_ECONFIG for a place the
+ * user must fix (no permission to write there, a read-only file system, a
+ * file where a directory should be), with the way out; TERN_EIO for another
+ * failure (a full disk). A failure leaves none of the directories it made. */
 int tern_rundir_create(const char *out_dir, const char *name, char *path, size_t n);
 
 /* Write the resolved config to DIR/config.cfg (temporary file + rename). */
@@ -18,8 +21,9 @@ int tern_rundir_write_config(const char *dir, tern_config *c);
 /* Lock the run directory DIR for one run: DIR/lock (created if missing) is
  * locked with flock(LOCK_EX | LOCK_NB) and holds this process's id while *fd
  * stays open. Taken before anything in DIR is changed. TERN_ECONFIG when
- * another process holds it (the message names its pid), TERN_EIO when the
- * file cannot be used; on a file system without locks, a warning and TERN_OK
+ * another process holds it (the message names its pid) or this process may
+ * not write it (no permission, a read-only file system), TERN_EIO when the
+ * file cannot be used otherwise; on a file system without locks, a warning and TERN_OK
  * with *fd = -1. */
 int tern_rundir_lock(const char *dir, int *fd);
 /* Release the lock (fd -1: nothing to release). */

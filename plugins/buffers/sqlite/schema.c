@@ -11,7 +11,9 @@
  *      database fails here (SQLITE_NOTADB); a damaged one with SQLITE_CORRUPT.
  *      A file with another application_id (or with id 0 and objects of its
  *      own) is refused as "not a tern buffer"; a user_version above
- *      SQB_SCHEMA_VERSION as "written by a newer tern". Nothing was written.
+ *      SQB_SCHEMA_VERSION as "written by a newer tern". A file of ours must
+ *      then read whole (PRAGMA quick_check): one cut short or overwritten in
+ *      places is refused as damaged. Nothing was written.
  *   3. PRAGMA journal_mode=WAL, checked: SQLite answers with the mode in force
  *      and keeps the old one where WAL cannot work (no shared memory, an
  *      in-memory database), which is refused.
@@ -91,14 +93,12 @@ static int open_failed(opener *o, const char *what)
     switch (o->rc & 0xff) {
     case SQLITE_NOTADB:
         return host->setting_error(o->ctx, "path",
-                                   "'%s' is not a SQLite database (%s); point path at a new "
-                                   "file or at a file a sqlite buffer made",
+                                   "'%s' is not a SQLite database (%s): it is damaged, or "
+                                   "another program's file; move it away (or point path at "
+                                   "another file) and start again with a new file",
                                    path, o->err);
     case SQLITE_CORRUPT:
-        return host->setting_error(o->ctx, "path",
-                                   "'%s' is a damaged SQLite database (%s); move it away and "
-                                   "start from a new file",
-                                   path, o->err);
+        return host->setting_error(o->ctx, "path", SQB_DAMAGED_FMT, path, o->err, path, path);
     case SQLITE_CANTOPEN:
         return host->setting_error(o->ctx, "path",
                                    "cannot open or create '%s' (%s); check that its directory "
@@ -257,6 +257,41 @@ static int check_schema(opener *o)
     return open_failed(o, "checking the records table");
 }
 
+/* A file of ours must read whole: a file cut short (truncated, a partial
+ * copy) or overwritten in places reads fine in its first pages and fails
+ * later, in the middle of a run. PRAGMA quick_check reads every page of it
+ * (O(size), milliseconds for a run's buffer) without writing. */
+static int check_whole(opener *o)
+{
+    sqlite3_stmt *st = NULL;
+    char first[256] = "";
+    int rows = 0;
+    int rc = sqlite3_prepare_v2(o->db, "PRAGMA quick_check(4)", -1, &st, NULL);
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        if (rows++ == 0)
+            snprintf(first, sizeof first, "%s", t ? (const char *)t : "?");
+        rc = SQLITE_OK;
+    }
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    if (rc != SQLITE_OK)
+        note(o, rc, sqlite3_errmsg(o->db));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
+        return open_failed(o, "checking that the file reads whole");
+    if (rows == 1 && strcmp(first, "ok") == 0)
+        return TERN_OK;
+    char why[300];
+    snprintf(why, sizeof why, "quick_check: %s%s", rows ? first : "no answer",
+             rows > 1 ? ", ..." : "");
+    return o->host->setting_error(o->ctx, "path", SQB_DAMAGED_FMT, o->opts->path, why,
+                                  o->opts->path, o->opts->path);
+}
+
 /* Steps 2 to 5 of the header comment on an open connection. */
 static int setup(opener *o)
 {
@@ -265,6 +300,8 @@ static int setup(opener *o)
     int st = read_header(o, &h);
     if (st == TERN_OK)
         st = classify(o, &h, &kind);
+    if (st == TERN_OK && kind == FILE_OURS)
+        st = check_whole(o);
     if (st == TERN_OK)
         st = set_wal(o);
     if (st == TERN_OK &&

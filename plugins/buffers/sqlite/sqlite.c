@@ -7,7 +7,10 @@
  *
  * Settings:
  *   path             the database file, relative to the working directory;
- *                    required, not empty. Created if absent (SQLite's mode
+ *                    not empty. In `tern run` it defaults to buffer.sqlite
+ *                    in the run directory (TERN_SETTING_IN_RUN_DIR), so
+ *                    --resume finds it again; elsewhere it must be set.
+ *                    Created if absent (SQLite's mode
  *                    0644 less the umask); its directory must exist. While
  *                    the file is open SQLite keeps PATH-wal and PATH-shm
  *                    beside it; the last connection to close checkpoints the
@@ -88,7 +91,10 @@
  * Errors: a file create() cannot use (missing directory, not writable, not an
  * SQLite database, damaged, another program's database, a newer schema, no
  * WAL possible) fails with TERN_ECONFIG and "FILE:LINE: <group>.path: ..."
- * naming the file; the file is left as it was. Every other SQLite failure
+ * naming the file; the file is left as it was. A file of ours must read
+ * whole (schema.c, PRAGMA quick_check): one cut short is refused as damaged,
+ * and one found damaged later (SQLITE_CORRUPT in a put or get) fails with
+ * TERN_EIO and the same words (SQB_DAMAGED_FMT). Every other SQLite failure
  * returns a status with a one-line message naming the file and SQLite's own
  * message: TERN_EIO; TERN_ENOMEM; TERN_ETIMEDOUT for a lock held too long;
  * TERN_EINVAL for a record larger than SQLite's limit (1,000,000,000 bytes by
@@ -226,6 +232,13 @@ static int db_fail(sqb *s, int rc, const char *fmt, ...)
                           "busy_timeout_ms = %d while %s (%s); another process holds a long "
                           "transaction on the file: raise busy_timeout_ms or find it",
                           s->path, s->busy_timeout_ms, what, sqlite3_errmsg(s->db));
+    if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB) {
+        /* damaged since it was opened (or in pages the open did not read) */
+        char why[512];
+        snprintf(why, sizeof why, "%s failed: %s", what, sqlite3_errmsg(s->db));
+        return host->fail(s->ctx, TERN_EIO, "sqlite: " SQB_DAMAGED_FMT, s->path, why, s->path,
+                          s->path);
+    }
     return host->fail(s->ctx, sqb_status_of(rc), "sqlite: '%s': %s failed: %s (SQLite code %d)",
                       s->path, what, sqlite3_errmsg(s->db), rc);
 }
@@ -717,10 +730,11 @@ static const tern_buffer_ops sqb_ops = {
 };
 
 static const tern_setting_spec sqb_settings[] = {
-    TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
-                 .aka = "file|db|database|filename",
+    TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_IN_RUN_DIR,
+                 .def = "\"buffer.sqlite\"", .aka = "file|db|database|filename",
                  .doc = "the SQLite database file holding the records, relative to the "
-                        "working directory; created if absent (its directory must exist)"),
+                        "working directory; created if absent (its directory must exist); "
+                        "default: buffer.sqlite in the run directory"),
     TERN_SETTING(.name = "capacity", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
                  .aka = "size|max_size|max_records|cap",
                  .doc = "most unconsumed records in the file before put waits for room "

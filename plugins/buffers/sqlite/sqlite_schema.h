@@ -15,6 +15,13 @@
 /* PRAGMA user_version: the schema this code writes and reads. */
 #define SQB_SCHEMA_VERSION 1
 
+/* The message for a damaged file, with its path three times and the reason
+ * (SQLite's words) once: what, where, and how to get going again. */
+#define SQB_DAMAGED_FMT                                                                     \
+    "'%s' is damaged (%s): its records cannot be read; nothing else is lost (a run's "      \
+    "checkpoints, metrics and log do not depend on it): move it away, with '%s-wal' and "   \
+    "'%s-shm' if they are there, and start again with a new file"
+
 /* How the connection is set up (from the plugin's settings). */
 typedef struct sqb_open_opts {
     const char *path;    /* the database file, relative to the working directory */
