@@ -130,6 +130,23 @@ Test(task_file, crlf_bom_and_no_final_newline)
     tern_task_set_free(&s);
 }
 
+/* The set's digest is of the file's bytes as they are (BOM, CRs, blank lines
+ * and the last line without a newline included): what sha256sum prints. */
+Test(task_file, the_digest_is_of_every_byte_of_the_file)
+{
+    const char *path = WORK "/tf_digest.jsonl";
+    puts_file(path, "\xEF\xBB\xBF" GOOD1 "\r\n\r\n" GOOD2);
+    tern_task_set s;
+    cr_assert_eq(tern_task_set_load(&s, path, 0), TERN_OK, "%s", tern_error_message());
+    FILE *p = popen("sha256sum " WORK "/tf_digest.jsonl", "r");
+    cr_assert_not_null(p);
+    char want[65] = "";
+    cr_assert_eq(fscanf(p, "%64s", want), 1);
+    pclose(p);
+    cr_expect_str_eq(s.sha256, want);
+    tern_task_set_free(&s);
+}
+
 Test(task_file, long_lines)
 {
     const char *path = WORK "/tf_long.jsonl";

@@ -1,12 +1,8 @@
-/* sha256.c: SHA-256 of a file (see sha256.h), as FIPS 180-4 writes it out. */
+/* sha256.c: SHA-256 (see sha256.h), as FIPS 180-4 writes it out. */
 #include "base/sha256.h"
 
-#include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "base/errmsg.h"
 
 static const uint32_t sha_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
@@ -43,39 +39,48 @@ static void sha256_block(uint32_t h[8], const unsigned char *p)
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
-int tern_file_sha256(const char *path, char hex[65])
+void tern_sha256_init(tern_sha256 *s)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tern_errorf(TERN_EIO, "%s: cannot open: %s", path, strerror(errno));
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    unsigned char buf[64 * 1024 + 128];
-    uint64_t total = 0;
-    size_t got;
-    while ((got = fread(buf, 1, 64 * 1024, f)) == 64 * 1024) {
-        for (size_t i = 0; i < got; i += 64)
-            sha256_block(h, buf + i);
-        total += got;
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, h0, sizeof h0);
+    s->total = 0;
+    s->n = 0;
+}
+
+void tern_sha256_update(tern_sha256 *s, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    s->total += len;
+    if (s->n) { /* fill the partial block first */
+        size_t take = 64 - s->n < len ? 64 - s->n : len;
+        memcpy(s->buf + s->n, p, take);
+        s->n += take, p += take, len -= take;
+        if (s->n < 64)
+            return;
+        sha256_block(s->h, s->buf);
+        s->n = 0;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        return tern_errorf(TERN_EIO, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
-    total += got;
+    for (; len >= 64; p += 64, len -= 64)
+        sha256_block(s->h, p);
+    memcpy(s->buf, p, len);
+    s->n = len;
+}
+
+void tern_sha256_hex(tern_sha256 *s, char hex[65])
+{
     /* the tail: 0x80, zeros, the bit length (big-endian), to whole blocks */
-    size_t full = got / 64 * 64, rest = got - full;
-    for (size_t i = 0; i < full; i += 64)
-        sha256_block(h, buf + i);
-    unsigned char *t = buf + full;
+    uint64_t bits = s->total * 8;
+    unsigned char t[128];
+    memcpy(t, s->buf, s->n);
+    size_t rest = s->n;
     t[rest++] = 0x80;
     size_t end = rest <= 56 ? 64 : 128;
     memset(t + rest, 0, end - rest);
     for (int i = 0; i < 8; i++)
-        t[end - 1 - i] = (unsigned char)(total * 8 >> (8 * i));
+        t[end - 1 - i] = (unsigned char)(bits >> (8 * i));
     for (size_t i = 0; i < end; i += 64)
-        sha256_block(h, t + i);
+        sha256_block(s->h, t + i);
     for (int i = 0; i < 8; i++)
-        snprintf(hex + 8 * i, 9, "%08x", h[i]);
-    return TERN_OK;
+        snprintf(hex + 8 * i, 9, "%08x", s->h[i]);
 }

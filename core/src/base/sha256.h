@@ -1,12 +1,26 @@
-/* sha256.h: the SHA-256 of a file, which a checkpoint records of the run's
- * task files so that a resume can tell whether they changed. */
+/* sha256.h: SHA-256 over bytes given in pieces. The task reader hashes a
+ * tasks file as it reads it; a checkpoint records the digest so that a
+ * resume can tell whether the file changed. */
 #ifndef TERN_SHA256_H
 #define TERN_SHA256_H
 
 #include "base/export.h"
 
-/* The SHA-256 of the bytes of file `path` as 64 lowercase hex digits (what
- * sha256sum prints) into hex. TERN_EIO with a message naming the file. */
-TERN_INTERNAL int tern_file_sha256(const char *path, char hex[65]);
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tern_sha256 {
+    uint32_t h[8];
+    uint64_t total;         /* bytes given so far */
+    unsigned char buf[64];  /* a block not yet full */
+    size_t n;               /* bytes in buf */
+} tern_sha256;
+
+TERN_INTERNAL void tern_sha256_init(tern_sha256 *s);
+/* Add len bytes of data. */
+TERN_INTERNAL void tern_sha256_update(tern_sha256 *s, const void *data, size_t len);
+/* The digest of every byte given, as 64 lowercase hex digits and a NUL (what
+ * sha256sum prints). Ends the hash: init again before more updates. */
+TERN_INTERNAL void tern_sha256_hex(tern_sha256 *s, char hex[65]);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "base/sha256.h"
 #include "base/log.h"
 #include "tern/support/regular_file.h"
 
@@ -276,10 +277,14 @@ int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad)
     size_t line_cap = 0, line_no = 0, content_lines = 0;
     unsigned long long bytes = 0;
     ssize_t got;
+    /* hashed as read: the digest is of the very bytes the tasks came from */
+    tern_sha256 sha;
+    tern_sha256_init(&sha);
     errno = 0;
     while ((got = getline(&line, &line_cap, f)) != -1) {
         line_no++;
         bytes += (unsigned long long)got;
+        tern_sha256_update(&sha, line, (size_t)got);
         if (bytes > TERN_TASK_FILE_MAX) { /* it grew past the limit while read */
             char lim[32];
             rc = tern_errorf(TERN_EIO, "%s: cannot read: too big: over the limit of %llu bytes "
@@ -315,6 +320,8 @@ int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad)
     if (rc == TERN_OK && ferror(f))
         rc = tern_errorf(TERN_EIO, "%s: cannot read: %s", path,
                          strerror(errno ? errno : EIO));
+    if (rc == TERN_OK)
+        tern_sha256_hex(&sha, s->sha256);
     free(line);
     fclose(f);
     id_free(&ld.ids);

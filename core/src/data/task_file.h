@@ -25,6 +25,7 @@ typedef struct tern_task_set {
     size_t n;
     size_t skipped;    /* malformed lines skipped (skip_bad) */
     char *path;        /* copy of the path */
+    char sha256[65];   /* SHA-256 of the file's bytes as read, hex ("" until loaded) */
 } tern_task_set;
 
 /* Load every task of `path` into *s (whatever *s held is not freed).

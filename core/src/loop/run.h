@@ -61,9 +61,8 @@ typedef struct tern_run {
     int async;               /* the explorers never wait for weights (USE_NEWEST plans) */
     tern_rewarder rewards;
 
-    tern_task_set train, eval; /* read-only once the roles start */
-    char train_sha256[65], eval_sha256[65]; /* of the task files' bytes ("" without eval),
-                                               kept in checkpoints to check on resume */
+    tern_task_set train, eval; /* read-only once the roles start; their sha256 is
+                                  kept in checkpoints to check on resume */
 
     tern_queue inbox;          /* everything the master hears */
     tern_queue explorer_jobs;  /* batches to generate; any explorer takes the next */

@@ -73,9 +73,9 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
         return rc;
     }
     int unchecked = 0;
-    if ((rc = tasks_mismatch(st, "train_sha256", run->train_sha256, run->set.train_path,
+    if ((rc = tasks_mismatch(st, "train_sha256", run->train.sha256, run->set.train_path,
                              "data.train", ckpt, &unchecked)) ||
-        (rc = tasks_mismatch(st, "eval_sha256", run->eval_sha256, run->set.eval_path,
+        (rc = tasks_mismatch(st, "eval_sha256", run->eval.sha256, run->set.eval_path,
                              "data.eval", ckpt, &unchecked))) {
         json_decref(st);
         return rc;
@@ -171,9 +171,9 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
      * asynchronous modes dealt further, and a resume drops what was in flight */
     json_object_set_new(st, "next_batch", json_integer(next_batch(run, ms, step)));
     /* which files the position and the eval figures are of (checked on resume) */
-    json_object_set_new(st, "train_sha256", json_string(run->train_sha256));
+    json_object_set_new(st, "train_sha256", json_string(run->train.sha256));
     json_object_set_new(st, "eval_sha256",
-                        run->eval_sha256[0] ? json_string(run->eval_sha256) : json_null());
+                        run->eval.sha256[0] ? json_string(run->eval.sha256) : json_null());
     json_object_set_new(st, "accuracy_before_rl",
                         ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
     json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());

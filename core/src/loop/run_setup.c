@@ -9,7 +9,6 @@
 #include "base/errmsg.h"
 #include "host/host_table.h"
 #include "base/log.h"
-#include "base/sha256.h"
 #include "loop/master.h"
 #include "loop/master_state.h"
 #include "loop/run_checks.h"
@@ -141,11 +140,6 @@ int tern_run_load_data(tern_run *run)
     int rc = tern_task_set_load(&run->train, run->set.train_path, run->set.skip_bad);
     if (rc == TERN_OK && run->set.eval_path)
         rc = tern_task_set_load(&run->eval, run->set.eval_path, run->set.skip_bad);
-    /* a resume checks that the files are those its checkpoint was made with */
-    if (rc == TERN_OK)
-        rc = tern_file_sha256(run->set.train_path, run->train_sha256);
-    if (rc == TERN_OK && run->set.eval_path)
-        rc = tern_file_sha256(run->set.eval_path, run->eval_sha256);
     if (rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND)
         return TERN_ECONFIG; /* bad input the user fixes: the message says where */
     return rc;
