@@ -1,20 +1,22 @@
-/* bench_buffers.c: put/get throughput of each buffer plugin, in experiences
- * per second, with records the size a run makes: an encoded experience of
- * 128 prompt + 384 response tokens (512 in all, about 3.7 KB). Figures only,
- * no pass/fail.
+/* bench_buffers.c: put/get throughput of each buffer plugin, in records per
+ * second, with records the size a run makes: a record is one group (the
+ * experience encoding, format 3), here a prompt of 128 tokens and 8
+ * responses of 384 tokens (about 25 KB). Figures only, no pass/fail.
  *
  *   bench_buffers [--n N] [--dir DIR] [PLUGIN...]
  *
  * For each plugin (default: fifo, priority, sqlite with synchronous = "full",
  * sqlite with synchronous = "normal"):
  *   put      one thread puts N records into an empty buffer (no blocking);
- *   get      one thread gets them back, 64 per call, and releases them;
+ *   get      one thread gets them back, 64 per call, commits them (a buffer
+ *            with commit, ABI 1.6: sqlite; as a run does) and releases them;
  *   mixed    2 producer threads and 1 consumer at once, N records put into a
  *            buffer of capacity 256: the steady state of a run. A blocking
  *            buffer delivers all N; `priority` evicts instead of blocking, so
  *            the records it dropped are shown beside the rate.
- * A durable buffer's file goes under DIR (default /tmp), removed after. The
- * sqlite "full" rows use N/10 records: every put waits for an fsync. */
+ * N is 2500 by default: 20,000 responses, about 64 MB held at once by the put
+ * row. A durable buffer's file goes under DIR (default /tmp), removed after.
+ * The sqlite "full" rows use N/10 records: every put waits for an fsync. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 
 #define PROMPT 128
 #define RESPONSE 384
+#define GROUP 8 /* responses in a record */
 #define GET_BATCH 64
 
 typedef struct variant {
@@ -52,26 +55,38 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* One realistic encoded experience. */
+/* One realistic encoded group: GROUP responses of RESPONSE tokens, half of
+ * them right. */
 static unsigned char *make_record(size_t *len)
 {
-    static int32_t tokens[PROMPT + RESPONSE];
-    static float logp[RESPONSE];
-    for (int i = 0; i < PROMPT + RESPONSE; i++)
-        tokens[i] = (i * 7919) % 32000;
-    for (int i = 0; i < RESPONSE; i++)
-        logp[i] = -0.01f * (float)(i % 300);
+    static int32_t prompt[PROMPT], tokens[GROUP][RESPONSE];
+    static float logp[GROUP][RESPONSE];
+    tern_exp_response resp[GROUP];
+    for (int i = 0; i < PROMPT; i++)
+        prompt[i] = (i * 7919) % 32000;
+    for (int g = 0; g < GROUP; g++) {
+        for (int i = 0; i < RESPONSE; i++) {
+            tokens[g][i] = ((i + g) * 7919) % 32000;
+            logp[g][i] = -0.01f * (float)((i + g) % 300);
+        }
+        double right = g % 2;
+        resp[g] = (tern_exp_response){.version = 11, .finish = TERN_FINISH_STOP,
+                                      .reward = right, .accuracy = right, .n_parts = 2,
+                                      .len = RESPONSE, .tokens = tokens[g], .logp = logp[g]};
+        resp[g].parts[0] = (tern_reward_part){"accuracy", right};
+        resp[g].parts[1] = (tern_reward_part){"format", 1};
+    }
     tern_experience e = {.batch = 12, .version = 11, .task_index = 4242, .group = 3,
-                         .sample = 5, .finish = TERN_FINISH_STOP, .reward = 1, .accuracy = 1, .advantage = 0.5,
                          .generated_ns = 1, .rewarded_ns = 2, .domain = "math",
-                         .task_id = "gsm8k-train-04242", .n_parts = 2, .prompt_len = PROMPT,
-                         .response_len = RESPONSE, .tokens = tokens, .logp = logp};
-    e.parts[0] = (tern_reward_part){"accuracy", 1};
-    e.parts[1] = (tern_reward_part){"format", 1};
+                         .task_id = "gsm8k-train-04242", .prompt_len = PROMPT, .prompt = prompt,
+                         .n = GROUP, .resp = resp};
+    tern_experience_finish_stats(&e);
     *len = tern_experience_bytes(&e);
-    unsigned char *buf = malloc(*len);
+    unsigned char *buf = *len ? malloc(*len) : NULL;
     if (buf)
         tern_experience_encode(&e, buf);
+    else
+        fprintf(stderr, "bench_buffers: cannot encode a group: %s\n", tern_error_message());
     return buf;
 }
 
@@ -118,9 +133,17 @@ static void *consumer(void *arg)
             b->failed = 1;
             break;
         }
-        for (size_t i = 0; i < got; i++)
+        uint64_t ids[GET_BATCH];
+        for (size_t i = 0; i < got; i++) {
             if (recs[i].len != b->len)
                 b->failed = 1;
+            ids[i] = recs[i].meta.id;
+        }
+        /* a buffer with commit keeps what it hands out until committed (and
+         * counts it against its capacity), as a run's master commits */
+        if (TERN_HAS(b->ops, commit) && b->ops->commit &&
+            b->ops->commit(b->state, ids, got) != TERN_OK)
+            b->failed = 1;
         b->ops->release(b->state, recs, got);
         b->seen += (long)got;
     }
@@ -233,7 +256,7 @@ static void print_machine(void)
 
 int main(int argc, char **argv)
 {
-    long n = 20000;
+    long n = 2500;
     const char *dir = "/tmp";
     const char *only[8];
     int n_only = 0;
@@ -256,8 +279,8 @@ int main(int argc, char **argv)
     if (!rec)
         return 1;
     print_machine();
-    printf("record: %zu bytes (an experience of %d prompt + %d response tokens)\n\n", len,
-           PROMPT, RESPONSE);
+    printf("record: %zu bytes (a group: %d prompt tokens, %d responses of %d tokens)\n\n",
+           len, PROMPT, GROUP, RESPONSE);
     printf("%-16s %8s %12s %12s %12s %10s %8s\n", "buffer", "records", "put/s", "get/s",
            "mixed/s", "mixed MB/s", "dropped");
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {

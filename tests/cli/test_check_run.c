@@ -78,7 +78,7 @@ Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout =
     make_dir();
     char left[700];
     snprintf(left, sizeof left, "%s/left.sqlite", dir);
-    /* a durable buffer's file holding an experience of an earlier run */
+    /* a durable buffer's file holding a group of an earlier run */
     harness h;
     char settings[800];
     snprintf(settings, sizeof settings, "path = \"%s\";", left);
@@ -94,11 +94,9 @@ Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout =
         {RUN DATA LOOP BUFFER SYNC REWARDS, "c.cfg: a run needs a model section"},
         {RUN MODEL REF DATA LOOP SYNC REWARDS, "c.cfg: a run needs a buffer section"},
         {RUN MODEL REF DATA LOOP BUFFER REWARDS, "c.cfg: a run needs a sync section"},
-        {RUN MODEL REF DATA LOOP "buffer = { plugin = \"priority\"; };\n" SYNC REWARDS,
-         "buffer: plugin 'priority' is a replay buffer"},
         {RUN MODEL REF DATA LOOP "buffer = { plugin = \"sqlite\"; path = \"left.sqlite\"; };\n"
              SYNC REWARDS,
-         "buffer: plugin 'sqlite' already holds 1 experience from an earlier run"},
+         "buffer: plugin 'sqlite' already holds 1 group from an earlier run"},
         {RUN MODEL DATA LOOP BUFFER SYNC REWARDS, "algorithm.kl.coef = 0.001 needs a reference "
                                                   "model"},
         {RUN MODEL REF DATA LOOP BUFFER SYNC "rewards = ( { domain = \"code\"; plugin = "

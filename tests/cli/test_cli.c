@@ -21,7 +21,7 @@ Test(cli, version_and_help)
     result r;
     run(&r, "%s version", TERN);
     cr_expect_eq(r.code, 0);
-    cr_expect(strstr(r.out, "plugin ABI 1.5"), "%s", r.out);
+    cr_expect(strstr(r.out, "plugin ABI 1.6"), "%s", r.out);
     run(&r, "%s help check", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern check CONFIG"), "%s", r.out);

@@ -1,8 +1,8 @@
 /* test_run_buffers.c: the buffer plugins in a real run (`tern run`): the
  * durable `sqlite` buffer carries a whole run and is left empty; a buffer
  * file holding experiences of an earlier run is refused, and kept; without a
- * path its file lives in the run directory; a replay buffer (`priority`) is
- * refused with the reason and the fix. */
+ * path its file lives in the run directory; a replay buffer (`priority`)
+ * runs, using a group at most max_uses times. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,22 +75,40 @@ Test(run_buffers, a_buffer_file_with_earlier_experiences_is_refused_and_kept, .t
             " -o 'run.out_dir=\"rb\"' -o 'run.name=\"left\"'",
         WORK, TERN, SRC, SHORT, file);
     cr_expect_eq(r.code, 2, "%s", r.err);
-    cr_expect(strstr(r.err, "already holds 1 experience from an earlier run"), "%s", r.err);
+    cr_expect(strstr(r.err, "already holds 1 group from an earlier run"), "%s", r.err);
+    cr_expect(strstr(r.err, "--resume"), "%s", r.err);
     cr_expect(strstr(r.err, "remove the buffer's file"), "%s", r.err);
     cr_expect_eq(held_in(file), 1, "the refused run leaves the file as it was");
     remove(file);
 }
 
-Test(run_buffers, a_replay_buffer_is_refused_with_the_reason, .timeout = 60)
+/* A replay buffer in a run: the trainer takes its best groups, each up to
+ * max_uses times; every step trains batch_tasks groups. */
+Test(run_buffers, a_replay_buffer_runs_and_uses_a_group_at_most_max_uses_times, .timeout = 60)
 {
     result r;
-    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s -o buffer.plugin=priority "
+    run(&r, "cd %s && rm -rf rb/replay && %s run %s/etc/quickstart.cfg %s "
+            "-o buffer.plugin=priority -o buffer.max_uses=2 "
             "-o 'run.out_dir=\"rb\"' -o 'run.name=\"replay\"'",
         WORK, TERN, SRC, SHORT);
-    cr_expect_eq(r.code, 2, "%s", r.err);
-    cr_expect(strstr(r.err, "quickstart.cfg:"), "names the config line: %s", r.err);
-    cr_expect(strstr(r.err, "'priority' is a replay buffer"), "%s", r.err);
-    cr_expect(strstr(r.err, "plugin = \"fifo\""), "%s", r.err);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char path[700], text[262144];
+    snprintf(path, sizeof path, "%s/rb/replay/metrics.jsonl", WORK);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"stage\":\"rl\",\"step\":3,"), "%s", text);
+    snprintf(path, sizeof path, "%s/rb/replay/rollouts.jsonl", WORK);
+    slurp(path, text, sizeof text);
+    int uses[64][64] = {{0}}, lines = 0;
+    for (const char *p = text; (p = strstr(p, "\"batch\":")); p++) {
+        int b = -1, g = -1;
+        cr_assert_eq(sscanf(p, "\"batch\":%d,\"group\":%d", &b, &g), 2, "%.80s", p);
+        cr_assert(b >= 0 && b < 64 && g >= 0 && g < 64);
+        uses[b][g]++;
+        cr_expect_leq(uses[b][g], 2, "batch %d group %d trained more than max_uses times", b,
+                      g);
+        lines++;
+    }
+    cr_expect_eq(lines, 3 * 16, "3 steps of 16 groups: %d lines", lines);
 }
 
 /* Without `path`, a run keeps the sqlite buffer's file in its run directory
@@ -122,19 +140,74 @@ Test(run_buffers, sqlite_defaults_its_file_into_the_run_directory, .timeout = 12
     cr_assert_eq(stat(file, &st), 0, "the buffer's file is in the run directory");
     cr_expect_eq(held_in(file), 0, "a finished synchronous run consumed every experience");
 
-    /* the resumed run opens the same file: an experience left there is found */
+    /* the resumed run opens the same file: a group left there is found (an
+     * id no step of the run consumed: the finished run trains nothing more,
+     * and keeps it) */
     harness h;
     char settings[900];
     snprintf(settings, sizeof settings, "path = \"%s\";", file);
     cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
                  h.error);
     const tern_buffer_ops *ops = harness_ops(&h);
+    tern_record_meta m = {.size = sizeof m, .id = 9999, .version = 0, .batch = 624};
+    cr_assert_eq(ops->put(h.state, "x", 1, &m, 0), TERN_OK);
+    harness_close(&h);
+    run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "buffer: 1 group from before the stop to train"), "%s", r.err);
+    cr_expect_eq(held_in(file), 1, "the group is kept");
+    run(&r, "rm -rf '%s'", dir);
+}
+
+/* A buffer file holding a group the checkpoint says was trained on, one the
+ * resume does not commit itself (consumed before the checkpoint before),
+ * is another run's (or an old copy): refused, as training it again would
+ * train it twice. */
+Test(run_buffers, a_resume_refuses_a_file_with_groups_already_trained, .timeout = 120)
+{
+    char dir[600], file[800];
+    snprintf(dir, sizeof dir, "%s/rb_stray_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    const char *opts = "-o buffer.plugin=sqlite -o buffer.capacity=0 -o 'run.out_dir=\"rb\"' "
+                       "-o 'run.name=\"stray\"' -o trainer.save_every=1";
+    result r;
+    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(file, sizeof file, "%s/rb/stray/buffer.sqlite", dir);
+    harness h;
+    char settings[900];
+    snprintf(settings, sizeof settings, "path = \"%s\";", file);
+    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
+                 h.error);
+    const tern_buffer_ops *ops = harness_ops(&h);
+    /* batch 0's group 1: trained at step 1, committed after checkpoint 1 */
     tern_record_meta m = {.size = sizeof m, .id = 1, .version = 0, .batch = 0};
     cr_assert_eq(ops->put(h.state, "x", 1, &m, 0), TERN_OK);
     harness_close(&h);
     run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
     cr_expect_eq(r.code, 2, "%s", r.err);
-    cr_expect(strstr(r.err, "already holds 1 experience from an earlier run"), "%s", r.err);
-    cr_expect_eq(held_in(file), 1, "the refused resume leaves the file as it was");
+    cr_expect(strstr(r.err, "holds 1 group the checkpoint says were trained on already"), "%s",
+              r.err);
+    cr_expect(strstr(r.err, "give the run its own buffer.path"), "%s", r.err);
+    cr_expect_eq(held_in(file), 1, "the refused resume leaves the group in the file");
     run(&r, "rm -rf '%s'", dir);
+}
+
+/* Groups a buffer discards (a small `fifo` dropping its oldest) are dealt
+ * again as stand-ins: an asynchronous run still gets its groups and ends. */
+Test(run_buffers, groups_a_buffer_drops_are_replaced_and_the_run_ends, .timeout = 120)
+{
+    result r;
+    run(&r, "cd %s && rm -rf rb/dropping && %s run %s/etc/quickstart.cfg %s "
+            "-o buffer.capacity=4 -o 'buffer.when_full=\"drop_oldest\"' "
+            "-o 'sync.plugin=\"fully_async\"' -o 'sync.method=\"memory\"' "
+            "-o 'run.out_dir=\"rb\"' -o 'run.name=\"dropping\"'",
+        WORK, TERN, SRC, SHORT);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char path[700], text[262144];
+    snprintf(path, sizeof path, "%s/rb/dropping/metrics.jsonl", WORK);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"stage\":\"rl\",\"step\":3,"), "%s", text);
+    cr_expect(strstr(text, "\"buffer.dropped.count\""), "the drops are counted: %s", text);
+    run(&r, "rm -rf %s/rb/dropping", WORK);
 }

@@ -2,11 +2,14 @@
  * fuzz_experience.c: libFuzzer target for the experience decoder
  * (core/src/experience), the code that reads what a buffer hands back,
  * including a durable buffer's file written by another process. The input
- * is one record. Nothing may crash, leak or read out of bounds; a record the
- * decoder accepts must encode back to exactly the same bytes (the encoding
- * is canonical, so an accepted record is never a misread one). Each input is
- * decoded twice: as it is, and "resealed" (its length and checksum fields
- * made right), so that the fuzzer reaches the checks behind the checksum.
+ * is one record: a group (format 3), its prompt and responses. Nothing may
+ * crash, leak or read out of bounds; a record the decoder accepts must
+ * encode back to exactly the same bytes (the encoding is canonical, so an
+ * accepted record is never a misread one), which also reads every array
+ * and name the decoded pointers point at. Each input is decoded twice: as it
+ * is, and "resealed" (its length and checksum fields made right), so that
+ * the fuzzer reaches the checks behind the checksum (sizes, names, finite
+ * values, statistics).
  *
  *   build-fuzz/tests/fuzz/fuzz_experience -max_total_time=600 corpus tests/fuzz/corpus_experience
  */

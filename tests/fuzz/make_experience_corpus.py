@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes the seed records of the experience decoder's fuzz target
-(tests/fuzz/corpus_experience/): valid format-2 experiences of a few shapes,
-encoded as core/src/experience/experience.h lays them out.
+(tests/fuzz/corpus_experience/): valid format-3 groups of a few shapes,
+encoded as core/src/experience/experience.h lays them out, and one format-2
+record (one response, as an older tern wrote it) that the decoder refuses.
 
     python3 tests/fuzz/make_experience_corpus.py
 """
+import math
 import os
 import struct
 
@@ -18,27 +20,77 @@ def crc32c(data):
     return crc ^ 0xFFFFFFFF
 
 
-def record(batch, version, domain, task_id, parts, prompt, response, logp):
-    body = struct.pack("<qqIIIIdddQQIIHHHH", batch, version, 7, 1, 2, 1, 0.5, 1.0,
-                       float("nan"), 1795000000 * 10**9, 1795000001 * 10**9,
-                       len(prompt), len(response), len(domain), len(task_id), len(parts), 0)
+def stats(responses):
+    """reward mean, population std, accuracy mean: the decoder's order and
+    operations (Python floats are IEEE doubles, so the same bits)."""
+    g = float(len(responses))
+    s = sq = acc = 0.0
+    for r in responses:
+        s += r["reward"]
+        sq += r["reward"] * r["reward"]
+        acc += r["accuracy"]
+    mean = s / g
+    var = sq / g - mean * mean
+    return mean, math.sqrt(var if var > 0 else 0.0), acc / g
+
+
+def response(version, finish, failure, reward, accuracy, parts, tokens, logp):
+    return dict(version=version, finish=finish, failure=failure, reward=reward,
+                accuracy=accuracy, parts=parts, tokens=tokens, logp=logp)
+
+
+def group(batch, version, domain, task_id, prompt, responses):
+    mean, std, acc = stats(responses)
+    body = struct.pack("<qqIIIIQQdddHHI", batch, version, 7, 1, len(responses), len(prompt),
+                       1795000000 * 10**9, 1795000001 * 10**9, mean, std, acc,
+                       len(domain), len(task_id), 0)
     body += domain + task_id
-    for name, value in parts:
-        body += struct.pack("<B", len(name)) + name + struct.pack("<d", value)
+    body += struct.pack("<%di" % len(prompt), *prompt)
+    for r in responses:
+        body += struct.pack("<qIHHddH", r["version"], len(r["tokens"]), r["finish"],
+                            r["failure"], r["reward"], r["accuracy"], len(r["parts"]))
+        for name, value in r["parts"]:
+            body += struct.pack("<B", len(name)) + name + struct.pack("<d", value)
+        body += struct.pack("<%di" % len(r["tokens"]), *r["tokens"])
+        body += struct.pack("<%df" % len(r["logp"]), *r["logp"])
+    total = 16 + len(body)
+    return struct.pack("<4sIII", b"TXP1", 3, total, crc32c(body)) + body
+
+
+def format2(domain, task_id, prompt, response, logp):
+    """One response as format 2 laid it out (104-byte header)."""
+    body = struct.pack("<qqIIIIdddQQIIHHHH", 3, 2, 7, 1, 2, 1, 0.5, 1.0, float("nan"),
+                       1795000000 * 10**9, 1795000001 * 10**9, len(prompt), len(response),
+                       len(domain), len(task_id), 0, 0)
+    body += domain + task_id
     body += struct.pack("<%di" % (len(prompt) + len(response)), *(prompt + response))
     body += struct.pack("<%df" % len(logp), *logp)
-    total = 16 + len(body)
-    return struct.pack("<4sIII", b"TXP1", 2, total, crc32c(body)) + body
+    return struct.pack("<4sIII", b"TXP1", 2, 16 + len(body), crc32c(body)) + body
 
+
+math_group = [
+    response(11, 1, 0, 1.0, 1.0, [(b"accuracy", 1.0), (b"format", 0.0)], [5, 6, 2],
+             [-0.5, -1.25, -0.01]),
+    response(11, 2, 0, 0.0, 0.0, [(b"accuracy", 0.0), (b"format", 0.0)], [7, 8, 9, 10],
+             [-0.25, -0.75, -2.0, -0.125]),
+    response(10, 1, 4, 0.0, 0.0, [], [], []),
+    response(11, 1, 0, 0.5, 0.0, [(b"format", 0.5)], [1], [-3.0]),
+]
+code_group = [
+    response(3, 1 + i % 2, 0, 0.1 * i - 0.3, float(i % 2), [(b"tests_passed", 0.125 * i)],
+             list(range(100 * i, 100 * i + 24)), [-0.0625 * k for k in range(24)])
+    for i in range(8)
+]
 
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_experience")
 os.makedirs(here, exist_ok=True)
+for old in os.listdir(here):
+    os.remove(os.path.join(here, old))
 seeds = {
-    "empty.bin": record(0, 0, b"", b"", [], [], [], []),
-    "math.bin": record(12, 11, b"math", b"gsm8k-42", [(b"accuracy", 1.0), (b"format", 0.0)],
-                       [1, 2, 3, 4], [5, 6, 2], [-0.5, -1.25, -0.01]),
-    "long.bin": record(3, 0, b"code", b"x" * 40, [(b"tests_passed", 0.75)],
-                       list(range(64)), list(range(100, 164)), [-0.1] * 64),
+    "one.bin": group(0, 0, b"", b"", [], [response(0, 1, 0, 0.0, 0.0, [], [], [])]),
+    "math.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group),
+    "code8.bin": group(3, 2, b"code", b"x" * 40, list(range(32)), code_group),
+    "format2.bin": format2(b"math", b"gsm8k-42", [1, 2, 3], [5, 6], [-0.5, -1.25]),
 }
 for name, data in seeds.items():
     with open(os.path.join(here, name), "wb") as f:

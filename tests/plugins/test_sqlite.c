@@ -1,10 +1,13 @@
 /* test_sqlite.c: the `sqlite` buffer plugin through its ops table, started the
  * way a run starts it (harness.h): order, batching, durability across destroy
- * and reopen, many producers and consumers, two instances on one file (as two
- * processes), capacity, timeouts, close, stats, files that are not tern
- * buffers, bad settings and arguments, and durability under SIGKILL of a
- * producer, of a consumer and of a process creating the file. Each test works
- * in its own directory under TERN_TEST_WORK_DIR, removed afterwards. */
+ * and reopen, exactly-once consumption (get marks records taken, commit
+ * forgets them, recover hands back the uncommitted ones), many producers and
+ * consumers, two instances on one file (as two processes), capacity,
+ * timeouts, close, stats, the migration of a schema-1 file, files that are
+ * not tern buffers, bad settings and arguments, and durability under SIGKILL
+ * of a producer, of a consumer between get and commit and of a process
+ * creating the file. Each test works in its own directory under
+ * TERN_TEST_WORK_DIR, removed afterwards. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include "base/errmsg.h"
+#include "base/log.h"
 #include "harness.h"
 #include "tern/buffer.h"
 
@@ -188,11 +192,22 @@ static tern_buffer_stats stats_of(const tern_buffer_ops *ops, void *st)
     return s;
 }
 
-/* Get everything the buffer holds now (timeout 0 batches of up to 16) and
- * check it is exactly ids first, first+1, ..., first+count-1 in order with
- * intact payloads of at most `max` bytes. Returns count. */
-static uint64_t drain_expect_run(const tern_buffer_ops *ops, void *st, uint64_t first, size_t max,
-                                 const char *what)
+/* Commit the records r[0..n) (their meta.id), asserting it succeeds. */
+static void commit_recs(const tern_buffer_ops *ops, void *st, const tern_record *r, size_t n)
+{
+    uint64_t ids[64];
+    cr_assert_leq(n, 64);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = r[i].meta.id;
+    cr_assert_eq(ops->commit(st, ids, n), TERN_OK, "commit: %s", tern_error_message());
+}
+
+/* Get everything the buffer has waiting now (timeout 0 batches of up to 16)
+ * and check it is exactly ids first, first+1, ..., first+count-1 in order
+ * with intact payloads of at most `max` bytes; commit each batch when
+ * `commit` says so (else the records stay in the file, taken). Returns count. */
+static uint64_t drain_run(const tern_buffer_ops *ops, void *st, uint64_t first, size_t max,
+                          const char *what, int commit)
 {
     uint64_t next = first;
     tern_record r[16];
@@ -215,9 +230,26 @@ static uint64_t drain_expect_run(const tern_buffer_ops *ops, void *st, uint64_t 
                       what, (unsigned long long)next, r[i].len);
             next++;
         }
+        if (commit)
+            commit_recs(ops, st, r, got);
         ops->release(st, r, got);
     }
     return next - first;
+}
+
+/* drain_run, committing: what is drained leaves the file. */
+static uint64_t drain_expect_run(const tern_buffer_ops *ops, void *st, uint64_t first, size_t max,
+                                 const char *what)
+{
+    return drain_run(ops, st, first, max, what, 1);
+}
+
+/* recover() into ids[0..cap), asserting it succeeds; returns *n. */
+static size_t recover_ids(const tern_buffer_ops *ops, void *st, uint64_t *ids, size_t cap)
+{
+    size_t n = 12345;
+    cr_assert_eq(ops->recover(st, ids, cap, &n), TERN_OK, "recover: %s", tern_error_message());
+    return n;
 }
 
 /* ---- the descriptor ------------------------------------------------------ */
@@ -229,11 +261,20 @@ Test(sqlite, descriptor_declares_a_thread_safe_buffer)
     open_sqlite(&h, in_work(f, sizeof f, "b.db"), "");
     const tern_plugin_descriptor *d = h.entry->plugin->desc;
     cr_assert_str_eq(d->name, "sqlite");
-    cr_assert_str_eq(d->version, "1.0.0");
+    cr_assert_str_eq(d->version, "1.1.0");
     cr_assert_eq(d->kind, TERN_KIND_BUFFER);
     cr_assert(d->caps & TERN_CAP_THREAD_SAFE);
     cr_assert_not(d->caps & TERN_CAP_REPLAY, "a FIFO hands each record out once");
     cr_assert_eq(d->abi_major, TERN_ABI_MAJOR);
+    cr_assert_eq(d->abi_minor, TERN_ABI_MINOR, "built against ABI 1.%u, not the current 1.%u",
+                 (unsigned)d->abi_minor, (unsigned)TERN_ABI_MINOR);
+    /* ABI 1.6: commit and recover, inside the ops table's declared size */
+    const tern_buffer_ops *ops = d->ops;
+    cr_assert_geq(ops->size, offsetof(tern_buffer_ops, recover) + sizeof ops->recover,
+                  "ops.size %zu does not cover commit and recover", ops->size);
+    cr_assert(TERN_HAS(ops, commit) && ops->commit, "sqlite sets commit");
+    cr_assert(TERN_HAS(ops, recover) && ops->recover, "sqlite sets recover");
+    cr_assert_null(ops->advance, "sqlite has no notion of staleness");
     harness_close(&h);
 }
 
@@ -304,6 +345,7 @@ Test(sqlite, release_gives_back_memory_and_tolerates_a_second_release)
         cr_assert_eq(ops->get(h.state, r, 2, &got, 0), TERN_OK);
         cr_assert_eq(got, 1);
         cr_assert_eq(r[0].meta.id, id);
+        commit_recs(ops, h.state, r, 1);
         ops->release(h.state, r, 1);
         cr_assert_null(r[0].data, "release left data pointing at freed memory");
         ops->release(h.state, r, 1); /* harmless: the record is marked released */
@@ -453,7 +495,7 @@ Test(sqlite, records_survive_destroy_and_reopen_in_order)
     harness_close(&h);
 }
 
-Test(sqlite, consumed_records_do_not_come_back_after_reopen)
+Test(sqlite, committed_records_do_not_come_back_after_reopen)
 {
     harness h;
     char f[PATH_MAX];
@@ -466,11 +508,261 @@ Test(sqlite, consumed_records_do_not_come_back_after_reopen)
     size_t got;
     cr_assert_eq(ops->get(h.state, r, 4, &got, 0), TERN_OK);
     cr_assert_eq(got, 4);
-    harness_close(&h); /* destroy without release: consumed all the same */
+    commit_recs(ops, h.state, r, got);
+    harness_close(&h); /* destroy without release: committed all the same */
 
     ops = open_sqlite(&h, f, "");
     cr_assert_eq(stats_of(ops, h.state).held, 2);
+    uint64_t ids[8];
+    cr_assert_eq(recover_ids(ops, h.state, ids, 8), 2, "committed records were recovered");
     cr_assert_eq(drain_expect_run(ops, h.state, 4, SMALL, "after reopen"), 2);
+    harness_close(&h);
+}
+
+/* ---- exactly once: taken, commit, recover ------------------------------------ */
+
+/* A record got and not committed stays in the file, taken: after destroy and
+ * reopen get does not hand it out again, until recover() hands it back in
+ * its original place among the others. */
+Test(sqlite, records_got_and_not_committed_stay_taken_until_recovered)
+{
+    harness h;
+    char f[PATH_MAX];
+    in_work(f, sizeof f, "b.db");
+    const tern_buffer_ops *ops = open_sqlite(&h, f, "");
+    for (uint64_t id = 0; id < 6; id++)
+        cr_assert_eq(put_id(ops, h.state, id, 0), TERN_OK);
+    tern_record r[8];
+    init_records(r, 8);
+    size_t got;
+    cr_assert_eq(ops->get(h.state, r, 2, &got, 0), TERN_OK);
+    cr_assert_eq(got, 2);
+    cr_assert_eq(r[0].meta.id, 0);
+    cr_assert_eq(r[1].meta.id, 1);
+    ops->release(h.state, r, got); /* released, never committed */
+    cr_assert_eq(stats_of(ops, h.state).held, 6, "a taken record is still held");
+    harness_close(&h);
+
+    ops = open_sqlite(&h, f, "");
+    cr_assert_eq(stats_of(ops, h.state).held, 6, "taken records left the file on reopen");
+    /* only the waiting records are handed out; take them too, uncommitted */
+    cr_assert_eq(drain_run(ops, h.state, 2, SMALL, "after reopen", 0), 4);
+    init_records(r, 8);
+    cr_assert_eq(ops->get(h.state, r, 8, &got, 0), TERN_ETIMEDOUT,
+                 "a taken record was handed out again");
+    cr_assert_eq(stats_of(ops, h.state).held, 6);
+    harness_close(&h);
+
+    ops = open_sqlite(&h, f, "");
+    init_records(r, 8);
+    cr_assert_eq(ops->get(h.state, r, 8, &got, 0), TERN_ETIMEDOUT);
+    uint64_t ids[8];
+    cr_assert_eq(recover_ids(ops, h.state, ids, 8), 6);
+    for (uint64_t i = 0; i < 6; i++)
+        cr_assert_eq(ids[i], i, "recover listed %llu at %llu", (unsigned long long)ids[i],
+                     (unsigned long long)i);
+    cr_assert_eq(drain_expect_run(ops, h.state, 0, SMALL, "after recover"), 6);
+    cr_assert_eq(stats_of(ops, h.state).held, 0);
+    harness_close(&h);
+}
+
+/* Recovered records go back to their places: before records never handed
+ * out, and around the ones committed meanwhile. */
+Test(sqlite, recovered_records_keep_their_place_in_the_order)
+{
+    harness h;
+    char f[PATH_MAX];
+    const tern_buffer_ops *ops = open_sqlite(&h, in_work(f, sizeof f, "b.db"), "");
+    for (uint64_t id = 0; id < 8; id++)
+        cr_assert_eq(put_id(ops, h.state, id, 0), TERN_OK);
+    tern_record a[2], b[3];
+    init_records(a, 2);
+    init_records(b, 3);
+    size_t got;
+    cr_assert_eq(ops->get(h.state, a, 2, &got, 0), TERN_OK); /* 0, 1 */
+    cr_assert_eq(ops->get(h.state, b, 3, &got, 0), TERN_OK); /* 2, 3, 4 */
+    uint64_t done[] = {1, 3};
+    cr_assert_eq(ops->commit(h.state, done, 2), TERN_OK, "%s", tern_error_message());
+    ops->release(h.state, a, 2);
+    ops->release(h.state, b, 3);
+    uint64_t ids[8];
+    cr_assert_eq(recover_ids(ops, h.state, ids, 8), 6);
+    uint64_t expect[] = {0, 2, 4, 5, 6, 7};
+    tern_record r[8];
+    init_records(r, 8);
+    cr_assert_eq(ops->get(h.state, r, 8, &got, 0), TERN_OK);
+    cr_assert_eq(got, 6);
+    for (size_t i = 0; i < 6; i++) {
+        cr_assert_eq(ids[i], expect[i]);
+        cr_assert_eq(r[i].meta.id, expect[i], "hand-out %zu is record %llu, not %llu", i,
+                     (unsigned long long)r[i].meta.id, (unsigned long long)expect[i]);
+        cr_assert(payload_ok(&r[i], SMALL));
+    }
+    ops->release(h.state, r, got);
+    harness_close(&h);
+}
+
+/* commit forgets exactly the named records, handed out or still waiting;
+ * unknown ids are ignored, a repeated commit is harmless, and it lasts. */
+Test(sqlite, commit_forgets_exactly_the_named_records)
+{
+    harness h;
+    char f[PATH_MAX];
+    in_work(f, sizeof f, "b.db");
+    const tern_buffer_ops *ops = open_sqlite(&h, f, "");
+    for (uint64_t id = 0; id < 10; id++)
+        cr_assert_eq(put_id(ops, h.state, id, 0), TERN_OK);
+    tern_record r[3];
+    init_records(r, 3);
+    size_t got;
+    cr_assert_eq(ops->get(h.state, r, 3, &got, 0), TERN_OK); /* 0, 1, 2 taken */
+    ops->release(h.state, r, got);
+    uint64_t ids[] = {1, 5, 999, 7}; /* handed out, waiting, unknown, waiting */
+    cr_assert_eq(ops->commit(h.state, ids, 4), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(stats_of(ops, h.state).held, 7);
+    cr_assert_eq(ops->commit(h.state, ids, 4), TERN_OK, "a repeated commit: %s",
+                 tern_error_message());
+    cr_assert_eq(stats_of(ops, h.state).held, 7);
+    cr_assert_eq(ops->commit(h.state, ids, 0), TERN_OK, "an empty commit");
+    cr_assert_eq(ops->commit(h.state, NULL, 0), TERN_OK, "an empty commit without ids");
+    tern_error_clear();
+    cr_assert_eq(ops->commit(h.state, NULL, 2), TERN_EINVAL);
+    cr_assert(strstr(tern_error_message(), "NULL"), "message: %s", tern_error_message());
+    cr_assert_eq(stats_of(ops, h.state).held, 7);
+    harness_close(&h);
+
+    ops = open_sqlite(&h, f, "");
+    cr_assert_eq(stats_of(ops, h.state).held, 7, "commits did not last across reopen");
+    uint64_t back[10];
+    cr_assert_eq(recover_ids(ops, h.state, back, 10), 7);
+    uint64_t expect[] = {0, 2, 3, 4, 6, 8, 9};
+    for (size_t i = 0; i < 7; i++)
+        cr_assert_eq(back[i], expect[i], "recover listed %llu at %zu, not %llu",
+                     (unsigned long long)back[i], i, (unsigned long long)expect[i]);
+    uint64_t all[10];
+    for (uint64_t i = 0; i < 10; i++)
+        all[i] = i;
+    cr_assert_eq(ops->commit(h.state, all, 10), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(stats_of(ops, h.state).held, 0);
+    init_records(r, 3);
+    cr_assert_eq(ops->get(h.state, r, 3, &got, 0), TERN_ETIMEDOUT);
+    harness_close(&h);
+}
+
+/* recover's list: every held id in hand-out order, *n the count even when
+ * larger than cap, nothing written past cap; a second call hands nothing
+ * more back and lists the same ids. */
+Test(sqlite, recover_lists_the_held_ids_in_order)
+{
+    harness h;
+    char f[PATH_MAX];
+    const tern_buffer_ops *ops = open_sqlite(&h, in_work(f, sizeof f, "b.db"), "");
+    size_t n = 77;
+    cr_assert_eq(ops->recover(h.state, NULL, 0, &n), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(n, 0, "an empty file holds no ids");
+    for (uint64_t id = 10; id < 16; id++)
+        cr_assert_eq(put_id(ops, h.state, id, 0), TERN_OK);
+    tern_record r[6];
+    init_records(r, 6);
+    size_t got;
+    cr_assert_eq(ops->get(h.state, r, 2, &got, 0), TERN_OK); /* 10, 11 taken */
+    ops->release(h.state, r, got);
+
+    uint64_t ids[8];
+    for (size_t i = 0; i < 8; i++)
+        ids[i] = 0xdead;
+    cr_assert_eq(recover_ids(ops, h.state, ids, 3), 6, "*n must count every held record");
+    cr_assert_eq(ids[0], 10);
+    cr_assert_eq(ids[1], 11);
+    cr_assert_eq(ids[2], 12);
+    cr_assert_eq(ids[3], 0xdead, "recover wrote past cap");
+    cr_assert_eq(recover_ids(ops, h.state, ids, 8), 6, "the second call, with room");
+    for (size_t i = 0; i < 6; i++)
+        cr_assert_eq(ids[i], 10 + i);
+    cr_assert_eq(ids[6], 0xdead, "recover wrote past the count");
+    n = 77;
+    cr_assert_eq(ops->recover(h.state, NULL, 0, &n), TERN_OK);
+    cr_assert_eq(n, 6, "cap 0 counts only");
+    cr_assert_eq(stats_of(ops, h.state).held, 6, "recover changed what the file holds");
+
+    tern_error_clear();
+    cr_assert_eq(ops->recover(h.state, ids, 8, NULL), TERN_EINVAL);
+    cr_assert_neq(tern_error_message()[0], '\0');
+    tern_error_clear();
+    cr_assert_eq(ops->recover(h.state, NULL, 4, &n), TERN_EINVAL);
+    cr_assert(strstr(tern_error_message(), "NULL"), "message: %s", tern_error_message());
+
+    /* each record once, in order: the second recover handed nothing twice */
+    cr_assert_eq(drain_expect_run(ops, h.state, 10, SMALL, "after two recovers"), 6);
+    harness_close(&h);
+}
+
+/* Two instances (processes) on one file: a record taken by one is never
+ * handed out by the other, until a recover. */
+Test(sqlite, a_record_taken_by_one_instance_is_never_handed_out_by_another)
+{
+    harness ha, hb;
+    char f[PATH_MAX];
+    in_work(f, sizeof f, "b.db");
+    const tern_buffer_ops *ops = open_sqlite(&ha, f, "");
+    open_sqlite(&hb, f, "");
+    for (uint64_t id = 0; id < 5; id++)
+        cr_assert_eq(put_id(ops, ha.state, id, 0), TERN_OK);
+    tern_record r[8];
+    init_records(r, 8);
+    size_t got;
+    cr_assert_eq(ops->get(ha.state, r, 2, &got, 0), TERN_OK); /* a takes 0, 1 */
+    cr_assert_eq(got, 2);
+    ops->release(ha.state, r, got);
+    init_records(r, 8);
+    cr_assert_eq(ops->get(hb.state, r, 8, &got, 0), TERN_OK); /* b: only 2, 3, 4 */
+    cr_assert_eq(got, 3);
+    for (size_t i = 0; i < got; i++)
+        cr_assert_eq(r[i].meta.id, 2 + i, "instance b got record %llu",
+                     (unsigned long long)r[i].meta.id);
+    ops->release(hb.state, r, got);
+    init_records(r, 8);
+    cr_assert_eq(ops->get(hb.state, r, 8, &got, 0), TERN_ETIMEDOUT);
+    init_records(r, 8);
+    cr_assert_eq(ops->get(ha.state, r, 8, &got, 0), TERN_ETIMEDOUT,
+                 "instance a got a record instance b had taken");
+    cr_assert_eq(stats_of(ops, ha.state).held, 5);
+    cr_assert_eq(stats_of(ops, hb.state).held, 5);
+    /* b commits its records; a (the one consumer left) recovers its own */
+    uint64_t mine[] = {2, 3, 4};
+    cr_assert_eq(ops->commit(hb.state, mine, 3), TERN_OK, "%s", tern_error_message());
+    harness_close(&hb);
+    uint64_t ids[8];
+    cr_assert_eq(recover_ids(ops, ha.state, ids, 8), 2);
+    cr_assert_eq(drain_expect_run(ops, ha.state, 0, SMALL, "after recover"), 2);
+    harness_close(&ha);
+}
+
+/* capacity counts taken records until they are committed. */
+Test(sqlite, capacity_counts_taken_records_until_committed)
+{
+    harness h;
+    char f[PATH_MAX];
+    const tern_buffer_ops *ops = open_sqlite(&h, in_work(f, sizeof f, "b.db"), "capacity = 2;");
+    cr_assert_eq(put_id(ops, h.state, 1, 0), TERN_OK);
+    cr_assert_eq(put_id(ops, h.state, 2, 0), TERN_OK);
+    tern_record r[2];
+    init_records(r, 2);
+    size_t got;
+    cr_assert_eq(ops->get(h.state, r, 2, &got, 0), TERN_OK);
+    cr_assert_eq(got, 2);
+    cr_assert_eq(put_id(ops, h.state, 3, 0), TERN_ETIMEDOUT,
+                 "a put found room in a file full of taken records");
+    cr_assert(strstr(tern_error_message(), "capacity"), "message: %s", tern_error_message());
+    cr_assert_eq(stats_of(ops, h.state).held, 2);
+    commit_recs(ops, h.state, r, 1);
+    cr_assert_eq(put_id(ops, h.state, 3, 0), TERN_OK, "the commit made no room: %s",
+                 tern_error_message());
+    cr_assert_eq(put_id(ops, h.state, 4, 0), TERN_ETIMEDOUT);
+    commit_recs(ops, h.state, r + 1, 1);
+    ops->release(h.state, r, got);
+    cr_assert_eq(put_id(ops, h.state, 4, 0), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(drain_expect_run(ops, h.state, 3, SMALL, "after the commits"), 2);
     harness_close(&h);
 }
 
@@ -550,6 +842,7 @@ typedef struct consumer {
     unsigned seen[TOTAL];    /* times each id was delivered to this consumer */
     int64_t last[PRODUCERS]; /* last index seen per producer: FIFO keeps them rising */
     int out_of_order, corrupt, final_rc;
+    int commit_failures, commit_rc; /* commits of received records that failed, the last */
     size_t received;
     size_t *total;           /* shared count of records received (two-instance test) */
     pthread_mutex_t *total_lock;
@@ -596,6 +889,14 @@ static void *consume(void *arg)
             c->last[prod] = idx;
         }
         c->received += got;
+        uint64_t ids[8];
+        for (size_t i = 0; i < got; i++)
+            ids[i] = r[i].meta.id;
+        int crc = c->m->get_ops->commit(c->m->get_st, ids, got);
+        if (crc != TERN_OK) {
+            c->commit_failures++;
+            c->commit_rc = crc;
+        }
         c->m->get_ops->release(c->m->get_st, r, got);
         if (c->total) {
             pthread_mutex_lock(c->total_lock);
@@ -615,6 +916,8 @@ static void check_exactly_once(producer *prod, consumer *cons)
                      tern_status_name(cons[i].final_rc));
         cr_assert_eq(cons[i].corrupt, 0, "consumer %d got %d corrupt records", i,
                      cons[i].corrupt);
+        cr_assert_eq(cons[i].commit_failures, 0, "consumer %d: %d commits failed, last with %s",
+                     i, cons[i].commit_failures, tern_status_name(cons[i].commit_rc));
         cr_assert_eq(cons[i].out_of_order, 0,
                      "consumer %d saw a producer's records out of order %d times", i,
                      cons[i].out_of_order);
@@ -795,7 +1098,9 @@ static void *call_get(void *arg)
     return NULL;
 }
 
-Test(sqlite, blocked_put_goes_through_once_a_get_makes_room, .timeout = 10)
+/* A get does not make room (the record stays in the file, taken): the
+ * commit does, and wakes the blocked put at once. */
+Test(sqlite, blocked_put_goes_through_once_a_commit_makes_room, .timeout = 10)
 {
     harness h;
     char f[PATH_MAX];
@@ -810,8 +1115,13 @@ Test(sqlite, blocked_put_goes_through_once_a_get_makes_room, .timeout = 10)
     size_t got;
     cr_assert_eq(ops->get(h.state, r, 1, &got, 0), TERN_OK);
     cr_assert_eq(r[0].meta.id, 1);
+    sleep_ms(100);
+    cr_assert_eq(stats_of(ops, h.state).put, 1, "the blocked put went through after a get");
+    double t0 = now_ms();
+    commit_recs(ops, h.state, r, got);
     ops->release(h.state, r, got);
     pthread_join(t, NULL);
+    cr_assert_lt(now_ms() - t0, 2000, "the commit did not wake the blocked put");
     cr_assert_eq(c.rc, TERN_OK, "the waiting put returned %d: %s", c.rc, c.msg);
     init_records(r, 1);
     cr_assert_eq(ops->get(h.state, r, 1, &got, 0), TERN_OK);
@@ -820,8 +1130,9 @@ Test(sqlite, blocked_put_goes_through_once_a_get_makes_room, .timeout = 10)
     harness_close(&h);
 }
 
-/* Capacity counts the file's records, whoever put them, and a get by another
- * instance (process) makes room that a blocked put notices by polling. */
+/* Capacity counts the file's records, whoever put them, and a commit by
+ * another instance (process) makes room that a blocked put notices by
+ * polling. */
 Test(sqlite, capacity_is_shared_by_instances_on_one_file, .timeout = 10)
 {
     harness ha, hb;
@@ -839,9 +1150,10 @@ Test(sqlite, capacity_is_shared_by_instances_on_one_file, .timeout = 10)
     tern_record r[1];
     init_records(r, 1);
     size_t got;
-    double t0 = now_ms();
     cr_assert_eq(ops->get(hb.state, r, 1, &got, 0), TERN_OK);
     cr_assert_eq(r[0].meta.id, 1);
+    double t0 = now_ms();
+    commit_recs(ops, hb.state, r, got);
     ops->release(hb.state, r, got);
     pthread_join(t, NULL);
     cr_assert_eq(c.rc, TERN_OK, "the waiting put returned %d: %s", c.rc, c.msg);
@@ -988,8 +1300,12 @@ Test(sqlite, stats_count_puts_gets_and_held)
     size_t got;
     cr_assert_eq(ops->get(h.state, r, 3, &got, 0), TERN_OK);
     s = stats_of(ops, h.state);
-    cr_assert_eq(s.held, 1, "held counts records not yet handed out");
+    cr_assert_eq(s.held, 4, "held counts records handed out and not committed");
     cr_assert_eq(s.put, 4);
+    cr_assert_eq(s.got, 3);
+    commit_recs(ops, h.state, r, got);
+    s = stats_of(ops, h.state);
+    cr_assert_eq(s.held, 1, "held counts records until committed");
     cr_assert_eq(s.got, 3);
     ops->release(h.state, r, got);
 
@@ -1101,7 +1417,7 @@ Test(sqlite, a_buffer_written_by_a_newer_tern_is_refused)
     harness_close(&h);
     sql_on(f, "PRAGMA user_version = 99;");
     assert_open_refused(f, "newer", "schema 99");
-    assert_open_refused(f, f, "reads schema 1");
+    assert_open_refused(f, f, "reads schema 2");
 }
 
 Test(sqlite, a_tern_buffer_without_its_table_is_reported_damaged)
@@ -1110,6 +1426,146 @@ Test(sqlite, a_tern_buffer_without_its_table_is_reported_damaged)
     in_work(f, sizeof f, "b.db");
     sql_on(f, "PRAGMA application_id = 1952805486; PRAGMA user_version = 1; CREATE TABLE x(y);");
     assert_open_refused(f, f, "damaged");
+}
+
+/* The integer `sql` answers on `file`, read with SQLite directly. */
+static int64_t int_on(const char *file, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_open(file, &db), SQLITE_OK, "open %s", file);
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s: %s", sql, sqlite3_errmsg(db));
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    cr_assert_eq(sqlite3_close(db), SQLITE_OK);
+    return v;
+}
+
+/* The log lines of opening `file` (into buf), with the instance left open. */
+static const tern_buffer_ops *open_logged(harness *h, const char *file, char *buf, size_t size)
+{
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    tern_log_set_stream(log);
+    int rc = try_open(h, file, "");
+    tern_log_set_stream(NULL);
+    rewind(log);
+    size_t n = fread(buf, 1, size - 1, log);
+    buf[n] = '\0';
+    fclose(log);
+    cr_assert_eq(rc, TERN_OK, "open %s: %s", file, h->error);
+    return harness_ops(h);
+}
+
+/* A file of the previous release (schema 1: no `taken`, records deleted by
+ * get) as that release left it: WAL mode, ids 0..7 put, 0..3 consumed, id 5
+ * from a producer whose meta ended before `version`. */
+static void write_schema1_file(const char *file)
+{
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(file, &db), SQLITE_OK, "open %s", file);
+    char *msg = NULL;
+    const char *schema =
+        "PRAGMA journal_mode = WAL; PRAGMA application_id = 1952805486; "
+        "PRAGMA user_version = 1; "
+        "CREATE TABLE records(seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL, "
+        "version INTEGER, batch INTEGER, put_unix_ns INTEGER NOT NULL, data BLOB NOT NULL);";
+    cr_assert_eq(sqlite3_exec(db, schema, NULL, NULL, &msg), SQLITE_OK, "%s", msg ? msg : "?");
+    sqlite3_stmt *ins = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, "INSERT INTO records(id, version, batch, put_unix_ns, "
+                                        "data) VALUES (?1, ?2, ?3, 1, ?4)",
+                                    -1, &ins, NULL),
+                 SQLITE_OK);
+    for (uint64_t id = 0; id < 8; id++) {
+        unsigned char buf[SMALL];
+        payload_fill(id, SMALL, buf);
+        tern_record_meta m = meta_of(id);
+        sqlite3_bind_int64(ins, 1, (sqlite3_int64)id);
+        if (id == 5) {
+            sqlite3_bind_null(ins, 2);
+            sqlite3_bind_null(ins, 3);
+        } else {
+            sqlite3_bind_int64(ins, 2, m.version);
+            sqlite3_bind_int64(ins, 3, m.batch);
+        }
+        sqlite3_bind_blob(ins, 4, buf, (int)payload_len(id, SMALL), SQLITE_TRANSIENT);
+        cr_assert_eq(sqlite3_step(ins), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    /* what the schema-1 get did: delete the oldest records it handed out */
+    cr_assert_eq(sqlite3_exec(db, "DELETE FROM records WHERE seq <= 4", NULL, NULL, &msg),
+                 SQLITE_OK, "%s", msg ? msg : "?");
+    cr_assert_eq(sqlite3_close(db), SQLITE_OK);
+}
+
+Test(sqlite, a_schema_1_file_is_migrated_in_place_keeping_its_records_in_order)
+{
+    harness h;
+    char f[PATH_MAX], log[8192];
+    in_work(f, sizeof f, "old.db");
+    write_schema1_file(f);
+    cr_assert_eq(int_on(f, "PRAGMA user_version"), 1);
+
+    const tern_buffer_ops *ops = open_logged(&h, f, log, sizeof log);
+    cr_assert(strstr(log, "migrated") && strstr(log, "from schema 1 to schema 2") &&
+                  strstr(log, f),
+              "the migration was not logged: \"%s\"", log);
+    cr_assert_eq(int_on(f, "PRAGMA user_version"), 2);
+    cr_assert_eq(int_on(f, "PRAGMA application_id"), 1952805486);
+    cr_assert_eq(int_on(f, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                           "name IN ('records_id', 'records_waiting')"),
+                 2, "the migration did not create the indexes");
+    cr_assert_eq(int_on(f, "SELECT count(*) FROM records WHERE taken = 0"), 4,
+                 "every record of a schema-1 file is waiting");
+    cr_assert_eq(stats_of(ops, h.state).held, 4);
+    /* a new record goes after the old ones (seq keeps counting) */
+    cr_assert_eq(put_id(ops, h.state, 8, 0), TERN_OK, "%s", tern_error_message());
+    tern_record r[8];
+    init_records(r, 8);
+    size_t got;
+    cr_assert_eq(ops->get(h.state, r, 8, &got, 0), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(got, 5);
+    for (size_t i = 0; i < got; i++) {
+        uint64_t id = 4 + i;
+        cr_assert_eq(r[i].meta.id, id, "hand-out %zu is record %llu", i,
+                     (unsigned long long)r[i].meta.id);
+        cr_assert(payload_ok(&r[i], SMALL), "payload of record %llu", (unsigned long long)id);
+        if (id == 5) {
+            cr_assert_eq(r[i].meta.size, offsetof(tern_record_meta, version));
+            cr_assert_eq(r[i].meta.version, 0);
+        } else {
+            cr_assert_eq(r[i].meta.size, sizeof(tern_record_meta));
+            cr_assert_eq(r[i].meta.version, (int64_t)id / 10);
+            cr_assert_eq(r[i].meta.batch, (int64_t)id % 7);
+        }
+    }
+    ops->release(h.state, r, got);
+    harness_close(&h);
+
+    /* reopened: schema 2 already, nothing migrated again; the taken records
+     * stay taken */
+    ops = open_logged(&h, f, log, sizeof log);
+    cr_assert_null(strstr(log, "migrated"), "migrated twice: \"%s\"", log);
+    cr_assert(strstr(log, "5 of them handed out"), "log: \"%s\"", log);
+    cr_assert_eq(stats_of(ops, h.state).held, 5);
+    uint64_t ids[8];
+    cr_assert_eq(recover_ids(ops, h.state, ids, 8), 5);
+    cr_assert_eq(drain_expect_run(ops, h.state, 4, SMALL, "after the migration"), 5);
+    harness_close(&h);
+}
+
+/* A schema-1 file without its table is damaged, not migrated. */
+Test(sqlite, a_schema_1_file_without_its_records_table_is_refused_unchanged)
+{
+    char f[PATH_MAX];
+    in_work(f, sizeof f, "b.db");
+    sql_on(f, "PRAGMA application_id = 1952805486; PRAGMA user_version = 1; "
+              "CREATE TABLE records(seq INTEGER PRIMARY KEY, id INTEGER);");
+    assert_open_refused(f, f, "schema 1");
+    cr_assert_eq(int_on(f, "PRAGMA user_version"), 1, "a refused file was migrated");
 }
 
 Test(sqlite, a_path_in_a_missing_directory_is_refused)
@@ -1157,6 +1613,7 @@ Test(sqlite, bad_settings_are_rejected)
  * ids of acknowledged puts, or of records received, and these markers. */
 #define MSG_STARTING (UINT64_MAX - 1) /* about to open the buffer */
 #define MSG_OPEN UINT64_MAX           /* the buffer is open */
+#define MSG_COMMITTED (UINT64_MAX - 2) /* commit() of every record reported returned */
 
 static void send_msg(int fd, uint64_t v)
 {
@@ -1375,8 +1832,9 @@ Test(sqlite, a_file_being_created_survives_sigkill, .timeout = 120)
 #define CONSUMER_KILLS 12
 #define MAX_WANT 8
 
-/* Gets batches of 1..MAX_WANT records, reporting each id received; waits to
- * be killed once the file is empty. */
+/* Gets batches of 1..MAX_WANT records, reporting each id received, then
+ * commits the batch and reports MSG_COMMITTED; waits to be killed once no
+ * record is left waiting. */
 static void consumer_child(const char *file, int fd)
 {
     harness h;
@@ -1393,11 +1851,16 @@ static void consumer_child(const char *file, int fd)
             break;
         if (rc != TERN_OK)
             _exit(4);
+        uint64_t ids[MAX_WANT];
         for (size_t i = 0; i < got; i++) {
             if (!payload_ok(&r[i], CONSUMER_MAX))
                 _exit(6);
             send_msg(fd, r[i].meta.id);
+            ids[i] = r[i].meta.id;
         }
+        if (ops->commit(h.state, ids, got) != TERN_OK)
+            _exit(8);
+        send_msg(fd, MSG_COMMITTED);
         ops->release(h.state, r, got);
     }
     for (;;)
@@ -1416,11 +1879,13 @@ static void copy_file(const char *from, const char *to)
     cr_assert_eq(fclose(out), 0);
 }
 
-/* Records handed out are consumed in the transaction that hands them out:
- * after a consumer is killed, the file holds exactly the records it was not
- * handed; those it reported are gone, and so are at most one batch it was
- * handed but had not reported yet (at most once delivery). */
-Test(sqlite, a_consumer_killed_leaves_exactly_the_records_not_handed_out, .timeout = 120)
+/* A consumer killed anywhere between get and commit loses nothing: the file
+ * still holds every record it did not commit (those it was handed and had
+ * not committed stay there, taken, and recover() hands them back in their
+ * places), and none it committed. Its commit of the last batch it reported
+ * may or may not have landed; a batch it was handed but had not reported yet
+ * is taken. */
+Test(sqlite, a_consumer_killed_between_get_and_commit_loses_nothing, .timeout = 120)
 {
     char tmpl[PATH_MAX], wal[PATH_MAX + 8];
     in_work(tmpl, sizeof tmpl, "template.db");
@@ -1433,7 +1898,8 @@ Test(sqlite, a_consumer_killed_leaves_exactly_the_records_not_handed_out, .timeo
     snprintf(wal, sizeof wal, "%s-wal", tmpl);
     cr_assert_not(exists(wal), "the WAL outlived the last connection");
 
-    uint64_t total_got = 0, total_lost = 0;
+    static uint64_t ids[CONSUMER_RECORDS];
+    uint64_t total_got = 0, total_back = 0;
     for (int round = 0; round < CONSUMER_KILLS; round++) {
         char f[PATH_MAX], name[32];
         snprintf(name, sizeof name, "c%d.db", round);
@@ -1447,9 +1913,13 @@ Test(sqlite, a_consumer_killed_leaves_exactly_the_records_not_handed_out, .timeo
         cr_assert_eq(v, MSG_OPEN);
         sleep_ms((long)(rnd() % 31));
         kill_and_reap(pid, round);
-        uint64_t got = 0;
+        uint64_t got = 0, committed = 0;
         int r;
         while ((r = read_msg(fd, &v, 5000)) == 1) {
+            if (v == MSG_COMMITTED) {
+                committed = got;
+                continue;
+            }
             cr_assert_eq(v, got, "round %d: record %llu received out of order", round,
                          (unsigned long long)v);
             got++;
@@ -1457,30 +1927,55 @@ Test(sqlite, a_consumer_killed_leaves_exactly_the_records_not_handed_out, .timeo
         cr_assert_eq(r, 0, "round %d: reading the consumer's reports failed", round);
         close(fd);
 
+        /* taken: the records reported and not known committed, and at most
+         * one batch handed out and not reported */
+        int64_t taken = int_on(f, "SELECT count(*) FROM records WHERE taken = 1");
         ops = open_sqlite(&h, f, "synchronous = \"normal\";");
-        tern_buffer_stats s = stats_of(ops, h.state);
-        uint64_t left = s.held;
-        cr_assert_leq(got + left, CONSUMER_RECORDS,
-                      "round %d: %llu received + %llu left > %d put: a record was handed out "
-                      "and kept", round, (unsigned long long)got, (unsigned long long)left,
-                      CONSUMER_RECORDS);
-        uint64_t lost = CONSUMER_RECORDS - got - left;
-        cr_assert_leq(lost, MAX_WANT,
-                      "round %d: %llu records neither received nor left: more than one batch",
-                      round, (unsigned long long)lost);
+        uint64_t held = stats_of(ops, h.state).held;
+        uint64_t gone = CONSUMER_RECORDS - held;
+        cr_assert(gone == committed || gone == got,
+                  "round %d: %llu records left the file; %llu were committed and %llu "
+                  "received: a record was lost, or an uncommitted one forgotten", round,
+                  (unsigned long long)gone, (unsigned long long)committed,
+                  (unsigned long long)got);
+        cr_assert_geq((uint64_t)taken, got - gone,
+                      "round %d: %lld records taken, fewer than the %llu received and not "
+                      "committed", round, (long long)taken, (unsigned long long)(got - gone));
+        cr_assert_leq((uint64_t)taken, got - gone + MAX_WANT,
+                      "round %d: %lld records taken: more than one batch beyond those "
+                      "received", round, (long long)taken);
+        /* nothing taken is handed out before the recovery */
+        if (taken > 0) {
+            tern_record rec[1];
+            init_records(rec, 1);
+            size_t n1 = 0;
+            if (gone + (uint64_t)taken < CONSUMER_RECORDS) {
+                cr_assert_eq(ops->get(h.state, rec, 1, &n1, 0), TERN_OK);
+                cr_assert_eq(rec[0].meta.id, gone + (uint64_t)taken,
+                             "round %d: record %llu handed out before the recovery", round,
+                             (unsigned long long)rec[0].meta.id);
+                ops->release(h.state, rec, n1);
+            } else {
+                cr_assert_eq(ops->get(h.state, rec, 1, &n1, 0), TERN_ETIMEDOUT);
+            }
+        }
+        cr_assert_eq(recover_ids(ops, h.state, ids, CONSUMER_RECORDS), held);
+        for (uint64_t i = 0; i < held; i++)
+            cr_assert_eq(ids[i], gone + i, "round %d: recover listed %llu at %llu", round,
+                         (unsigned long long)ids[i], (unsigned long long)i);
         char what[64];
         snprintf(what, sizeof what, "round %d (%llu received)", round, (unsigned long long)got);
-        /* what is left is exactly the records after those handed out */
-        cr_assert_eq(drain_expect_run(ops, h.state, CONSUMER_RECORDS - left, CONSUMER_MAX, what),
-                     left);
+        /* what is left is exactly the records after those committed, in order */
+        cr_assert_eq(drain_expect_run(ops, h.state, gone, CONSUMER_MAX, what), held);
+        cr_assert_eq(stats_of(ops, h.state).held, 0);
         harness_close(&h);
         remove_db(f);
         total_got += got;
-        total_lost += lost;
+        total_back += (uint64_t)taken;
     }
     fprintf(stderr, "sqlite SIGKILL of a consumer: %d kills, %llu records received in all, "
-            "%llu handed out but not yet reported when killed\n",
-            CONSUMER_KILLS, (unsigned long long)total_got, (unsigned long long)total_lost);
+            "%llu handed out and not committed when killed, all recovered\n",
+            CONSUMER_KILLS, (unsigned long long)total_got, (unsigned long long)total_back);
     cr_assert_gt(total_got, 0, "the kills came too early to test anything");
     cr_assert_lt(total_got, (uint64_t)CONSUMER_KILLS * CONSUMER_RECORDS,
                  "every consumer finished before its kill: the test proved nothing");

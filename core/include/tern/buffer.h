@@ -94,6 +94,31 @@ typedef struct tern_buffer_ops {
      * buffer that skips stale records measures a record's age from the larger
      * of this and the newest meta.version put so far. */
     void (*advance)(void *state, int64_t version);
+
+    /* ---- ABI minor 6: durable buffers, exactly-once consumption ---- */
+
+    /* Optional (NULL: a record is gone once get() hands it out, or, for a
+     * replay buffer, after its last use). A buffer that sets it keeps every
+     * record get() hands out in its store -- never handed out again, to any
+     * consumer, yet not gone -- until commit names it: the consumer commits
+     * only once its own progress is durable (`tern run`: once the checkpoint
+     * that includes the training on it is written), so a crash in between
+     * loses nothing. Forget for good the records with these `n` ids
+     * (meta.id), handed out or not; ids it does not hold are ignored (a
+     * commit repeated after a crash is harmless). TERN_OK, or a status with
+     * a message (then none of them is forgotten). */
+    int (*commit)(void *state, const uint64_t *ids, size_t n);
+
+    /* Optional, and only with commit. For the one consumer that takes over
+     * from a dead one (a resumed run, which holds its run directory's lock):
+     * every record handed out and never committed becomes waiting again,
+     * in its original place in the hand-out order; then the ids of every
+     * record held are written to ids[0 .. min(*n, cap)) in hand-out order and
+     * *n is set to how many there are (call again with a larger array when
+     * *n > cap; the second call finds nothing more to hand back). TERN_OK, or
+     * a status with a message (nothing changed). Never call it while another
+     * consumer of the same store may be working. */
+    int (*recover)(void *state, uint64_t *ids, size_t cap, size_t *n);
 } tern_buffer_ops;
 
 #ifdef __cplusplus

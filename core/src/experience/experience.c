@@ -1,9 +1,11 @@
-/* experience.c: the experience encoding (see experience.h). Fields are
- * written byte by byte in little-endian order; the decoder trusts nothing in
- * the record until its length and checksum agree, then checks every inner
- * size against the bytes left before reading them. */
+/* experience.c: the experience encoding, format 3: one record per group
+ * (see experience.h). Fields are written byte by byte in little-endian
+ * order; the decoder trusts nothing in the record until its length and
+ * checksum agree, then checks every inner size against the bytes left before
+ * reading it, and the group statistics against the responses. */
 #include "experience/experience.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +59,67 @@ static double get_f64(const unsigned char *p)
     return v;
 }
 
+/* ---- group statistics ---------------------------------------------------------- */
+
+/* finish_stats and the decoder both sum through this, in response order, so
+ * they get the same doubles. Each multiply is its own statement: a compiler
+ * may not fuse it with the add into an FMA (which rounds once, so the figures
+ * would differ between the machine that wrote a record and one reading it). */
+typedef struct stats_sum {
+    double reward, reward_sq, accuracy;
+} stats_sum;
+
+static void stats_add(stats_sum *s, double reward, double accuracy)
+{
+    double sq = reward * reward;
+    s->reward += reward;
+    s->reward_sq += sq;
+    s->accuracy += accuracy;
+}
+
+/* out: reward mean, reward std (population), accuracy mean. */
+static void stats_end(const stats_sum *s, uint32_t n, double out[3])
+{
+    double g = (double)n;
+    double mean = s->reward / g;
+    double mean_sq = mean * mean;
+    double var = s->reward_sq / g;
+    var -= mean_sq;
+    out[0] = mean;
+    /* rounding can leave var a hair below 0; inf - inf (huge rewards) is NaN:
+     * both give 0, so the figures are never NaN */
+    out[1] = sqrt(var > 0 ? var : 0);
+    out[2] = s->accuracy / g;
+}
+
+/* A stored figure agrees with the one computed from the responses: equal
+ * up to a few roundings, so that a writer built otherwise (an FMA, another
+ * summation) is not refused, while a figure that is not these responses'
+ * is. */
+static int agrees(double stored, double computed)
+{
+    if (stored == computed) /* infinities of huge rewards too */
+        return 1;
+    double scale = fabs(computed) > 1 ? fabs(computed) : 1;
+    return fabs(stored - computed) <= 1e-9 * scale;
+}
+
+void tern_experience_finish_stats(tern_experience *e)
+{
+    stats_sum s = {0, 0, 0};
+    for (uint32_t i = 0; i < e->n; i++)
+        stats_add(&s, e->resp[i].reward, e->resp[i].accuracy);
+    double st[3] = {0, 0, 0};
+    if (e->n > 0)
+        stats_end(&s, e->n, st);
+    e->reward_mean = st[0], e->reward_std = st[1], e->accuracy_mean = st[2];
+}
+
 /* ---- encoding ------------------------------------------------------------------ */
+
+/* A response entry's fixed part: version, R, finish, failure, reward,
+ * accuracy, C. */
+#define RESPONSE_FIXED 34u
 
 static const char *text_or_empty(const char *s) { return s ? s : ""; }
 
@@ -70,78 +132,145 @@ size_t tern_experience_bytes(const tern_experience *e)
                     d > TERN_EXPERIENCE_TEXT_MAX ? d : t, TERN_EXPERIENCE_TEXT_MAX);
         return 0;
     }
-    if (e->n_parts > TERN_EXPERIENCE_MAX_PARTS) {
-        tern_errorf(TERN_EINVAL, "an experience has %u reward parts, over the %u it keeps",
-                    e->n_parts, TERN_EXPERIENCE_MAX_PARTS);
+    if (e->n == 0 || e->n > TERN_EXPERIENCE_MAX_RESPONSES) {
+        tern_errorf(TERN_EINVAL, "an experience has %u responses: a group has 1 to %u", e->n,
+                    TERN_EXPERIENCE_MAX_RESPONSES);
         return 0;
     }
-    size_t n = TERN_EXPERIENCE_HEADER + d + t;
-    for (uint32_t i = 0; i < e->n_parts; i++) {
-        size_t len = strlen(text_or_empty(e->parts[i].name));
-        if (len == 0 || len > TERN_EXPERIENCE_NAME_MAX) {
-            tern_errorf(TERN_EINVAL, "reward part %u has a name of %zu bytes: names are 1 to "
-                        "%u bytes", i, len, TERN_EXPERIENCE_NAME_MAX);
+    /* in 64 bits, no overflow: at most 65536 responses of 2^32 tokens */
+    uint64_t n = TERN_EXPERIENCE_HEADER + (uint64_t)d + t + 4 * (uint64_t)e->prompt_len;
+    stats_sum s = {0, 0, 0};
+    for (uint32_t i = 0; i < e->n; i++) {
+        const tern_exp_response *r = &e->resp[i];
+        if (r->n_parts > TERN_EXPERIENCE_MAX_PARTS) {
+            tern_errorf(TERN_EINVAL, "response %u of an experience has %u reward parts, over "
+                        "the %u it keeps", i, r->n_parts, TERN_EXPERIENCE_MAX_PARTS);
             return 0;
         }
-        n += 1 + len + 8;
+        if (r->finish > UINT16_MAX || r->failure > UINT16_MAX) {
+            tern_errorf(TERN_EINVAL, "response %u of an experience has %s %u, over the 65535 "
+                        "an experience keeps", i, r->finish > UINT16_MAX ? "finish" : "failure",
+                        r->finish > UINT16_MAX ? r->finish : r->failure);
+            return 0;
+        }
+        /* what the decoder refuses is refused here, where the bug is */
+        if (!isfinite(r->reward) || !isfinite(r->accuracy)) {
+            tern_errorf(TERN_EINVAL, "response %u of an experience has %s %g: an experience "
+                        "keeps finite rewards and accuracies", i,
+                        isfinite(r->reward) ? "accuracy" : "reward",
+                        isfinite(r->reward) ? r->accuracy : r->reward);
+            return 0;
+        }
+        n += RESPONSE_FIXED + 8 * (uint64_t)r->len;
+        for (uint32_t c = 0; c < r->n_parts; c++) {
+            size_t len = strlen(text_or_empty(r->parts[c].name));
+            if (len == 0 || len > TERN_EXPERIENCE_NAME_MAX) {
+                tern_errorf(TERN_EINVAL, "reward part %u of response %u has a name of %zu bytes: "
+                            "names are 1 to %u bytes", c, i, len, TERN_EXPERIENCE_NAME_MAX);
+                return 0;
+            }
+            if (!isfinite(r->parts[c].value)) {
+                tern_errorf(TERN_EINVAL, "reward part %u (%s) of response %u is %g: an "
+                            "experience keeps finite values", c, r->parts[c].name, i,
+                            r->parts[c].value);
+                return 0;
+            }
+            n += 1 + len + 8;
+        }
+        stats_add(&s, r->reward, r->accuracy);
     }
-    n += 4 * ((size_t)e->prompt_len + e->response_len) + 4 * (size_t)e->response_len;
-    if (n > UINT32_MAX) {
-        tern_errorf(TERN_EINVAL, "an experience of %zu bytes is over the 4 GiB a record holds", n);
+    double st[3];
+    stats_end(&s, e->n, st);
+    if (!agrees(e->reward_mean, st[0]) || !agrees(e->reward_std, st[1]) ||
+        !agrees(e->accuracy_mean, st[2])) {
+        tern_errorf(TERN_EINVAL, "an experience's statistics disagree with its responses (reward "
+                    "mean %.17g, std %.17g, accuracy mean %.17g; its %u responses give %.17g, "
+                    "%.17g, %.17g): call tern_experience_finish_stats before encoding",
+                    e->reward_mean, e->reward_std, e->accuracy_mean, e->n, st[0], st[1], st[2]);
         return 0;
     }
-    return n;
+    if (n > UINT32_MAX) {
+        tern_errorf(TERN_EINVAL, "an experience of %llu bytes is over the 4 GiB a record holds",
+                    (unsigned long long)n);
+        return 0;
+    }
+    return (size_t)n;
+}
+
+static unsigned char *put_i32s(unsigned char *q, const int32_t *v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++, q += 4)
+        put_u32(q, (uint32_t)v[i]);
+    return q;
 }
 
 void tern_experience_encode(const tern_experience *e, void *buf)
 {
     unsigned char *p = buf;
-    size_t n = tern_experience_bytes(e);
     const char *dom = text_or_empty(e->domain), *tid = text_or_empty(e->task_id);
     size_t d = strlen(dom), t = strlen(tid);
     put_u32(p + 0, TERN_EXPERIENCE_MAGIC);
     put_u32(p + 4, TERN_EXPERIENCE_FORMAT);
-    put_u32(p + 8, (uint32_t)n);
     put_u64(p + 16, (uint64_t)e->batch);
     put_u64(p + 24, (uint64_t)e->version);
     put_u32(p + 32, e->task_index);
     put_u32(p + 36, e->group);
-    put_u32(p + 40, e->sample);
-    put_u32(p + 44, e->finish);
-    put_f64(p + 48, e->reward);
-    put_f64(p + 56, e->accuracy);
-    put_f64(p + 64, e->advantage);
-    put_u64(p + 72, e->generated_ns);
-    put_u64(p + 80, e->rewarded_ns);
-    put_u32(p + 88, e->prompt_len);
-    put_u32(p + 92, e->response_len);
-    put_u16(p + 96, (uint16_t)d);
-    put_u16(p + 98, (uint16_t)t);
-    put_u16(p + 100, (uint16_t)e->n_parts);
-    put_u16(p + 102, 0);
+    put_u32(p + 40, e->n);
+    put_u32(p + 44, e->prompt_len);
+    put_u64(p + 48, e->generated_ns);
+    put_u64(p + 56, e->rewarded_ns);
+    put_f64(p + 64, e->reward_mean);
+    put_f64(p + 72, e->reward_std);
+    put_f64(p + 80, e->accuracy_mean);
+    put_u16(p + 88, (uint16_t)d);
+    put_u16(p + 90, (uint16_t)t);
+    put_u32(p + 92, 0);
     unsigned char *q = p + TERN_EXPERIENCE_HEADER;
     memcpy(q, dom, d), q += d;
     memcpy(q, tid, t), q += t;
-    for (uint32_t i = 0; i < e->n_parts; i++) {
-        size_t len = strlen(e->parts[i].name);
-        *q++ = (unsigned char)len;
-        memcpy(q, e->parts[i].name, len), q += len;
-        put_f64(q, e->parts[i].value), q += 8;
+    q = put_i32s(q, e->prompt, e->prompt_len);
+    for (uint32_t i = 0; i < e->n; i++) {
+        const tern_exp_response *r = &e->resp[i];
+        put_u64(q, (uint64_t)r->version);
+        put_u32(q + 8, r->len);
+        put_u16(q + 12, (uint16_t)r->finish);
+        put_u16(q + 14, (uint16_t)r->failure);
+        put_f64(q + 16, r->reward);
+        put_f64(q + 24, r->accuracy);
+        put_u16(q + 32, (uint16_t)r->n_parts);
+        q += RESPONSE_FIXED;
+        for (uint32_t c = 0; c < r->n_parts; c++) {
+            size_t len = strlen(r->parts[c].name);
+            *q++ = (unsigned char)len;
+            memcpy(q, r->parts[c].name, len), q += len;
+            put_f64(q, r->parts[c].value), q += 8;
+        }
+        q = put_i32s(q, r->tokens, r->len);
+        for (uint32_t k = 0; k < r->len; k++, q += 4) {
+            uint32_t u;
+            memcpy(&u, &r->logp[k], sizeof u);
+            put_u32(q, u);
+        }
     }
-    size_t nt = (size_t)e->prompt_len + e->response_len;
-    for (size_t i = 0; i < nt; i++, q += 4)
-        put_u32(q, (uint32_t)e->tokens[i]);
-    for (size_t i = 0; i < e->response_len; i++, q += 4) {
-        uint32_t u;
-        memcpy(&u, &e->logp[i], sizeof u);
-        put_u32(q, u);
-    }
+    size_t n = (size_t)(q - p);
+    put_u32(p + 8, (uint32_t)n);
     put_u32(p + 12, tern_crc32c(0, p + 16, n - 16));
 }
 
 /* ---- decoding ------------------------------------------------------------------ */
 
 #define REFUSE(...) (memset(e, 0, sizeof *e), tern_errorf(TERN_EINVAL, __VA_ARGS__))
+
+/* The arrays follow the response array in the one block: 4-byte aligned */
+_Static_assert(sizeof(tern_exp_response) % _Alignof(int32_t) == 0 &&
+               sizeof(tern_exp_response) % _Alignof(float) == 0,
+               "int32 and float arrays after the responses stay aligned");
+
+static void get_i32s(const unsigned char *q, int32_t *v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++, q += 4)
+        v[i] = (int32_t)get_u32(q);
+}
 
 int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
 {
@@ -153,6 +282,12 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
     uint32_t magic = get_u32(p), format = get_u32(p + 4), total = get_u32(p + 8);
     if (magic != TERN_EXPERIENCE_MAGIC)
         return REFUSE("a buffer record is not a tern experience (magic %08x)", magic);
+    if (format == 2)
+        return REFUSE("experience format 2 (one record per response) was written by an older "
+                      "tern; this tern reads format %u (one record per group) only: finish the "
+                      "run that filled this buffer with the tern that started it, or remove the "
+                      "buffer's file (its experiences are lost) and start again",
+                      TERN_EXPERIENCE_FORMAT);
     if (format != TERN_EXPERIENCE_FORMAT)
         return REFUSE("experience format %u is not known to this tern (it reads format %u)",
                       format, TERN_EXPERIENCE_FORMAT);
@@ -167,26 +302,21 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
         return REFUSE("an experience record is corrupt: its checksum is %08x, its bytes give "
                       "%08x", get_u32(p + 12), crc);
 
-    e->batch = (int64_t)get_u64(p + 16);
-    e->version = (int64_t)get_u64(p + 24);
-    e->task_index = get_u32(p + 32);
-    e->group = get_u32(p + 36);
-    e->sample = get_u32(p + 40);
-    e->finish = get_u32(p + 44);
-    e->reward = get_f64(p + 48);
-    e->accuracy = get_f64(p + 56);
-    e->advantage = get_f64(p + 64);
-    e->generated_ns = get_u64(p + 72);
-    e->rewarded_ns = get_u64(p + 80);
-    uint32_t P = get_u32(p + 88), R = get_u32(p + 92);
-    size_t d = get_u16(p + 96), t = get_u16(p + 98), c = get_u16(p + 100);
-    if (get_u16(p + 102) != 0 || d > TERN_EXPERIENCE_TEXT_MAX || t > TERN_EXPERIENCE_TEXT_MAX ||
-        c > TERN_EXPERIENCE_MAX_PARTS)
-        return REFUSE("an experience record's header is inconsistent (domain %zu bytes, task "
-                      "id %zu, %zu reward parts)", d, t, c);
+    uint32_t G = get_u32(p + 40), P = get_u32(p + 44), zero = get_u32(p + 92);
+    size_t d = get_u16(p + 88), t = get_u16(p + 90);
+    if (zero != 0)
+        return REFUSE("an experience record's reserved field (offset 92) is %08x, not 0", zero);
+    if (G == 0 || G > TERN_EXPERIENCE_MAX_RESPONSES)
+        return REFUSE("an experience record has %u responses: a group has 1 to %u", G,
+                      TERN_EXPERIENCE_MAX_RESPONSES);
+    if (d > TERN_EXPERIENCE_TEXT_MAX || t > TERN_EXPERIENCE_TEXT_MAX)
+        return REFUSE("an experience record's %s is %zu bytes, over the %u an experience keeps",
+                      d > TERN_EXPERIENCE_TEXT_MAX ? "domain" : "task id",
+                      d > TERN_EXPERIENCE_TEXT_MAX ? d : t, TERN_EXPERIENCE_TEXT_MAX);
 
-    /* walk the variable part, checking each size against what is left */
-    size_t at = TERN_EXPERIENCE_HEADER, names = 0;
+    /* walk the variable part, checking each size against what is left and
+     * counting what the block needs; nothing is allocated until it all holds */
+    size_t at = TERN_EXPERIENCE_HEADER;
     if (d + t > len - at)
         return REFUSE("an experience record ends inside its domain or task id");
     /* text holds no NUL: the encoder cannot write one (so decoding and
@@ -194,52 +324,126 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
     if (memchr(p + at, 0, d + t))
         return REFUSE("an experience record's domain or task id holds a NUL byte");
     at += d + t;
-    for (size_t i = 0; i < c; i++) {
-        size_t nl = at < len ? p[at] : 0;
-        if (at >= len || nl == 0 || nl > TERN_EXPERIENCE_NAME_MAX || 1 + nl + 8 > len - at ||
-            memchr(p + at + 1, 0, nl))
-            return REFUSE("an experience record's reward part %zu is cut short, unnamed or has "
-                          "a NUL in its name", i);
-        names += nl + 1;
-        at += 1 + nl + 8;
+    if (4 * (uint64_t)P > len - at)
+        return REFUSE("an experience record ends inside its prompt: %u tokens need %llu bytes, "
+                      "%zu are left", P, 4 * (unsigned long long)P, len - at);
+    at += 4 * (size_t)P;
+    uint64_t words = P; /* 4-byte values: the prompt, each response's tokens and logp */
+    size_t names = 0;   /* bytes of the part names, NULs included */
+    stats_sum s = {0, 0, 0};
+    for (uint32_t i = 0; i < G; i++) {
+        if (RESPONSE_FIXED > len - at)
+            return REFUSE("an experience record ends inside response %u of its %u", i, G);
+        const unsigned char *r = p + at;
+        uint32_t R = get_u32(r + 8);
+        double reward = get_f64(r + 16), accuracy = get_f64(r + 24);
+        size_t c = get_u16(r + 32);
+        if (!isfinite(reward) || !isfinite(accuracy))
+            return REFUSE("response %u of an experience record has %s %g: rewards and "
+                          "accuracies are finite", i, isfinite(reward) ? "accuracy" : "reward",
+                          isfinite(reward) ? accuracy : reward);
+        if (c > TERN_EXPERIENCE_MAX_PARTS)
+            return REFUSE("response %u of an experience record has %zu reward parts, over the "
+                          "%u an experience keeps", i, c, TERN_EXPERIENCE_MAX_PARTS);
+        at += RESPONSE_FIXED;
+        for (size_t k = 0; k < c; k++) {
+            if (at >= len)
+                return REFUSE("an experience record ends inside reward part %zu of response %u",
+                              k, i);
+            size_t nl = p[at];
+            if (nl == 0 || nl > TERN_EXPERIENCE_NAME_MAX)
+                return REFUSE("reward part %zu of response %u has a name of %zu bytes: names "
+                              "are 1 to %u bytes", k, i, nl, TERN_EXPERIENCE_NAME_MAX);
+            if (1 + nl + 8 > len - at)
+                return REFUSE("an experience record ends inside reward part %zu of response %u",
+                              k, i);
+            if (memchr(p + at + 1, 0, nl))
+                return REFUSE("reward part %zu of response %u has a NUL byte in its name", k, i);
+            double v = get_f64(p + at + 1 + nl);
+            if (!isfinite(v))
+                return REFUSE("reward part %zu (%.*s) of response %u is %g: reward parts are "
+                              "finite", k, (int)nl, (const char *)p + at + 1, i, v);
+            names += nl + 1;
+            at += 1 + nl + 8;
+        }
+        if (8 * (uint64_t)R > len - at)
+            return REFUSE("an experience record ends inside response %u: its %u tokens need "
+                          "%llu bytes, %zu are left", i, R, 8 * (unsigned long long)R, len - at);
+        at += 8 * (size_t)R;
+        words += 2 * (uint64_t)R;
+        stats_add(&s, reward, accuracy);
     }
-    /* tokens and log-probs: exactly what is left (checked in 64 bits: P + 2R words) */
-    uint64_t words = (uint64_t)P + 2 * (uint64_t)R;
-    if (words * 4 != (uint64_t)(len - at))
-        return REFUSE("an experience record has %zu bytes for %u prompt and %u response "
-                      "tokens, which need %llu", len - at, P, R,
-                      (unsigned long long)(words * 4));
+    if (at != len)
+        return REFUSE("an experience record has %zu bytes after its last response", len - at);
+    double st[3];
+    stats_end(&s, G, st);
+    double mean = get_f64(p + 64), std = get_f64(p + 72), acc = get_f64(p + 80);
+    if (!agrees(mean, st[0]) || !agrees(std, st[1]) || !agrees(acc, st[2]))
+        return REFUSE("an experience record's statistics disagree with its responses: reward "
+                      "mean %.17g, std %.17g, accuracy mean %.17g; its %u responses give "
+                      "%.17g, %.17g, %.17g", mean, std, acc, G, st[0], st[1], st[2]);
 
-    /* one block: tokens, logp, then the NUL-terminated strings */
-    size_t nt = (size_t)P + R;
-    size_t block = 4 * nt + 4 * (size_t)R + (d + 1) + (t + 1) + names;
-    unsigned char *own = malloc(block ? block : 1);
+    /* one block: the response array, the 4-byte arrays (prompt, then each
+     * response's tokens and logp), then the NUL-terminated strings (counted
+     * in 64 bits: only a 32-bit host could overflow a size_t) */
+    size_t arrays = (size_t)G * sizeof(tern_exp_response);
+    uint64_t need = (uint64_t)arrays + 4 * words + (d + 1) + (t + 1) + names;
+    size_t block = (size_t)need;
+    unsigned char *own = need <= SIZE_MAX ? malloc(block) : NULL;
     if (!own) {
         memset(e, 0, sizeof *e);
-        return tern_errorf(TERN_ENOMEM, "out of memory decoding an experience");
+        return tern_errorf(TERN_ENOMEM, "out of memory decoding an experience (%llu bytes)",
+                           (unsigned long long)need);
     }
+    tern_exp_response *resp = (tern_exp_response *)(void *)own;
+    memset(resp, 0, arrays);
+    unsigned char *arr = own + arrays;
+    char *str = (char *)arr + 4 * (size_t)words;
+
     e->owned = own;
-    e->prompt_len = P;
-    e->response_len = R;
-    e->tokens = (int32_t *)(void *)own;
-    e->logp = (float *)(void *)(own + 4 * nt);
-    char *s = (char *)own + 4 * nt + 4 * (size_t)R;
+    e->batch = (int64_t)get_u64(p + 16);
+    e->version = (int64_t)get_u64(p + 24);
+    e->task_index = get_u32(p + 32);
+    e->group = get_u32(p + 36);
+    e->generated_ns = get_u64(p + 48);
+    e->rewarded_ns = get_u64(p + 56);
+    e->reward_mean = mean, e->reward_std = std, e->accuracy_mean = acc;
     at = TERN_EXPERIENCE_HEADER;
-    memcpy(s, p + at, d), s[d] = '\0', e->domain = s, s += d + 1, at += d;
-    memcpy(s, p + at, t), s[t] = '\0', e->task_id = s, s += t + 1, at += t;
-    e->n_parts = (uint32_t)c;
-    for (size_t i = 0; i < c; i++) {
-        size_t nl = p[at++];
-        memcpy(s, p + at, nl), s[nl] = '\0';
-        e->parts[i].name = s;
-        s += nl + 1, at += nl;
-        e->parts[i].value = get_f64(p + at), at += 8;
-    }
-    for (size_t i = 0; i < nt; i++, at += 4)
-        e->tokens[i] = (int32_t)get_u32(p + at);
-    for (size_t i = 0; i < R; i++, at += 4) {
-        uint32_t u = get_u32(p + at);
-        memcpy(&e->logp[i], &u, sizeof u);
+    memcpy(str, p + at, d), str[d] = '\0', e->domain = str, str += d + 1, at += d;
+    memcpy(str, p + at, t), str[t] = '\0', e->task_id = str, str += t + 1, at += t;
+    e->prompt_len = P;
+    e->prompt = (int32_t *)(void *)arr;
+    get_i32s(p + at, e->prompt, P);
+    at += 4 * (size_t)P, arr += 4 * (size_t)P;
+    e->n = G;
+    e->resp = resp;
+    for (uint32_t i = 0; i < G; i++) {
+        tern_exp_response *r = &resp[i];
+        const unsigned char *q = p + at;
+        r->version = (int64_t)get_u64(q);
+        r->len = get_u32(q + 8);
+        r->finish = get_u16(q + 12);
+        r->failure = get_u16(q + 14);
+        r->reward = get_f64(q + 16);
+        r->accuracy = get_f64(q + 24);
+        r->n_parts = get_u16(q + 32);
+        at += RESPONSE_FIXED;
+        for (uint32_t c = 0; c < r->n_parts; c++) {
+            size_t nl = p[at++];
+            memcpy(str, p + at, nl), str[nl] = '\0';
+            r->parts[c].name = str;
+            str += nl + 1, at += nl;
+            r->parts[c].value = get_f64(p + at), at += 8;
+        }
+        r->tokens = (int32_t *)(void *)arr;
+        get_i32s(p + at, r->tokens, r->len);
+        at += 4 * (size_t)r->len, arr += 4 * (size_t)r->len;
+        r->logp = (float *)(void *)arr;
+        for (uint32_t k = 0; k < r->len; k++, at += 4) {
+            uint32_t u = get_u32(p + at);
+            memcpy(&r->logp[k], &u, sizeof u);
+        }
+        arr += 4 * (size_t)r->len;
     }
     return TERN_OK;
 }

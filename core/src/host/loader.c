@@ -24,7 +24,7 @@ size_t tern_ops_min_size(uint32_t kind)
     switch (kind) {
     case TERN_KIND_MODEL: return offsetof(tern_model_ops, special_tokens); /* 1.1 appended it */
     case TERN_KIND_REWARD: return sizeof(tern_reward_ops);
-    case TERN_KIND_BUFFER: return sizeof(tern_buffer_ops);
+    case TERN_KIND_BUFFER: return offsetof(tern_buffer_ops, advance); /* 1.2 appended it */
     case TERN_KIND_SYNC: return sizeof(tern_sync_ops);
     default: return 0;
     }

@@ -238,28 +238,39 @@ static int push_sft_job(tern_run *run, master *ms)
     return TERN_OK;
 }
 
-/* The batch index dealing stops at: one batch per step, plus one for each
- * batch the trainer dropped as too stale (asynchronous modes); a resumed
- * asynchronous run starts dealing past the batches lost in flight. */
+/* The batch index dealing stops at: enough groups for the steps left,
+ * counting from the ledger's watermark at the start, the groups above it
+ * already consumed then, and a stand-in for each group the trainer dropped
+ * as too stale. In a fixed schedule that is batch `steps`. */
 static int64_t deal_limit(const tern_run *run, const master *ms)
 {
-    return run->set.steps + ms->batches_skipped + run->resume.next_batch - run->resume.step;
+    uint64_t per = run->set.batch_tasks;
+    uint64_t groups = (uint64_t)(run->set.steps - run->resume.step) * per +
+                      ms->deal_above + ms->groups_stale + ms->groups_discarded;
+    return ms->deal_from + (int64_t)((groups + per - 1) / per);
+}
+
+/* 1 when no group of batch k is wanted: each is consumed, or held by a
+ * durable buffer since before the resume (it is trained from there). */
+static int batch_done(const tern_run *run, const master *ms, int64_t k)
+{
+    for (uint32_t s = 0; s < run->set.batch_tasks; s++) {
+        uint64_t id = tern_group_id(k, s, run->set.batch_tasks);
+        if (!tern_ledger_consumed(&ms->ledger, id) && !tern_ledger_held(&ms->ledger, id))
+            return 0;
+    }
+    return 1;
 }
 
 static int push_explore_job(tern_run *run, master *ms)
 {
     if (ms->batches_pushed >= deal_limit(run, ms))
         return TERN_OK;
-    if ((size_t)ms->batches_pushed >= ms->bs_cap) {
-        size_t cap = ms->bs_cap ? 2 * ms->bs_cap : 64;
-        while (cap <= (size_t)ms->batches_pushed)
-            cap *= 2;
-        batch_stats *nb = realloc(ms->bs, cap * sizeof *nb);
-        if (!nb)
-            return tern_errorf(TERN_ENOMEM, "out of memory");
-        memset(nb + ms->bs_cap, 0, (cap - ms->bs_cap) * sizeof *nb);
-        ms->bs = nb;
-        ms->bs_cap = cap;
+    if (batch_done(run, ms, ms->batches_pushed)) {
+        /* nothing to make: as if dealt and back */
+        ms->batches_pushed++;
+        ms->batches_received++;
+        return TERN_OK;
     }
     uint32_t n = run->set.batch_tasks;
     tern_explore_job *j = calloc(1, sizeof *j);
@@ -287,6 +298,22 @@ static int push_explore_job(tern_run *run, master *ms)
     return TERN_OK;
 }
 
+static int deal_more(tern_run *run, master *ms);
+
+/* Groups the buffer discarded without handing them out (a full `fifo`
+ * with when_full = "drop_oldest", a full `priority` evicting, its own
+ * max_staleness): each needs a stand-in, or the last steps would wait for
+ * groups that never come. */
+static int note_discarded(tern_run *run, master *ms)
+{
+    tern_buffer_stats bst = {.size = sizeof bst};
+    if (!run->buffer_ops || run->buffer_ops->stats(run->buffer, &bst) != TERN_OK ||
+        bst.dropped + bst.skipped <= ms->groups_discarded)
+        return TERN_OK;
+    ms->groups_discarded = bst.dropped + bst.skipped;
+    return deal_more(run, ms);
+}
+
 /* Keep every explorer fed: two batches in hand per explorer (the one it
  * generates, the next), dealt as rollouts come back. The master deals only
  * after a rollout is in the buffer, so a full buffer holds the explorers
@@ -304,15 +331,6 @@ static int deal_more(tern_run *run, master *ms)
 
 /* ---- rollouts: reward, record, buffer ---------------------------------------- */
 
-static void drop_batch_stats(batch_stats *b)
-{
-    json_decref(b->groups);
-    json_decref(b->acc_right);
-    json_decref(b->acc_total);
-    tern_metrics_free(b->metrics);
-    memset(b, 0, sizeof *b);
-}
-
 /* Put one record; *attempt_ns gets the clock just before the attempt that
  * succeeded (the record entered the buffer after it: the `put` event's time,
  * so a train step never appears to start before its batch is in). */
@@ -326,7 +344,10 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e, uint6
     if (!buf)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     tern_experience_encode(e, buf);
-    tern_record_meta meta = {.size = sizeof meta, .id = ms->next_record_id++,
+    /* the id is the group's place in the dealing: the same in every part
+     * of a resumed run, so a durable buffer's ids name groups for good */
+    tern_record_meta meta = {.size = sizeof meta,
+                             .id = tern_group_id(e->batch, e->group, run->set.batch_tasks),
                              .version = e->version, .batch = e->batch};
     int rc;
     double t0 = tern_run_now();
@@ -358,6 +379,35 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e, uint6
     return rc; /* TERN_ECLOSED: winding down, the caller puts no more */
 }
 
+/* Build group g of rollout r as a record (its responses' tokens and
+ * log-probs are borrowed from r) and put it. */
+static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint32_t g,
+                     const tern_verdict *v, const tern_task *t, uint64_t rewarded_ns,
+                     tern_exp_response *resp, uint64_t *put_ns)
+{
+    uint32_t G = r->group_size;
+    for (uint32_t s = 0; s < G; s++) {
+        const tern_response *x = &r->resp[(size_t)g * G + s];
+        const tern_verdict *vs = &v[(size_t)g * G + s];
+        resp[s] = (tern_exp_response){.version = r->version, .finish = x->finish,
+                                      .failure = vs->failure_code, .reward = vs->reward,
+                                      .accuracy = vs->accuracy, .n_parts = vs->n_parts,
+                                      .len = x->len, .tokens = x->tokens, .logp = x->logp};
+        for (uint32_t c = 0; c < vs->n_parts; c++)
+            resp[s].parts[c] = (tern_reward_part){vs->part_name[c], vs->part_value[c]};
+    }
+    const char *dom = tern_task_string(t, "domain");
+    char id[128];
+    tern_experience e = {.batch = r->batch, .version = r->version,
+                         .task_index = r->task_index[g], .group = g,
+                         .generated_ns = r->done_unix_ns, .rewarded_ns = rewarded_ns,
+                         .domain = dom ? dom : "", .task_id = tern_task_id_text(t, id, sizeof id),
+                         .prompt_len = r->prompt_len[g], .prompt = r->prompt_tokens[g],
+                         .n = G, .resp = resp};
+    tern_experience_finish_stats(&e);
+    return put_record(run, ms, &e, put_ns);
+}
+
 static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
 {
     uint32_t G = r->group_size;
@@ -366,8 +416,9 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     const char **texts = calloc(total, sizeof *texts);
     uint32_t *ntok = calloc(total, sizeof *ntok);
     tern_verdict *v = calloc(total, sizeof *v);
+    tern_exp_response *resp = calloc(G, sizeof *resp);
     int rc = TERN_OK;
-    if (!tasks || !texts || !ntok || !v) {
+    if (!tasks || !texts || !ntok || !v || !resp) {
         rc = tern_errorf(TERN_ENOMEM, "out of memory");
         goto done;
     }
@@ -376,121 +427,49 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
         texts[i] = r->resp[i].text;
         ntok[i] = r->resp[i].len;
     }
-    uint64_t put_ns = 0;
-    batch_stats *b = &ms->bs[r->batch];
-    memset(b, 0, sizeof *b);
-    b->have = 1;
-    b->version = r->version;
-    b->acc_right = json_object();
-    b->acc_total = json_object();
-    b->groups = json_array();
-    /* the batch's reward figures go to its own store, drained by the step
-     * that trains it: a step never reports a batch rewarded after it */
-    b->metrics = tern_metrics_new();
-    if (!b->acc_right || !b->acc_total || !b->groups || !b->metrics) {
-        rc = tern_errorf(TERN_ENOMEM, "out of memory");
-        goto done;
-    }
+    uint64_t put_ns = 0, failures = 0;
+    /* the reward plugins' own figures go to the session's store, drained
+     * into the next metrics line; the step's reward figures come from the
+     * groups it trains (loop/step_figures.c) */
     uint64_t span = tern_trace_begin(run->session->trace, "reward");
-    tern_metrics *was = tern_host_metrics_to(b->metrics);
-    rc = tern_rewarder_score(&run->rewards, tasks, texts, ntok, total, v, &b->failures,
-                            b->metrics);
-    tern_host_metrics_to(was);
+    rc = tern_rewarder_score(&run->rewards, tasks, texts, ntok, total, v, &failures, NULL);
     char args[96];
     snprintf(args, sizeof args, "{\"batch\":%lld}", (long long)r->batch);
     tern_trace_end(run->session->trace, span, args);
     if (rc != TERN_OK)
         goto done;
     uint64_t rewarded_ns = tern_run_unix_ns();
+    int put_any = 0;
     for (uint32_t g = 0; g < r->n; g++) {
-        json_t *rw = json_array();
-        for (uint32_t s = 0; s < G; s++) {
-            size_t i = (size_t)g * G + s;
-            tern_response *resp = &r->resp[i];
-            b->reward_sum += v[i].reward;
-            b->reward_sq += v[i].reward * v[i].reward;
-            b->acc_sum += v[i].accuracy;
-            b->len_sum += resp->len;
-            b->by_length += resp->finish == TERN_FINISH_LENGTH;
-            b->n++;
-            const char *dom = tern_task_string(tasks[i], "domain");
-            json_object_set_new(b->acc_right, dom,
-                                json_real(json_number_value(json_object_get(b->acc_right, dom)) +
-                                          v[i].accuracy));
-            json_object_set_new(b->acc_total, dom,
-                                json_integer(json_integer_value(json_object_get(b->acc_total,
-                                                                                dom)) + 1));
-            json_array_append_new(rw, json_real(v[i].reward));
-            /* prompt then response tokens, as the trainer scores them */
-            uint32_t P = r->prompt_len[g];
-            int32_t *toks = malloc(((size_t)P + resp->len + 1) * sizeof *toks);
-            if (!toks) {
-                json_decref(rw);
-                rc = tern_errorf(TERN_ENOMEM, "out of memory");
-                goto done;
-            }
-            memcpy(toks, r->prompt_tokens[g], P * sizeof *toks);
-            memcpy(toks + P, resp->tokens, resp->len * sizeof *toks);
-            char id[128];
-            tern_experience e = {.batch = r->batch, .version = r->version,
-                                 .task_index = r->task_index[g], .group = g, .sample = s,
-                                 .finish = resp->finish, .reward = v[i].reward,
-                                 .accuracy = v[i].accuracy, .advantage = NAN,
-                                 .generated_ns = r->done_unix_ns, .rewarded_ns = rewarded_ns,
-                                 .domain = dom, .task_id = tern_task_id_text(tasks[i], id,
-                                                                             sizeof id),
-                                 .n_parts = v[i].n_parts, .prompt_len = P,
-                                 .response_len = resp->len, .tokens = toks, .logp = resp->logp};
-            for (uint32_t c = 0; c < v[i].n_parts; c++)
-                e.parts[c] = (tern_reward_part){v[i].part_name[c], v[i].part_value[c]};
-            rc = put_record(run, ms, &e, &put_ns);
-            free(toks);
-            if (rc == TERN_ECLOSED) { /* a stop: the batch will not be trained */
-                json_decref(rw);
-                drop_batch_stats(b);
-                rc = TERN_OK;
-                goto done;
-            }
-            if (rc != TERN_OK) {
-                json_decref(rw);
-                goto done;
-            }
-        }
-        char id[128];
-        /* "step" is the step that trains the batch: set when it does; the
-         * response is model output, any bytes: JSON needs valid UTF-8 */
-        char *shown = tern_utf8_clean(r->resp[(size_t)g * G].text);
-        char *task_id = tern_utf8_clean(tern_task_id_text(tasks[(size_t)g * G], id, sizeof id));
-        json_t *line = shown && task_id
-                           ? json_pack("{s:s,s:I,s:I,s:I,s:s,s:o,s:s,s:I}", "stage", "rl",
-                                       "step", (json_int_t)0, "batch", (json_int_t)r->batch,
-                                       "version", (json_int_t)r->version, "task", task_id,
-                                       "rewards", rw, "response", shown, "prompt_tokens",
-                                       (json_int_t)r->prompt_len[g])
-                           : NULL;
-        if (!line && (!shown || !task_id))
-            json_decref(rw);
-        free(shown);
-        free(task_id);
-        if (!line) {
-            rc = tern_errorf(TERN_ENOMEM, "out of memory");
+        /* after a resume: a group trained already, or waiting in a durable
+         * buffer since before the resume, is not put again */
+        uint64_t id = tern_group_id(r->batch, g, run->set.batch_tasks);
+        if (tern_ledger_consumed(&ms->ledger, id) || tern_ledger_held(&ms->ledger, id))
+            continue;
+        rc = put_group(run, ms, r, g, v, tasks[(size_t)g * G], rewarded_ns, resp, &put_ns);
+        if (rc == TERN_ECLOSED) { /* a stop: the batch will not be trained */
+            rc = TERN_OK;
             goto done;
         }
-        json_array_append_new(b->groups, line);
+        if (rc != TERN_OK)
+            goto done;
+        put_any = 1;
     }
-    b->gen_tokens = r->gen_tokens;
-    b->gen_seconds = r->gen_seconds;
-    b->wait_seconds = r->wait_seconds;
-    char put_args[64];
-    snprintf(put_args, sizeof put_args, "{\"batch\":%lld}", (long long)r->batch);
-    tern_trace_instant_on(run->session->trace, "buffer", "put", put_ns, put_args);
+    ms->line_gen_tokens += (double)r->gen_tokens;
+    ms->line_gen_seconds += r->gen_seconds;
+    ms->line_explorer_wait += r->wait_seconds;
+    if (put_any)
+        tern_trace_instant_on(run->session->trace, "buffer", "put", put_ns, args);
     ms->batches_received++;
     rc = deal_more(run, ms);
+    if (rc == TERN_OK)
+        rc = note_discarded(run, ms);
 done:
     free(tasks);
     free(texts);
     free(ntok);
     free(v);
+    free(resp);
     return rc;
 }
 
@@ -549,37 +528,49 @@ static void format_eta(double s, char *buf, size_t n)
 }
 
 
+/* Write the checkpoint the trainer saved (state.json with the ledger, then
+ * its final name), then let a durable buffer forget the groups it includes:
+ * their consumption and the checkpoint commit together (docs/run.md). */
+static int complete_checkpoint(tern_run *run, master *ms, const char *saved, int64_t sft_step,
+                               int64_t step, int rl_started)
+{
+    int rc = tern_run_complete_checkpoint(run, ms, saved, sft_step, step, rl_started);
+    if (rc != TERN_OK || !ms->ledger.n_pending)
+        return rc;
+    if (TERN_HAS(run->buffer_ops, commit) && run->buffer_ops->commit) {
+        uint64_t span = tern_trace_begin(run->session->trace, "commit");
+        tern_error_clear();
+        rc = run->buffer_ops->commit(run->buffer, ms->ledger.pending, ms->ledger.n_pending);
+        char args[64];
+        snprintf(args, sizeof args, "{\"groups\":%zu}", ms->ledger.n_pending);
+        tern_trace_end(run->session->trace, span, args);
+        if (rc != TERN_OK) {
+            const char *msg = tern_error_message();
+            return tern_errorf(rc, "buffer: committing the %zu groups of checkpoint %s: %s "
+                               "(nothing is lost: a resume commits them again)",
+                               ms->ledger.n_pending, ms->last_checkpoint,
+                               *msg ? msg : "the plugin gave no reason");
+        }
+    }
+    tern_ledger_committed(&ms->ledger);
+    return TERN_OK;
+}
+
 static int on_step(tern_run *run, master *ms, tern_step_msg *m)
 {
-    if (m->batch < 0 || (size_t)m->batch >= ms->bs_cap || !ms->bs[m->batch].have)
-        return tern_errorf(TERN_ERR, "master: step %lld trained batch %lld, which was never "
-                           "rewarded (a bug)", (long long)m->step, (long long)m->batch);
-    batch_stats *b = &ms->bs[m->batch];
+    int rc = tern_ledger_consume(&ms->ledger, m->consumed, m->n_consumed);
+    if (rc != TERN_OK)
+        return rc;
     json_t *o = json_object();
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory");
-    double n = b->n ? (double)b->n : 1;
-    double mean = b->reward_sum / n, var = b->reward_sq / n - mean * mean;
     json_object_set_new(o, "stage", json_string("rl"));
     json_object_set_new(o, "step", json_integer(m->step));
     json_object_set_new(o, "version", json_integer(m->version));
     json_object_set_new(o, "batch", json_integer(m->batch));
-    json_object_set_new(o, "rollout_version", json_integer(b->version));
-    json_object_set_new(o, "reward_mean", json_real(mean));
-    json_object_set_new(o, "reward_std", json_real(sqrt(var > 0 ? var : 0)));
-    json_object_set_new(o, "accuracy", json_real(b->acc_sum / n));
-    const char *dom;
-    json_t *tot;
-    json_object_foreach(b->acc_total, dom, tot) {
-        char key[160];
-        snprintf(key, sizeof key, "accuracy/%s", dom);
-        json_object_set_new(o, key, json_real(json_number_value(json_object_get(b->acc_right,
-                                                                                dom)) /
-                                              (double)json_integer_value(tot)));
-    }
-    json_object_set_new(o, "response_length", json_real(b->len_sum / n));
-    json_object_set_new(o, "truncated_frac", json_real((double)b->by_length / n));
-    json_object_set_new(o, "reward_failures", json_integer((json_int_t)b->failures));
+    json_object_set_new(o, "rollout_version", json_integer(m->rollout_version));
+    if (m->figures)
+        json_object_update(o, m->figures);
     json_object_set_new(o, "train_reward_mean", json_real(m->reward_mean));
     json_object_set_new(o, "loss", json_real(m->loss.loss));
     json_object_set_new(o, "pg_loss", json_real(m->loss.pg_loss));
@@ -589,28 +580,29 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     json_object_set_new(o, "ratio_mean", json_real(m->loss.ratio_mean));
     json_object_set_new(o, "grad_norm", json_real(m->grad_norm));
     json_object_set_new(o, "lr", json_real(m->lr));
+    /* the explorers' side: the rollouts that came back since the last line */
     json_object_set_new(o, "rollout_tokens_per_s",
-                        json_real(b->gen_seconds > 0 ? (double)b->gen_tokens / b->gen_seconds : 0));
+                        json_real(ms->line_gen_seconds > 0
+                                      ? ms->line_gen_tokens / ms->line_gen_seconds : 0));
     json_object_set_new(o, "train_tokens_per_s",
                         json_real(m->train_seconds > 0 ? (double)m->train_tokens / m->train_seconds
                                                        : 0));
     json_object_set_new(o, "staleness", json_real(m->staleness));
-    json_object_set_new(o, "stale_records", json_integer((json_int_t)m->stale));
-    json_object_set_new(o, "batches_skipped", json_integer((json_int_t)m->n_skipped));
-    json_object_set_new(o, "groups_dropped", json_integer((json_int_t)m->groups_dropped));
-    json_object_set_new(o, "wait_s/explorer", json_real(b->wait_seconds));
+    json_object_set_new(o, "stale_groups", json_integer((json_int_t)m->stale));
+    json_object_set_new(o, "wait_s/explorer", json_real(ms->line_explorer_wait));
     json_object_set_new(o, "wait_s/trainer", json_real(m->wait_seconds));
     json_object_set_new(o, "wait_s/master", json_real(ms->master_wait));
-    ms->master_wait = 0;
+    ms->rollout_tokens += ms->line_gen_tokens;
+    ms->rollout_seconds += ms->line_gen_seconds;
+    ms->master_wait = ms->line_gen_tokens = ms->line_gen_seconds = ms->line_explorer_wait = 0;
     tern_buffer_stats bst = {.size = sizeof bst};
     if (run->buffer_ops->stats(run->buffer, &bst) == TERN_OK)
         json_object_set_new(o, "buffer_size", json_integer((json_int_t)bst.held));
-    tern_metrics_drain_json(b->metrics, o);
-    tern_metrics_drain_json(run->session->metrics, o); /* the other plugins' figures */
-    ms->rollout_tokens += (double)b->gen_tokens;
-    ms->rollout_seconds += b->gen_seconds;
+    tern_metrics_drain_json(run->session->metrics, o); /* the plugins' own figures */
     ms->train_tokens += (double)m->train_tokens;
     ms->train_seconds += m->train_seconds;
+    double mean = json_number_value(json_object_get(o, "reward_mean"));
+    double train_acc = json_number_value(json_object_get(o, "accuracy"));
     if (!ms->have_reward_first) {
         ms->reward_first = mean;
         ms->have_reward_first = 1;
@@ -618,23 +610,19 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     ms->reward_last = mean;
     ms->steps_done = m->step;
 
-    double train_acc = b->acc_sum / n;
-    int rc = TERN_OK;
     if (m->eval)
         rc = evaluate(run, ms, m->eval, o, 0);
     if (rc == TERN_OK)
         rc = write_line(ms->metrics, o, "metrics.jsonl");
     size_t i;
     json_t *g;
-    json_array_foreach(b->groups, i, g) {
-        json_object_set_new(g, "step", json_integer(m->step));
+    json_array_foreach(m->groups, i, g) {
         if (rc == TERN_OK)
             rc = write_line(ms->rollouts, g, "rollouts.jsonl");
     }
     json_decref(o);
-    drop_batch_stats(b);
     if (rc == TERN_OK && m->saved)
-        rc = tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1);
+        rc = complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1);
     if (rc != TERN_OK)
         return rc;
 
@@ -695,7 +683,7 @@ static int on_rl_start(tern_run *run, master *ms, tern_step_msg *m)
     if (run->set.steps == 0) {
         ms->finished = 1; /* a warm-up-only run ends with its evaluation */
         if (m->saved)
-            rc = tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, 0, 1);
+            rc = complete_checkpoint(run, ms, m->saved, ms->sft_done, 0, 1);
     }
     if (!m->eval || rc != TERN_OK)
         return rc;
@@ -743,8 +731,11 @@ static int master_loop(tern_run *run, master *ms)
         void *msg = NULL;
         /* waits in slices, to act on a second stop signal while the roles work */
         while (tern_queue_pop_wait(&run->inbox, STOP_POLL_MS, &msg) == TERN_ETIMEDOUT &&
-               !atomic_load(&second_signal))
+               !atomic_load(&second_signal)) {
             note_stop(&noted);
+            if (ms->explorers_started && (rc = note_discarded(run, ms)) != TERN_OK)
+                return rc;
+        }
         ms->master_wait += tern_run_now() - t0;
         note_stop(&noted);
         if (atomic_load(&second_signal)) {
@@ -774,17 +765,15 @@ static int master_loop(tern_run *run, master *ms)
             if (m->step > ms->steps_done && m->step > 0)
                 rc = on_step(run, ms, m); /* the step that finished before the stop */
             else if (m->saved)
-                rc = m->in_rl ? tern_run_complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1)
-                              : tern_run_complete_checkpoint(run, ms, m->saved, m->sft_step, 0, 0);
+                rc = m->in_rl ? complete_checkpoint(run, ms, m->saved, ms->sft_done, m->step, 1)
+                              : complete_checkpoint(run, ms, m->saved, m->sft_step, 0, 0);
             ms->stopped = 1;
             break;
         }
         case TERN_MSG_SKIPPED: {
-            /* the trainer dropped a batch as too stale: it needs a stand-in */
+            /* the trainer dropped groups as too stale: it needs stand-ins */
             tern_step_msg *m = msg;
-            if (m->batch >= 0 && (size_t)m->batch < ms->bs_cap)
-                drop_batch_stats(&ms->bs[m->batch]);
-            ms->batches_skipped++;
+            ms->groups_stale += m->stale;
             rc = deal_more(run, ms);
             break;
         }
@@ -820,6 +809,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     run->out = o->out;
     ms->run = run;
     ms->lock_fd = -1;
+    run->resuming = o->resume;
     ms->accuracy_before = ms->accuracy_after = -1;
     ms->t_start = tern_run_now();
     tern_queue_init(&run->inbox);
@@ -835,6 +825,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     if (rc == TERN_OK)
         rc = tern_run_make_models(run);
     if (rc == TERN_OK) {
+        tern_ledger_init(&ms->ledger, run->set.batch_tasks);
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
         ms->sft_deal = (dealer){.stream = "sft-data", .n = run->train.n, .epoch = -1,
@@ -851,10 +842,12 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     if (rc != TERN_OK)
         goto done;
     ms->sft_pushed = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
-    ms->batches_pushed = run->async ? run->resume.next_batch : run->resume.step;
-    ms->batches_received = ms->batches_pushed;
-    if (!run->async)
-        run->resume.next_batch = run->resume.step;
+    /* dealing starts at the ledger's watermark: the lowest batch with a
+     * group neither consumed by the checkpoint's steps nor (see
+     * tern_run_open_dir) held by a durable buffer */
+    ms->deal_from = ms->ledger.from;
+    ms->deal_above = tern_ledger_above(&ms->ledger);
+    ms->batches_pushed = ms->batches_received = ms->deal_from;
     tern_logf(TERN_LOG_INFO, "run", "run directory %s: %zu training tasks, %zu eval tasks, "
               "%lld warm-up + %lld RL steps of %u tasks x %u responses", run->dir, run->train.n,
               run->eval.n, (long long)run->set.sft_steps, (long long)run->set.steps,
@@ -935,9 +928,7 @@ done:
     tern_queue_destroy(&run->explorer_jobs, tern_msg_free);
     tern_queue_destroy(&run->trainer_jobs, tern_msg_free);
     tern_weights_free(run->weights);
-    for (size_t i = 0; ms->bs && i < ms->bs_cap; i++)
-        drop_batch_stats(&ms->bs[i]);
-    free(ms->bs);
+    tern_ledger_free(&ms->ledger);
     free(ms->explorer_threads);
     free(ms->explorer_args);
     free(ms->train_deal.perm);

@@ -11,6 +11,7 @@
 
 #include "config/diag.h"
 
+#include "loop/ledger.h"
 #include "loop/run.h"
 
 /* Position p of a stream is task perm_e[p mod n] of epoch e = p / n, where
@@ -25,29 +26,21 @@ typedef struct dealer {
     int shuffle;
 } dealer;
 
-/* Per-batch figures the master keeps until the step that trains the batch. */
-typedef struct batch_stats {
-    int have;
-    int64_t version;
-    double reward_sum, reward_sq, acc_sum, len_sum;
-    uint64_t n, by_length, failures, gen_tokens;
-    double gen_seconds, wait_seconds;
-    json_t *acc_right, *acc_total; /* per domain */
-    json_t *groups;                /* rollouts.jsonl lines (objects) */
-    tern_metrics *metrics;         /* the reward metrics of this batch alone */
-} batch_stats;
-
 typedef struct master {
     tern_run *run;
     dealer train_deal, sft_deal;
-    batch_stats *bs; /* [bs_cap], by batch */
-    size_t bs_cap;
+    tern_ledger ledger; /* groups consumed, for commits and a resume's dealing */
     FILE *metrics, *rollouts;
     int lock_fd; /* the run directory's lock (tern_rundir_lock), -1 for none */
     double t_start, master_wait;
     int64_t sft_pushed, batches_pushed;
     int64_t batches_received;  /* rollouts back from the explorers */
-    int64_t batches_skipped;   /* dropped whole by the trainer as too stale */
+    int64_t deal_from;         /* the ledger's watermark when the run (part) started */
+    uint64_t deal_above;       /* groups above it consumed then */
+    uint64_t groups_stale;     /* dropped by the trainer as too stale (stand-ins dealt) */
+    uint64_t groups_discarded; /* dropped or skipped by the buffer (stand-ins dealt) */
+    /* the rollouts' figures since the last metrics line (explorer side) */
+    double line_gen_tokens, line_gen_seconds, line_explorer_wait;
     pthread_t *explorer_threads; /* [n_explorers] once RL started */
     tern_explorer_arg *explorer_args;
     uint32_t explorers_started;
@@ -57,7 +50,6 @@ typedef struct master {
     double reward_first, reward_last;
     int have_reward_first;
     double rollout_tokens, rollout_seconds, train_tokens, train_seconds;
-    uint64_t next_record_id;
     char last_checkpoint[PATH_MAX + 64];
     int finished, stopped;
 } master;

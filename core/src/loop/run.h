@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "data/task_file.h"
 #include "loop/queue.h"
 #include "config/run_settings.h"
@@ -30,7 +32,6 @@
 typedef struct tern_resume_point {
     int64_t sft_step;       /* warm-up steps done */
     int64_t step;           /* RL steps done */
-    int64_t next_batch;     /* the explorer batch to deal first (>= step; > in async modes) */
     int rl_started;         /* the RL stage had begun (reference saved, eval before done) */
     double accuracy_before; /* -1 if unknown */
     double wall_seconds;    /* spent by the earlier part(s) of the run */
@@ -69,6 +70,7 @@ typedef struct tern_run {
     tern_queue trainer_jobs;   /* warm-up batches */
     tern_weight_store *weights;
 
+    int resuming;              /* --resume: a durable buffer's groups are this run's */
     tern_resume_point resume;
     atomic_int stop;           /* set on SIGINT: finish the step, checkpoint, stop */
     atomic_int failed;         /* set by a role that failed: everyone winds down */
@@ -86,7 +88,7 @@ typedef enum tern_msg_kind {
     TERN_MSG_RL_START,     /* trainer -> master: RL begins (weights of version 0 attached) */
     TERN_MSG_STEP_DONE,    /* trainer -> master: an RL step finished */
     TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
-    TERN_MSG_SKIPPED,      /* trainer -> master: batch `batch` dropped as too stale (deal another) */
+    TERN_MSG_SKIPPED,      /* trainer -> master: `stale` groups dropped as too stale (deal more) */
     TERN_MSG_FAILED        /* any role -> master: it failed and stopped */
 } tern_msg_kind;
 
@@ -138,9 +140,15 @@ typedef struct tern_step_msg {
     tern_msg_kind kind;
     int64_t step;            /* steps done after this one (1-based); SFT: warm-up steps done */
     int64_t version;         /* weights version after the step */
-    int64_t batch;           /* the batch trained on */
-    int64_t *skipped;        /* [n_skipped] batches taken and dropped as too stale */
-    uint32_t n_skipped;
+    int64_t batch;           /* the oldest batch among the groups trained on */
+    int64_t rollout_version; /* the oldest weight version among them */
+    /* [n_consumed] ids (tern_record_meta.id) of the groups this step took
+     * from the buffer: trained, or dropped as too stale. Committed to a
+     * durable buffer with the checkpoint that includes the step. */
+    uint64_t *consumed;
+    size_t n_consumed;
+    json_t *figures;         /* the step's figures from its groups (reward, accuracy, ...) */
+    json_t *groups;          /* rollouts.jsonl lines of the groups trained, "step" set */
     int published;
     int in_rl;               /* TERN_MSG_STOPPED: 1 in the RL stage, 0 in the warm-up */
     int rl_fresh;            /* TERN_MSG_RL_START: RL begins now (not a resume within RL) */
@@ -148,8 +156,8 @@ typedef struct tern_step_msg {
     tern_loss_stats loss;
     double grad_norm, lr;
     double reward_mean;      /* after the KL-in-reward and length terms */
-    double staleness;        /* mean trainer version - experience version */
-    uint64_t records, stale, groups_dropped;
+    double staleness;        /* mean trainer version - group version, over groups taken */
+    uint64_t stale;          /* groups dropped as too stale (TERN_MSG_SKIPPED: this many) */
     uint64_t train_tokens;
     double train_seconds, wait_seconds;
     tern_snapshot *eval;     /* weights to evaluate, or NULL */

@@ -27,15 +27,16 @@ int tern_run_check_buffer_empty(const tern_run *run)
     tern_session *s = run->session;
     tern_instance *buf = tern_run_instance(s, "buffer");
     tern_buffer_stats bst = {.size = sizeof bst};
-    if (!buf || !run->buffer_ops || run->buffer_ops->stats(run->buffer, &bst) != TERN_OK ||
-        bst.held == 0)
+    if (run->resuming || !buf || !run->buffer_ops ||
+        run->buffer_ops->stats(run->buffer, &bst) != TERN_OK || bst.held == 0)
         return TERN_OK;
-    /* a durable buffer with experiences of an earlier run: they belong to
-     * batches this master did not deal, which the trainer cannot place */
+    /* a durable buffer with groups of an earlier run: a new run deals its
+     * own batches, and would take the old groups for them */
     char where[600];
-    return tern_errorf(TERN_ECONFIG, "%s: buffer: plugin '%s' already holds %llu experience%s "
-                       "from an earlier run; a run cannot train on them yet: remove the buffer's "
-                       "file (or point its path elsewhere) to start",
+    return tern_errorf(TERN_ECONFIG, "%s: buffer: plugin '%s' already holds %llu group%s from "
+                       "an earlier run: continue that run with `tern run CONFIG --resume` "
+                       "(it trains them), or remove the buffer's file (or point its path "
+                       "elsewhere) to start a new one",
                        tern_config_where(&s->config, buf->group, where, sizeof where),
                        buf->entry->name, (unsigned long long)bst.held, bst.held == 1 ? "" : "s");
 }
@@ -69,16 +70,6 @@ static int check_plugins(tern_run *run, tern_diag *d)
     run->sync = sync->state;
 
     char where[600];
-    if (buf->entry->plugin->desc->caps & TERN_CAP_REPLAY) {
-        /* the trainer trains whole explorer batches, in order or as they
-         * arrive; a replay buffer hands records out again and in its own order */
-        tern_diag_addf(d, "%s: buffer: plugin '%s' is a replay buffer, which the learning loop "
-                       "cannot train from yet (it trains each explorer batch once, whole): use "
-                       "plugin = \"fifo\" or \"sqlite\" (docs/buffers.md)",
-                       tern_config_where(&s->config, buf->group, where, sizeof where),
-                       buf->entry->name);
-        return TERN_ECONFIG;
-    }
     if (tern_run_check_buffer_empty(run) != TERN_OK) {
         tern_diag_addf(d, "%s", tern_error_message());
         return TERN_ECONFIG;

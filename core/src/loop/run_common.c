@@ -55,7 +55,9 @@ void tern_msg_free(void *msg)
     default: {
         tern_step_msg *s = msg;
         tern_snapshot_free(s->eval);
-        free(s->skipped);
+        free(s->consumed);
+        json_decref(s->figures);
+        json_decref(s->groups);
         free(s->saved);
         free(s->error);
         break;

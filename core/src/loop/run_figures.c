@@ -89,9 +89,6 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     r->step = json_integer_value(json_object_get(st, "step"));
     r->sft_step = json_integer_value(json_object_get(st, "sft_step"));
     r->rl_started = json_is_true(json_object_get(st, "rl_started"));
-    json_t *nb = json_object_get(st, "next_batch");
-    r->next_batch = json_is_integer(nb) && json_integer_value(nb) >= r->step
-                        ? json_integer_value(nb) : r->step;
     if (r->rl_started && r->sft_step < run->set.sft_steps)
         r->sft_step = run->set.sft_steps; /* the warm-up is over */
     if (r->step > run->set.steps || (!r->rl_started && r->sft_step > run->set.sft_steps)) {
@@ -101,6 +98,18 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
                            "continue", ckpt, (long long)r->step, (long long)r->sft_step,
                            (long long)run->set.steps, (long long)run->set.sft_steps);
     }
+    /* which groups the checkpoint's steps consumed: a resume deals the rest
+     * (a checkpoint of the warm-up, or of a tern before the ledger, has
+     * consumed batch t at step t, as a fixed schedule does) */
+    tern_ledger ledger;
+    tern_ledger_init(&ledger, run->set.batch_tasks);
+    if ((rc = tern_ledger_from_json(&ledger, r->rl_started ? json_object_get(st, "ledger")
+                                                           : NULL,
+                                    r->rl_started ? r->step : 0, ckpt)) != TERN_OK) {
+        tern_ledger_free(&ledger);
+        json_decref(st);
+        return rc; /* TERN_EINVAL: damaged, the resume tries the one before */
+    }
     /* the policy before the figures: a checkpoint whose model does not load
      * leaves *ms as it was, for the resume to try the one before */
     char path[PATH_MAX + 160];
@@ -108,10 +117,13 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     char what[PATH_MAX + 200];
     snprintf(what, sizeof what, "%s: cannot load the policy", path);
     if ((rc = tern_model_load(&run->policy, what, path, 1)) != TERN_OK) {
+        tern_ledger_free(&ledger);
         json_decref(st);
         /* files missing, cut short or garbled: the checkpoint is damaged */
         return rc == TERN_EIO || rc == TERN_ENOTFOUND ? TERN_EINVAL : rc;
     }
+    tern_ledger_free(&ms->ledger);
+    ms->ledger = ledger;
     json_t *ab = json_object_get(st, "accuracy_before_rl");
     ms->accuracy_before = json_is_number(ab) ? json_number_value(ab) : -1;
     ms->eval_before = json_incref(json_object_get(st, "eval_before_rl"));
@@ -147,11 +159,6 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     return TERN_OK;
 }
 
-static int64_t next_batch(const tern_run *run, const master *ms, int64_t step)
-{
-    return run->async && ms->batches_pushed > step ? ms->batches_pushed : step;
-}
-
 static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_step, int64_t step,
                           int rl_started)
 {
@@ -163,13 +170,17 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
                            (json_int_t)run->set.group_size, "sft_batch_tasks",
                            (json_int_t)run->set.sft_batch_tasks, "train_tasks",
                            (json_int_t)run->train.n, "shuffle", run->set.shuffle,
-                           "data_position", (json_int_t)(next_batch(run, ms, step) *
+                           "data_position", (json_int_t)(ms->ledger.from *
                                                          run->set.batch_tasks));
     if (!st)
         return NULL;
-    /* the batch a resume deals next: in a fixed schedule batch t is step t's; the
-     * asynchronous modes dealt further, and a resume drops what was in flight */
-    json_object_set_new(st, "next_batch", json_integer(next_batch(run, ms, step)));
+    /* the groups consumed, and those a durable buffer forgets once this
+     * checkpoint is durable (docs/run.md "Exactly once") */
+    json_t *ledger = tern_ledger_to_json(&ms->ledger);
+    if (!ledger || json_object_set_new(st, "ledger", ledger) != 0) {
+        json_decref(st);
+        return NULL;
+    }
     /* which files the position and the eval figures are of (checked on resume) */
     json_object_set_new(st, "train_sha256", json_string(run->train.sha256));
     json_object_set_new(st, "eval_sha256",

@@ -46,7 +46,7 @@ int tern_run_resume_newest(tern_run *run, struct master *ms)
     size_t n = 0;
     int rc = tern_checkpoint_list(run->dir, &ck, &n);
     if (rc != TERN_OK)
-        return rc == TERN_ENOTFOUND ? TERN_ECONFIG : rc;
+        return rc; /* TERN_ENOTFOUND: none at all, the run starts again */
     tern_text_buf tried = {0};
     size_t used = 0;
     for (; used < n; used++) {
@@ -84,4 +84,61 @@ int tern_run_resume_newest(tern_run *run, struct master *ms)
     free(tried.p);
     tern_checkpoint_list_free(ck, n);
     return rc;
+}
+
+int tern_run_recover_buffer(tern_run *run, struct master *ms)
+{
+    tern_ledger *l = &ms->ledger;
+    const tern_buffer_ops *ops = run->buffer_ops;
+    if (!ops || !TERN_HAS(ops, recover) || !ops->commit || !ops->recover) {
+        /* the buffer's groups died with the process: the ledger deals them again */
+        tern_ledger_committed(l);
+        return TERN_OK;
+    }
+    /* the groups the checkpoint's steps consumed: forgotten now if the run
+     * was killed before it told the buffer */
+    tern_error_clear();
+    int rc = l->n_pending ? ops->commit(run->buffer, l->pending, l->n_pending) : TERN_OK;
+    if (rc != TERN_OK) {
+        const char *m = tern_error_message();
+        return tern_errorf(rc, "buffer: cannot commit the %zu groups the checkpoint consumed: %s",
+                           l->n_pending, *m ? m : "the plugin gave no reason");
+    }
+    size_t committed = l->n_pending;
+    tern_ledger_committed(l);
+    /* the groups handed out after the checkpoint are not in its weights:
+     * waiting again, in their places; the others are trained from here */
+    size_t cap = 0, n = 0;
+    uint64_t *ids = NULL;
+    for (;;) {
+        tern_error_clear();
+        rc = ops->recover(run->buffer, ids, cap, &n);
+        if (rc != TERN_OK) {
+            free(ids);
+            const char *m = tern_error_message();
+            return tern_errorf(rc, "buffer: cannot take back the groups of the run that "
+                               "stopped: %s", *m ? m : "the plugin gave no reason");
+        }
+        if (n <= cap)
+            break;
+        free(ids);
+        cap = n + 64;
+        if (!(ids = malloc(cap * sizeof *ids)))
+            return tern_errorf(TERN_ENOMEM, "out of memory");
+    }
+    size_t stray = 0;
+    for (size_t i = 0; i < n; i++)
+        stray += tern_ledger_consumed(l, ids[i]);
+    if (stray) {
+        free(ids);
+        return tern_errorf(TERN_ECONFIG, "buffer: holds %zu group%s the checkpoint says were "
+                           "trained on already: its file is not this run's (or was copied back "
+                           "from an older state); resuming would train them twice: give the run "
+                           "its own buffer.path, or remove the file to have the run deal them "
+                           "again", stray, stray == 1 ? "" : "s");
+    }
+    tern_ledger_set_held(l, ids, n);
+    tern_logf(TERN_LOG_INFO, "run", "buffer: %zu group%s from before the stop to train, %zu "
+              "consumed by the checkpoint's steps forgotten", n, n == 1 ? "" : "s", committed);
+    return TERN_OK;
 }

@@ -113,7 +113,16 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
         /* what a killed run was writing; a checkpoint caught between its two
          * renames gets its name back before the newest one is chosen */
         tern_run_remove_leftovers(run->dir);
-        if ((rc = tern_run_resume_newest(run, ms)) != TERN_OK)
+        rc = tern_run_resume_newest(run, ms);
+        if (rc == TERN_ENOTFOUND) {
+            /* stopped before its first checkpoint (killed in its first
+             * steps): the run starts again, in its own directory, with what
+             * a durable buffer kept of it */
+            tern_logf(TERN_LOG_WARN, "run", "%s: no checkpoint yet (the run stopped before its "
+                      "first one): starting it again from the beginning", run->dir);
+            rc = TERN_OK;
+        }
+        if (rc != TERN_OK || (rc = tern_run_recover_buffer(run, ms)) != TERN_OK)
             return rc;
         /* the lines of what comes after the checkpoint are redone; from a
          * warm-up checkpoint that is all of RL (its evaluation at step 0 too) */

@@ -68,9 +68,20 @@ int tern_run_check_writable(const char *dir);
  * (tern_checkpoint_set_aside) so that a later resume does not try them again.
  * A refusal that is not one checkpoint's damage (a changed setting, a step
  * past trainer.steps, the reference) ends the search with its own status.
- * None usable: TERN_ECONFIG listing what was tried, nothing renamed. */
+ * None usable: TERN_ECONFIG listing what was tried, nothing renamed. None at
+ * all (a run stopped before its first): TERN_ENOTFOUND, and the caller
+ * starts the run again from the beginning. */
 struct master;
 int tern_run_resume_newest(tern_run *run, struct master *ms);
+
+/* After the checkpoint loaded (its ledger in ms): let a durable buffer
+ * (one with the commit and recover ops) forget the groups the checkpoint's
+ * steps consumed, then take back the groups handed out since and list
+ * what it holds into the ledger, so that they are trained and not dealt
+ * again. A buffer without those ops held nothing that survived. A buffer
+ * holding groups the ledger says were consumed is another run's:
+ * TERN_ECONFIG. Other failures: the plugin's status with a message. */
+int tern_run_recover_buffer(tern_run *run, struct master *ms);
 
 /* Read CKPT/state.json. TERN_EINVAL with a message naming the file when it is
  * not a checkpoint state. *state is owned by the caller. */

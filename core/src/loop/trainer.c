@@ -11,8 +11,10 @@
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "experience/experience.h"
+#include "loop/ledger.h"
 #include "loop/run.h"
 #include "loop/run_state.h"
+#include "loop/step_figures.h"
 #include "rundir/trace.h"
 
 static int push_report(tern_run *run, tern_step_msg *m)
@@ -196,73 +198,100 @@ static int sft_stage(tern_run *run)
 
 /* ---- RL ---------------------------------------------------------------- */
 
-/* Experiences of one batch, in group order. */
+/* The groups one step trains on, in the order the buffer handed them out. */
 typedef struct batch {
-    tern_experience *x;
-    size_t n, cap;
-    int64_t id, version; /* the batch and the weights it was generated with; id -1: none yet */
+    tern_experience *g; /* [n] */
+    size_t n;
 } batch;
 
 static void batch_free(batch *b)
 {
     for (size_t i = 0; i < b->n; i++)
-        tern_experience_clear(&b->x[i]);
-    free(b->x);
+        tern_experience_clear(&b->g[i]);
+    free(b->g);
     memset(b, 0, sizeof *b);
-    b->id = -1;
 }
 
-static int by_group(const void *a, const void *b)
+static int add_consumed(tern_step_msg *rep, uint64_t id)
 {
-    const tern_experience *x = a, *y = b;
-    if (x->group != y->group)
-        return x->group < y->group ? -1 : 1;
-    return x->sample < y->sample ? -1 : x->sample > y->sample;
-}
-
-/* A batch taken and dropped whole: too stale for the sync plugin. */
-static int note_skipped(tern_run *run, int64_t step, const batch *b, tern_step_msg *rep)
-{
-    int64_t *s = realloc(rep->skipped, (rep->n_skipped + 1) * sizeof *s);
-    if (!s)
+    uint64_t *c = realloc(rep->consumed, (rep->n_consumed + 1) * sizeof *c);
+    if (!c)
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
-    rep->skipped = s;
-    s[rep->n_skipped++] = b->id;
-    char args[128];
-    snprintf(args, sizeof args, "{\"batch\":%lld,\"version\":%lld,\"step\":%lld}",
-             (long long)b->id, (long long)b->version, (long long)step);
-    tern_trace_instant(run->session->trace, "skip", args);
-    tern_logf(TERN_LOG_DEBUG, "trainer", "step %lld: batch %lld (version %lld) is older than "
-              "max_staleness allows: skipped", (long long)step, (long long)b->id,
-              (long long)b->version);
-    /* the master deals a stand-in now: this step waits for it */
+    rep->consumed = c;
+    c[rep->n_consumed++] = id;
+    return TERN_OK;
+}
+
+/* Groups taken and dropped as too stale for the sync plugin: the master
+ * deals stand-ins now, for this step waits for them. */
+static int note_stale(tern_run *run, int64_t step, uint64_t n)
+{
     tern_step_msg *m = new_report(TERN_MSG_SKIPPED, step);
     if (!m)
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
-    m->batch = b->id;
+    m->stale = n;
     return push_report(run, m);
 }
 
-/* Read the `want` records of the next batch in the buffer into *b: the
- * batch of the first record (in a fixed schedule that must be batch `step`;
- * the asynchronous modes train batches in the order they arrive). A batch
- * the sync plugin's accept() refuses is skipped whole and the next one read.
- * 1 when a stop was requested while waiting, TERN_ECLOSED at shutdown, else
- * a status. */
-static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_step_msg *rep)
+/* One group handed out by the buffer: decoded, checked against the run,
+ * judged by the sync plugin. 1 kept in b, 0 dropped as stale, < 0 failed. */
+static int take_group(tern_run *run, int64_t step, const tern_record *rec, batch *b,
+                      tern_step_msg *rep, double *staleness)
 {
-    b->x = calloc(want, sizeof *b->x);
-    b->id = -1;
+    tern_experience e;
+    int rc = tern_experience_decode(rec->data, rec->len, &e);
+    if (rc != TERN_OK)
+        return tern_role_failed(rc, "trainer", "a buffer record");
+    if (e.n != run->set.group_size || e.group >= run->set.batch_tasks || e.batch < 0 ||
+        e.task_index >= run->train.n) {
+        rc = tern_errorf(TERN_EINVAL, "trainer: the buffer handed out a group of batch %lld "
+                         "(slot %u, task %u, %u responses) that this run did not make (it "
+                         "deals %u tasks x %u responses from %zu tasks): a durable buffer's "
+                         "file from another run? Give the run its own buffer.path",
+                         (long long)e.batch, e.group, e.task_index, e.n, run->set.batch_tasks,
+                         run->set.group_size, run->train.n);
+        tern_experience_clear(&e);
+        return rc;
+    }
+    uint64_t id = tern_group_id(e.batch, e.group, run->set.batch_tasks);
+    *staleness += (double)(step - e.version);
+    tern_error_clear();
+    int ok = run->sync_ops->accept(run->sync, e.version, step);
+    if (ok < 0) {
+        tern_experience_clear(&e);
+        return tern_role_failed(ok, "trainer", "the sync plugin's accept failed");
+    }
+    if (!ok) {
+        char args[160];
+        snprintf(args, sizeof args, "{\"batch\":%lld,\"group\":%u,\"version\":%lld,"
+                 "\"step\":%lld}", (long long)e.batch, e.group, (long long)e.version,
+                 (long long)step);
+        tern_trace_instant(run->session->trace, "skip", args);
+        tern_experience_clear(&e);
+        rep->stale++;
+        rc = add_consumed(rep, id); /* dropped for good: consumed */
+        return rc == TERN_OK ? 0 : rc;
+    }
+    b->g[b->n++] = e;
+    return 1;
+}
+
+/* Read the step's `want` groups from the buffer into *b, in the order it
+ * hands them out; the groups the sync plugin's accept() refuses are dropped
+ * (and counted), and more are read. 1 when a stop was requested while
+ * waiting, TERN_ECLOSED at shutdown, else a status. */
+static int read_groups(tern_run *run, int64_t step, size_t want, batch *b, tern_step_msg *rep)
+{
+    b->g = calloc(want, sizeof *b->g);
     tern_record *recs = calloc(want, sizeof *recs);
-    if (!b->x || !recs) {
+    if (!b->g || !recs) {
         free(recs);
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     }
-    b->cap = want;
-    size_t seen = 0, seen_all = 0;
-    double t0 = tern_run_now();
+    size_t taken = 0;
+    double staleness = 0, t0 = tern_run_now();
     int rc = TERN_OK;
-    while (seen < want) {
+    while (b->n < want) {
         if (atomic_load(&run->failed)) {
             rc = TERN_ECLOSED;
             break;
@@ -275,7 +304,7 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
             recs[i].size = sizeof recs[i];
         size_t got = 0;
         tern_error_clear();
-        rc = run->buffer_ops->get(run->buffer, recs, want - seen, &got, 200);
+        rc = run->buffer_ops->get(run->buffer, recs, want - b->n, &got, 200);
         if (rc == TERN_ETIMEDOUT) {
             rc = TERN_OK;
             continue;
@@ -285,64 +314,29 @@ static int read_batch(tern_run *run, int64_t step, size_t want, batch *b, tern_s
                 rc = tern_role_failed(rc, "trainer", "reading the buffer");
             break;
         }
+        uint64_t stale = rep->stale;
         for (size_t i = 0; i < got && rc == TERN_OK; i++) {
-            tern_experience e;
-            rc = tern_experience_decode(recs[i].data, recs[i].len, &e);
-            if (rc != TERN_OK) {
-                rc = tern_role_failed(rc, "trainer", "a buffer record");
-                break;
-            }
-            if (b->id < 0) {
-                b->id = e.batch;
-                b->version = e.version;
-            }
-            int64_t expect = run->async ? b->id : step;
-            if (e.batch != b->id || e.batch != expect) {
-                int64_t eb = e.batch;
-                tern_experience_clear(&e);
-                rc = tern_errorf(TERN_ERR, "trainer: step %lld expected the experiences of "
-                                 "batch %lld but the buffer handed out one of batch %lld: a "
-                                 "buffer that reorders or interleaves batches needs a sync mode "
-                                 "that allows it", (long long)step, (long long)expect,
-                                 (long long)eb);
-                break;
-            }
-            seen++;
-            seen_all++;
-            tern_error_clear();
-            int ok = run->sync_ops->accept(run->sync, e.version, step);
-            if (ok < 0) {
-                tern_experience_clear(&e);
-                rc = tern_role_failed(ok, "trainer", "the sync plugin's accept failed");
-                break;
-            }
-            rep->staleness += (double)(step - e.version);
-            if (!ok) {
-                rep->stale++;
-                tern_experience_clear(&e);
-                continue;
-            }
-            b->x[b->n++] = e;
+            int k = take_group(run, step, &recs[i], b, rep, &staleness);
+            rc = k < 0 ? k : TERN_OK;
         }
+        taken += got;
         run->buffer_ops->release(run->buffer, recs, got);
-        if (rc == TERN_OK && seen == want && b->n == 0) {
-            /* every record was too stale: drop the batch and take the next */
-            rc = note_skipped(run, step, b, rep);
-            seen = 0;
-            b->id = -1;
-        }
+        if (rc == TERN_OK && rep->stale > stale)
+            rc = note_stale(run, step, rep->stale - stale);
+        if (rc != TERN_OK)
+            break;
     }
     free(recs);
     rep->wait_seconds = tern_run_now() - t0;
-    if (seen_all)
-        rep->staleness /= (double)seen_all;
-    qsort(b->x, b->n, sizeof *b->x, by_group);
+    rep->staleness = taken ? staleness / (double)taken : 0;
     return rc;
 }
 
 typedef struct step_arrays {
     size_t n;
     tern_sequence *seq;
+    int32_t **tok;
+    const tern_exp_response **resp;
     float **lp, **ent, **ref, **dl, **dent;
     tern_loss_seq *ls;
     double *reward, *adv;
@@ -353,21 +347,28 @@ typedef struct step_arrays {
 static void arrays_free(step_arrays *a)
 {
     for (size_t i = 0; i < a->n; i++) {
+        if (a->tok) free(a->tok[i]);
         if (a->lp) free(a->lp[i]);
         if (a->ent) free(a->ent[i]);
         if (a->ref) free(a->ref[i]);
         if (a->dl) free(a->dl[i]);
         if (a->dent) free(a->dent[i]);
     }
-    free(a->seq), free(a->lp), free(a->ent), free(a->ref), free(a->dl), free(a->dent);
-    free(a->ls), free(a->reward), free(a->adv), free(a->len), free(a->correct);
+    free(a->seq), free(a->tok), free(a->resp), free(a->lp), free(a->ent), free(a->ref);
+    free(a->dl), free(a->dent), free(a->ls), free(a->reward), free(a->adv), free(a->len);
+    free(a->correct);
     memset(a, 0, sizeof *a);
 }
 
-static int arrays_alloc(step_arrays *a, size_t n, const batch *b)
+/* One sequence per response, group after group: the prompt, then the
+ * response (the tokens the model scores). */
+static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
 {
+    size_t n = b->n * G;
     a->n = n;
     a->seq = calloc(n, sizeof *a->seq);
+    a->tok = calloc(n, sizeof *a->tok);
+    a->resp = calloc(n, sizeof *a->resp);
     a->lp = calloc(n, sizeof *a->lp);
     a->ent = calloc(n, sizeof *a->ent);
     a->ref = calloc(n, sizeof *a->ref);
@@ -378,65 +379,46 @@ static int arrays_alloc(step_arrays *a, size_t n, const batch *b)
     a->adv = calloc(n, sizeof *a->adv);
     a->len = calloc(n, sizeof *a->len);
     a->correct = calloc(n, sizeof *a->correct);
-    if (!a->seq || !a->lp || !a->ent || !a->ref || !a->dl || !a->dent || !a->ls || !a->reward ||
-        !a->adv || !a->len || !a->correct)
+    if (!a->seq || !a->tok || !a->resp || !a->lp || !a->ent || !a->ref || !a->dl || !a->dent ||
+        !a->ls || !a->reward || !a->adv || !a->len || !a->correct)
         return TERN_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        size_t len = (size_t)b->x[i].prompt_len + b->x[i].response_len;
+        const tern_experience *g = &b->g[i / G];
+        const tern_exp_response *r = &g->resp[i % G];
+        size_t P = g->prompt_len, len = P + r->len;
+        a->tok[i] = malloc((len + 1) * sizeof(int32_t));
         a->lp[i] = calloc(len + 1, sizeof(float));
         a->ent[i] = calloc(len + 1, sizeof(float));
         a->ref[i] = calloc(len + 1, sizeof(float));
         a->dl[i] = calloc(len + 1, sizeof(float));
         a->dent[i] = calloc(len + 1, sizeof(float));
-        if (!a->lp[i] || !a->ent[i] || !a->ref[i] || !a->dl[i] || !a->dent[i])
+        if (!a->tok[i] || !a->lp[i] || !a->ent[i] || !a->ref[i] || !a->dl[i] || !a->dent[i])
             return TERN_ENOMEM;
+        memcpy(a->tok[i], g->prompt, P * sizeof(int32_t));
+        memcpy(a->tok[i] + P, r->tokens, r->len * sizeof(int32_t));
+        a->resp[i] = r;
+        a->seq[i] = (tern_sequence){.size = sizeof a->seq[i], .tokens = a->tok[i], .len = len,
+                                    .start = P, .temperature = temp};
+        a->reward[i] = r->reward;
+        a->len[i] = r->len;
+        a->correct[i] = r->accuracy >= 0.5;
     }
     return TERN_OK;
-}
-
-/* Drop the groups that lost members (stale experiences): advantages compare
- * the responses of one task, so a group is trained whole or not at all. */
-static void keep_whole_groups(batch *b, uint32_t G, uint64_t *dropped)
-{
-    size_t w = 0;
-    for (size_t i = 0; i < b->n;) {
-        size_t j = i;
-        while (j < b->n && b->x[j].group == b->x[i].group)
-            j++;
-        if (j - i == G) {
-            for (size_t k = i; k < j; k++)
-                b->x[w++] = b->x[k];
-        } else {
-            for (size_t k = i; k < j; k++)
-                tern_experience_clear(&b->x[k]);
-            (*dropped)++;
-        }
-        i = j;
-    }
-    b->n = w;
 }
 
 static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
 {
     const tern_run_settings *set = &run->set;
     uint32_t G = set->group_size;
+    float temp = set->temperature > 0 ? (float)set->temperature : 1.0f;
     step_arrays a = {0};
-    int rc = arrays_alloc(&a, b->n, b);
+    int rc = arrays_alloc(&a, b, G, temp);
     if (rc != TERN_OK) {
         arrays_free(&a);
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     }
-    float temp = set->temperature > 0 ? (float)set->temperature : 1.0f;
-    for (size_t i = 0; i < b->n; i++) {
-        tern_experience *e = &b->x[i];
-        a.seq[i] = (tern_sequence){.size = sizeof a.seq[i], .tokens = e->tokens,
-                                   .len = (size_t)e->prompt_len + e->response_len,
-                                   .start = e->prompt_len, .temperature = temp};
-        a.reward[i] = e->reward;
-        a.len[i] = e->response_len;
-        a.correct[i] = e->accuracy >= 0.5;
+    for (size_t i = 0; i < a.n; i++)
         rep->train_tokens += a.seq[i].len;
-    }
     int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
     uint64_t span = tern_trace_begin(run->session->trace, "score");
     rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq, a.n, a.lp, a.ent);
@@ -455,7 +437,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
                 kl += tern_kl_value(set->loss.kl, a.lp[i][k], a.ref[i][k]);
             a.reward[i] -= set->loss.kl_coef * kl;
         }
-    size_t n_groups = a.n / G;
+    size_t n_groups = b->n;
     tern_length_penalty(&set->adv, a.reward, a.len, a.correct, n_groups, G);
     for (size_t i = 0; i < a.n; i++)
         rep->reward_mean += a.reward[i] / (double)a.n;
@@ -467,7 +449,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         size_t P = a.seq[i].start;
         a.ls[i] = (tern_loss_seq){.n = a.seq[i].len - P,
                                   .logp = a.lp[i] + P,
-                                  .logp_old = b->x[i].logp,
+                                  .logp_old = a.resp[i]->logp,
                                   .logp_ref = need_ref ? a.ref[i] + P : NULL,
                                   .entropy = a.ent[i] + P,
                                   .advantage = a.adv[i],
@@ -533,25 +515,51 @@ static int publish(tern_run *run, int64_t version)
     return TERN_OK;
 }
 
+/* The train span's arguments: the step, and the distinct batches and
+ * weight versions of its groups, in the order they came. */
+static void train_args(int64_t step, const batch *b, char *buf, size_t n)
+{
+    size_t w = (size_t)snprintf(buf, n, "{\"step\":%lld,\"batches\":[", (long long)step);
+    for (int pass = 0; pass < 2; pass++) {
+        int first = 1;
+        for (size_t i = 0; i < b->n && w < n; i++) {
+            int64_t v = pass ? b->g[i].version : b->g[i].batch;
+            int again = 0;
+            for (size_t j = 0; j < i && !again; j++)
+                again = (pass ? b->g[j].version : b->g[j].batch) == v;
+            if (!again) {
+                w += (size_t)snprintf(buf + w, n - w, "%s%lld", first ? "" : ",", (long long)v);
+                first = 0;
+            }
+        }
+        if (w < n)
+            w += (size_t)snprintf(buf + w, n - w, pass ? "]}" : "],\"versions\":[");
+    }
+    if (w >= n && n > 2) /* too many to list: valid JSON all the same */
+        snprintf(buf, n, "{\"step\":%lld}", (long long)step);
+}
+
 /* One RL step; 1 when it stopped on request instead. */
 static int rl_step(tern_run *run, int64_t step)
 {
-    size_t want = (size_t)run->set.batch_tasks * run->set.group_size;
+    size_t want = run->set.batch_tasks;
     tern_step_msg *rep = new_report(TERN_MSG_STEP_DONE, step + 1);
     if (!rep)
         return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     batch b = {0};
     tern_trace *tr = run->session->trace;
     uint64_t t0 = tern_trace_clock();
-    int rc = read_batch(run, step, want, &b, rep);
+    int rc = read_groups(run, step, want, &b, rep);
     uint64_t t1 = tern_trace_clock();
-    char args[192];
+    char args[1024];
     if (t1 - t0 >= TERN_TRACE_MIN_WAIT_NS) {
         snprintf(args, sizeof args, "{\"for\":\"experiences\",\"step\":%lld}",
                  (long long)step);
         tern_trace_span(tr, "wait", t0, t1, args);
     }
     if (rc == 1) { /* stop requested while waiting: checkpoint what is done */
+        /* the groups read so far are not trained: not consumed (a durable
+         * buffer hands them out again after the resume) */
         batch_free(&b);
         tern_msg_free(rep);
         if (step > 0 && save_due(run, step)) {
@@ -572,15 +580,16 @@ static int rl_step(tern_run *run, int64_t step)
     }
     if (rc != TERN_OK)
         goto fail;
-    rep->batch = b.id;
-    rep->records = b.n + rep->stale;
-    keep_whole_groups(&b, run->set.group_size, &rep->groups_dropped);
+    for (size_t i = 0; i < b.n && rc == TERN_OK; i++)
+        rc = add_consumed(rep, tern_group_id(b.g[i].batch, b.g[i].group, run->set.batch_tasks));
+    if (rc == TERN_OK)
+        rc = tern_step_figures(run, b.g, b.n, step + 1, rep);
+    if (rc != TERN_OK)
+        goto fail;
     double ts = tern_run_now();
     uint64_t span = tern_trace_begin(tr, "train");
-    if (b.n)
-        rc = train_on(run, step, &b, rep);
-    snprintf(args, sizeof args, "{\"step\":%lld,\"batches\":[%lld],\"versions\":[%lld]}",
-             (long long)step, (long long)b.id, (long long)b.version);
+    rc = train_on(run, step, &b, rep);
+    train_args(step, &b, args, sizeof args);
     tern_trace_end(tr, span, args);
     rep->train_seconds = tern_run_now() - ts;
     batch_free(&b);

@@ -200,8 +200,10 @@ static void add_result(tern_verdict *v, int *have_acc, int first, const tern_rew
     if (first || (fail != TERN_REWARD_OK && !v->failed))
         keep_reason(v->reason, r->reason);
     if (fail != TERN_REWARD_OK) {
-        if (!v->failed)
+        if (!v->failed) {
             v->failure = tern_reward_failure_name(fail);
+            v->failure_code = (uint32_t)fail;
+        }
         v->failed = 1;
         if (observe) {
             char name[64];

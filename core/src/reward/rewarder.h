@@ -50,6 +50,7 @@ typedef struct tern_verdict {
     /* why, for the first failed route: "error", "nonfinite", "crash",
      * "timeout", "garbage", "start" (tern_reward_failure_name); NULL if none */
     const char *failure;
+    uint32_t failure_code; /* the same as a tern_reward_failure (0: none), as records keep it */
     /* the named components the plugins gave (finite values, in route order;
      * the first TERN_EXPERIENCE_MAX_PARTS), as the experience keeps them */
     uint32_t n_parts;

@@ -19,11 +19,20 @@
  *      in-memory database), which is refused.
  *   4. PRAGMA synchronous (FULL or NORMAL; per connection, not stored).
  *   5. BEGIN IMMEDIATE (the write lock, so two processes opening a new file at
- *      once do not both create it), read the header again, then either create
- *      the schema (application_id, user_version and the table in this one
- *      transaction: a crash before COMMIT leaves an empty file, which the
- *      next open treats as new) or check that the records table is there.
- *      COMMIT.
+ *      once do not both create or migrate it), read the header again, then
+ *      either create the schema (application_id, user_version, the table and
+ *      its indexes in this one transaction: a crash before COMMIT leaves an
+ *      empty file, which the next open treats as new) or check that the
+ *      records table is there with the columns of the file's version; a
+ *      schema-1 file is then migrated (below). COMMIT.
+ *
+ * Migration from schema 1 (tern before buffer ABI 1.6, where get() deleted
+ * the rows it handed out): in the transaction of step 5, ALTER TABLE records
+ * ADD COLUMN taken INTEGER NOT NULL DEFAULT 0, create the two indexes, set
+ * user_version = 2. Every row of a schema-1 file is a record not handed out
+ * yet, which is what taken = 0 says, so the migration is exact; the rows keep
+ * their seq, so their order. A crash before COMMIT leaves the file at schema
+ * 1, migrated again by the next open. Logged at info level once committed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +45,10 @@
 
 /* The table. seq orders records by commit (AUTOINCREMENT: a seq is never
  * reused, even after the newest record was consumed); version and batch are
- * NULL when the producer's tern_record_meta predates them. */
+ * NULL when the producer's tern_record_meta predates them; taken is 1 once
+ * get() handed the record out (until commit() deletes it or recover() sets it
+ * back to 0). taken comes last, where schema 1's ALTER TABLE puts it, so a
+ * migrated file and a new one have the same table. */
 #define SQB_CREATE_SQL                                                                    \
     "CREATE TABLE records("                                                               \
     "seq INTEGER PRIMARY KEY AUTOINCREMENT, "                                             \
@@ -44,7 +56,20 @@
     "version INTEGER, "                                                                   \
     "batch INTEGER, "                                                                     \
     "put_unix_ns INTEGER NOT NULL, "                                                      \
-    "data BLOB NOT NULL)"
+    "data BLOB NOT NULL, "                                                                \
+    "taken INTEGER NOT NULL DEFAULT 0)"
+
+/* The indexes (schema 2): by id for commit (O(log n) per id), and by (taken,
+ * seq) so that get finds the oldest waiting records without reading the
+ * taken ones; count(*) reads the smaller of them rather than the table. */
+#define SQB_INDEX_SQL                                                                     \
+    "CREATE INDEX records_id ON records(id); "                                            \
+    "CREATE INDEX records_waiting ON records(taken, seq)"
+
+/* Schema 1 to 2, inside the transaction of step 5. */
+#define SQB_MIGRATE_1_SQL                                                                 \
+    "ALTER TABLE records ADD COLUMN taken INTEGER NOT NULL DEFAULT 0; " SQB_INDEX_SQL     \
+    "; PRAGMA user_version = 2"
 
 typedef struct opener {
     const tern_host *host;
@@ -227,21 +252,24 @@ static int set_wal(opener *o)
 /* Create the schema in a new file (inside the caller's transaction). */
 static int create_schema(opener *o)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d; %s;",
-             SQB_APPLICATION_ID, SQB_SCHEMA_VERSION, SQB_CREATE_SQL);
+    char sql[1024];
+    snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d; %s; %s;",
+             SQB_APPLICATION_ID, SQB_SCHEMA_VERSION, SQB_CREATE_SQL, SQB_INDEX_SQL);
     if (exec_sql(o, sql) != SQLITE_OK)
         return open_failed(o, "creating the records table");
     return TERN_OK;
 }
 
-/* Check that a file of ours has the table with the columns we use. */
-static int check_schema(opener *o)
+/* Check that a file of ours has the table with the columns its schema
+ * `version` (1 or SQB_SCHEMA_VERSION) has. */
+static int check_schema(opener *o, int64_t version)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(o->db,
-                                "SELECT seq, id, version, batch, put_unix_ns, data FROM "
-                                "records LIMIT 0",
+                                version >= 2 ? "SELECT seq, id, version, batch, put_unix_ns, "
+                                               "data, taken FROM records LIMIT 0"
+                                             : "SELECT seq, id, version, batch, put_unix_ns, "
+                                               "data FROM records LIMIT 0",
                                 -1, &st, NULL);
     if (rc != SQLITE_OK)
         note(o, rc, sqlite3_errmsg(o->db));
@@ -251,10 +279,19 @@ static int check_schema(opener *o)
     if ((rc & 0xff) == SQLITE_ERROR) /* no such table or column */
         return o->host->setting_error(
             o->ctx, "path",
-            "'%s' is a tern buffer (schema %d) without a usable records table (%s): it is "
+            "'%s' is a tern buffer (schema %lld) without a usable records table (%s): it is "
             "damaged; move it away and start from a new file",
-            o->opts->path, SQB_SCHEMA_VERSION, o->err);
+            o->opts->path, (long long)version, o->err);
     return open_failed(o, "checking the records table");
+}
+
+/* Migrate a checked schema-1 file to schema 2 (inside the caller's
+ * transaction; see the header comment). */
+static int migrate_from_1(opener *o)
+{
+    if (exec_sql(o, SQB_MIGRATE_1_SQL) != SQLITE_OK)
+        return open_failed(o, "migrating the file from schema 1 to schema 2");
+    return TERN_OK;
 }
 
 /* A file of ours must read whole: a file cut short (truncated, a partial
@@ -313,15 +350,28 @@ static int setup(opener *o)
 
     if (exec_sql(o, "BEGIN IMMEDIATE") != SQLITE_OK)
         return open_failed(o, "locking the file to check its schema");
-    st = read_header(o, &h); /* again: another process may have set it up meanwhile */
+    /* again: another process may have set it up (or migrated it) meanwhile */
+    st = read_header(o, &h);
     if (st == TERN_OK)
         st = classify(o, &h, &kind);
+    int migrated = 0;
     if (st == TERN_OK)
-        st = kind == FILE_NEW ? create_schema(o) : check_schema(o);
+        st = kind == FILE_NEW ? create_schema(o) : check_schema(o, h.user_version);
+    if (st == TERN_OK && kind == FILE_OURS && h.user_version == 1) {
+        st = migrate_from_1(o);
+        migrated = st == TERN_OK;
+    }
     if (st == TERN_OK && exec_sql(o, "COMMIT") != SQLITE_OK)
-        st = open_failed(o, "committing the schema");
+        st = open_failed(o, migrated ? "committing the migration to schema 2"
+                                     : "committing the schema");
     if (!sqlite3_get_autocommit(o->db))
         sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    if (st == TERN_OK && migrated)
+        o->host->log(o->ctx, TERN_LOG_INFO,
+                     "sqlite: migrated '%s' from schema 1 to schema %d in place (column "
+                     "'taken' and two indexes added; every record kept, in its order, "
+                     "none handed out); tern before buffer ABI 1.6 cannot open it any more",
+                     o->opts->path, SQB_SCHEMA_VERSION);
     return st;
 }
 

@@ -1,9 +1,11 @@
 /*
  * sqlite.c: the `sqlite` buffer plugin: a durable first-in first-out queue of
- * records kept in one SQLite database file in WAL mode. Records survive a
- * crash of the process that put them, and several processes (or several
- * instances in one process) may share the file: each record is handed out
- * once, to one of them. See docs/buffers.md.
+ * records kept in one SQLite database file in WAL mode, with exactly-once
+ * consumption (buffer ABI 1.6: commit and recover). Records survive a crash
+ * of the process that put them and of the process that got them, and several
+ * processes (or several instances in one process) may share the file: each
+ * record is handed out once, to one of them, and leaves the file only when
+ * the consumer commits it. See docs/buffers.md.
  *
  * Settings:
  *   path             the database file, relative to the working directory;
@@ -16,33 +18,39 @@
  *                    beside it; the last connection to close checkpoints the
  *                    WAL into PATH and removes both.
  *   capacity         [0, 1e9], default 0 = unbounded; N > 0: put waits while
- *                    N or more unconsumed records are in the file (whoever
- *                    put them).
- *   synchronous      "full" (default): a put is acknowledged only once the
- *                    record is on disk (survives power loss). "normal": WAL's
- *                    NORMAL level: survives a crash of the process, but the
- *                    last acknowledged puts may be lost on power loss or an OS
- *                    crash; much faster (no fsync per put).
+ *                    N or more records are in the file (whoever put them),
+ *                    waiting or handed out and not committed yet.
+ *   synchronous      "full" (default): a put (a get, a commit) is
+ *                    acknowledged only once it is on disk (survives power
+ *                    loss). "normal": WAL's NORMAL level: survives a crash of
+ *                    the process, but the last acknowledged transactions may
+ *                    be lost on power loss or an OS crash; much faster (no
+ *                    fsync per put).
  *   busy_timeout_ms  [0, 86400000], default 5000: how long one SQLite call
  *                    waits for a lock held by another connection.
  *
  * The file (schema.c): PRAGMA application_id = 0x7465726e ("tern") and
- * PRAGMA user_version = 1 (the schema) mark it; a file with another
+ * PRAGMA user_version = 2 (the schema) mark it; a file with another
  * application_id, a newer user_version, or that is not an SQLite database is
- * refused without being changed. One table:
+ * refused without being changed. A schema-1 file (tern before ABI 1.6) is
+ * migrated in place on open, in one transaction, and the migration logged
+ * (schema.c). One table and two indexes:
  *
  *   records(seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL,
  *           version INTEGER, batch INTEGER, put_unix_ns INTEGER NOT NULL,
- *           data BLOB NOT NULL)
+ *           data BLOB NOT NULL, taken INTEGER NOT NULL DEFAULT 0)
+ *   records_id ON records(id), records_waiting ON records(taken, seq)
  *
- * holding the records not consumed yet: seq is the order of the commits,
- * never reused; id, version, batch are the tern_record_meta members (version
- * and batch NULL when the producer's meta.size did not include them; get
- * gives back meta.size covering the members that were given, the others 0);
- * put_unix_ns is the wall-clock time of the put (CLOCK_REALTIME), for people
- * inspecting the file. The file does not shrink as records are consumed:
- * SQLite reuses the freed pages for later records. create() logs (info) how
- * many records a file it opens still holds.
+ * holding the records not committed yet: seq is the order of the puts'
+ * commits, never reused; id, version, batch are the tern_record_meta members
+ * (version and batch NULL when the producer's meta.size did not include them;
+ * get gives back meta.size covering the members that were given, the others
+ * 0); put_unix_ns is the wall-clock time of the put (CLOCK_REALTIME), for
+ * people inspecting the file; taken is 0 for a record waiting to be handed
+ * out, 1 once get() handed it out. The file does not shrink as records are
+ * committed: SQLite reuses the freed pages for later records. create() logs
+ * (info) how many records a file it opens holds, and how many of them were
+ * handed out and not committed.
  *
  * put: one transaction, BEGIN IMMEDIATE (the write lock) ... COMMIT. With a
  * capacity, the count of records is checked inside that transaction, so two
@@ -50,35 +58,64 @@
  * COMMIT returned: an acknowledged record is in the file (on disk with
  * synchronous = "full"). Any failure leaves the file as it was.
  *
- * get: a read (no lock) looks whether any record is there; if so, one
- * transaction BEGIN IMMEDIATE; SELECT the oldest `want` records by seq; DELETE
- * them; COMMIT; only then are copies handed out. Records are thus consumed in
- * the transaction that hands them out: each record goes to exactly one getter
- * of any process, in put order (commit order across processes); a consumer
- * that crashes after get() returned loses what it got (at most once). A
- * failure before COMMIT hands nothing out and leaves the records in the file.
- * The copies are malloc'd nodes owned by the buffer, kept on a handed-out
- * list until release() (or destroy()) frees them.
+ * get: a read (no lock) looks whether any waiting record (taken = 0) is
+ * there; if so, one transaction BEGIN IMMEDIATE; SELECT the oldest `want`
+ * waiting records by seq (through records_waiting: taken rows are not read);
+ * UPDATE them to taken = 1; COMMIT; only then are copies handed out. A taken
+ * record is never handed out again, by this or any other instance or process
+ * on the file, yet it stays in the file: each record goes to exactly one
+ * getter, in put order (commit order across processes), and a consumer that
+ * crashes after get() returned loses nothing (see recover). A failure before
+ * COMMIT hands nothing out and leaves the records waiting. The copies are
+ * malloc'd nodes owned by the buffer, kept on a handed-out list until
+ * release() (or destroy()) frees them; release() does not touch the file.
  *
- * Waiting: a get on an empty file, or a put on a full one, waits up to its
- * timeout_ms (< 0: no limit, 0: no wait). Puts and gets of this instance wake
- * its waiters at once (condition variables); records put, or room made, by
- * another instance or process are noticed by checking the file again every
- * POLL_MS (20 ms). Deadlines use CLOCK_MONOTONIC. Waiting for another
- * connection's lock is SQLite's busy handler (busy_timeout_ms per call); when
- * it gives up, BEGIN IMMEDIATE is retried every POLL_MS until the caller's
- * timeout, after which the call returns TERN_ETIMEDOUT naming the lock. So a
- * call may overrun a timeout shorter than busy_timeout_ms while another
- * connection holds the lock (normally a few milliseconds, a commit's time).
+ * commit: one transaction BEGIN IMMEDIATE; DELETE FROM records WHERE id = ?
+ * for each id (through records_id: O(log n) per id); COMMIT. The records go
+ * whether taken or still waiting; ids the file does not hold are ignored, so
+ * committing the same ids twice (a commit repeated after a crash) is
+ * harmless. A failure rolls back: none of the ids is forgotten. The room made
+ * wakes this instance's blocked puts (others notice it by polling). n = 0
+ * does nothing and does not touch the file.
+ *
+ * recover: one transaction BEGIN IMMEDIATE; UPDATE records SET taken = 0
+ * WHERE taken = 1 (each record keeps its seq, so its original place in the
+ * hand-out order); SELECT id of every record by seq, writing the first `cap`
+ * into ids and the count into *n; COMMIT. A failure changes nothing. A second
+ * call (with a larger array, when *n > cap) has nothing more to hand back and
+ * lists the same ids, unless a get in between took records, which it would
+ * hand back too. It makes every taken record waiting again whoever took it:
+ * only a consumer that knows no other consumer works on the file may call it
+ * (in `tern run`, a resumed run, which holds its run directory's lock).
+ *
+ * Waiting: a get with no waiting record, or a put on a full file, waits up to
+ * its timeout_ms (< 0: no limit, 0: no wait). Puts, commits and recovers of
+ * this instance wake its waiters at once (condition variables); records put,
+ * or room made, by another instance or process are noticed by checking the
+ * file again every POLL_MS (20 ms). Deadlines use CLOCK_MONOTONIC. Waiting for
+ * another connection's lock is SQLite's busy handler (busy_timeout_ms per
+ * call); when it gives up, BEGIN IMMEDIATE of a put or get is retried every
+ * POLL_MS until the caller's timeout, after which the call returns
+ * TERN_ETIMEDOUT naming the lock (commit and recover, which have no timeout,
+ * return TERN_ETIMEDOUT once busy_timeout_ms has passed). So a call may
+ * overrun a timeout shorter than busy_timeout_ms while another connection
+ * holds the lock (normally a few milliseconds, a commit's time).
  *
  * close: later puts (and blocked ones) return TERN_ECLOSED; gets stop waiting
- * and hand out what the file holds, then return TERN_ECLOSED with *got = 0
- * once it is empty. close affects this instance only, not other instances or
- * processes on the file; it never changes the file.
+ * and hand out the waiting records the file holds, then return TERN_ECLOSED
+ * with *got = 0 once none is left (taken records do not count). commit and
+ * recover still work after close. close affects this instance only, not
+ * other instances or processes on the file; it never changes the file.
  *
- * stats: held = unconsumed records in the file (max(seq) - min(seq) + 1, all
- * producers), capacity = the setting (0: unbounded), put and got = records
- * this instance put and handed out, dropped = skipped = 0.
+ * stats: held = records in the file, waiting and taken alike (a taken record
+ * is held until committed; all producers), capacity = the setting (0:
+ * unbounded), put and got = records this instance put and handed out,
+ * dropped = skipped = 0. held and the capacity check are SELECT count(*),
+ * which SQLite answers from the smaller index (hundreds of entries per page,
+ * about 0.1 ms for 100,000 records once cached) without reading the table:
+ * commits delete records out of seq order, so no cheaper exact count exists
+ * (the max(seq) - min(seq) + 1 of schema 1 no longer holds), and a put's own
+ * commit costs far more.
  *
  * Threads and processes: each instance has its own SQLite connection (opened
  * in create, so a process that forks must create its instance after the fork).
@@ -93,12 +130,13 @@
  * WAL possible) fails with TERN_ECONFIG and "FILE:LINE: <group>.path: ..."
  * naming the file; the file is left as it was. A file of ours must read
  * whole (schema.c, PRAGMA quick_check): one cut short is refused as damaged,
- * and one found damaged later (SQLITE_CORRUPT in a put or get) fails with
- * TERN_EIO and the same words (SQB_DAMAGED_FMT). Every other SQLite failure
- * returns a status with a one-line message naming the file and SQLite's own
- * message: TERN_EIO; TERN_ENOMEM; TERN_ETIMEDOUT for a lock held too long;
- * TERN_EINVAL for a record larger than SQLite's limit (1,000,000,000 bytes by
- * default). Nothing exits or aborts; bad arguments are TERN_EINVAL as in fifo.
+ * and one found damaged later (SQLITE_CORRUPT in a put, get, commit or
+ * recover) fails with TERN_EIO and the same words (SQB_DAMAGED_FMT). Every
+ * other SQLite failure returns a status with a one-line message naming the
+ * file and SQLite's own message: TERN_EIO; TERN_ENOMEM; TERN_ETIMEDOUT for a
+ * lock held too long; TERN_EINVAL for a record larger than SQLite's limit
+ * (1,000,000,000 bytes by default). Nothing exits or aborts; bad arguments
+ * are TERN_EINVAL as in fifo.
  */
 #include <errno.h>
 #include <limits.h>
@@ -136,9 +174,13 @@ enum {
     ST_ROLLBACK,
     ST_INSERT,
     ST_COUNT,
+    ST_COUNT_TAKEN,
     ST_PROBE,
     ST_SELECT,
-    ST_DELETE,
+    ST_TAKE,
+    ST_FORGET,
+    ST_UNTAKE,
+    ST_IDS,
     ST_N
 };
 
@@ -148,16 +190,23 @@ static const char *const stmt_sql[ST_N] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT INTO records(id, version, batch, put_unix_ns, data) "
                   "VALUES (?1, ?2, ?3, ?4, ?5)",
-    /* records are consumed oldest first (DELETE ... seq <= last), so those
-     * left are one run of seq: its length is the count, found in O(log n)
-     * (count(*) reads every page: O(n) per put with a capacity) */
-    [ST_COUNT] = "SELECT coalesce((SELECT max(seq) FROM records) - "
-                 "(SELECT min(seq) FROM records) + 1, 0)",
-    [ST_PROBE] = "SELECT 1 FROM records LIMIT 1",
+    /* every record, waiting or taken: commits delete out of seq order, so
+     * only a count is exact; SQLite answers it from one of the indexes (a
+     * covering scan of small entries), not from the table's pages */
+    [ST_COUNT] = "SELECT count(*) FROM records",
+    [ST_COUNT_TAKEN] = "SELECT count(*) FROM records WHERE taken = 1",
+    /* through records_waiting: taken records are not read */
+    [ST_PROBE] = "SELECT 1 FROM records WHERE taken = 0 LIMIT 1",
     /* columns: 0 seq, 1 id, 2 version, 3 batch, 4 data */
-    [ST_SELECT] = "SELECT seq, id, version, batch, data FROM records ORDER BY seq LIMIT ?1",
-    /* the selected rows are the oldest, and the write lock is held: a prefix */
-    [ST_DELETE] = "DELETE FROM records WHERE seq <= ?1",
+    [ST_SELECT] = "SELECT seq, id, version, batch, data FROM records WHERE taken = 0 "
+                  "ORDER BY seq LIMIT ?1",
+    /* the selected rows are the oldest waiting ones, and the write lock is
+     * held: exactly the waiting rows up to the last one selected */
+    [ST_TAKE] = "UPDATE records SET taken = 1 WHERE taken = 0 AND seq <= ?1",
+    /* through records_id: O(log n) per id */
+    [ST_FORGET] = "DELETE FROM records WHERE id = ?1",
+    [ST_UNTAKE] = "UPDATE records SET taken = 0 WHERE taken = 1",
+    [ST_IDS] = "SELECT id FROM records ORDER BY seq",
 };
 
 /* ---- state ---------------------------------------------------------------- */
@@ -260,9 +309,10 @@ static void rollback(sqb *s)
         run_stmt(s, ST_ROLLBACK);
 }
 
-static int count_records(sqb *s, int64_t *n)
+/* The count that statement `i` (ST_COUNT, ST_COUNT_TAKEN) answers. */
+static int count_of(sqb *s, int i, int64_t *n)
 {
-    sqlite3_stmt *c = s->st[ST_COUNT];
+    sqlite3_stmt *c = s->st[i];
     int rc = sqlite3_step(c);
     *n = 0;
     if (rc == SQLITE_ROW) {
@@ -357,9 +407,11 @@ static int sqb_create(tern_ctx *ctx, void **state)
     rc = sqb_open(host, ctx, &o, &s->db);
     if (rc == TERN_OK)
         rc = prepare_all(s);
-    int64_t held = 0;
+    int64_t held = 0, taken = 0;
     if (rc == TERN_OK) {
-        int src = count_records(s, &held);
+        int src = count_of(s, ST_COUNT, &held);
+        if (src == SQLITE_OK)
+            src = count_of(s, ST_COUNT_TAKEN, &taken);
         if (src != SQLITE_OK)
             rc = db_fail(s, src, "counting the records left in the file");
     }
@@ -369,7 +421,12 @@ static int sqb_create(tern_ctx *ctx, void **state)
         free(s);
         return rc;
     }
-    if (held > 0)
+    if (held > 0 && taken > 0)
+        host->log(ctx, TERN_LOG_INFO,
+                  "sqlite: '%s' holds %lld record%s not consumed yet, %lld of them handed "
+                  "out and never committed (not handed out again until recovered)",
+                  s->path, (long long)held, held == 1 ? "" : "s", (long long)taken);
+    else if (held > 0)
         host->log(ctx, TERN_LOG_INFO, "sqlite: '%s' holds %lld record%s not consumed yet",
                   s->path, (long long)held, held == 1 ? "" : "s");
     *state = s;
@@ -429,7 +486,7 @@ static int try_put(sqb *s, const void *data, size_t len, const tern_record_meta 
     int st = TERN_OK;
     if (s->capacity) {
         int64_t n;
-        rc = count_records(s, &n);
+        rc = count_of(s, ST_COUNT, &n);
         if (rc != SQLITE_OK) {
             st = db_fail(s, rc, "counting records to put record %llu", id);
         } else if ((uint64_t)n >= s->capacity) {
@@ -548,9 +605,10 @@ static node *node_from_row(sqlite3_stmt *sel)
 }
 
 /* One attempt at taking up to `want` records (lock held): TERN_OK with
- * out[0..*got) filled (*got >= 1) once the hand-out committed, TRY_LATER with
- * *why (no record, or the file locked by another connection), or a failure
- * status after host->fail, with the records still in the file. */
+ * out[0..*got) filled (*got >= 1) once the hand-out committed (the records
+ * marked taken), TRY_LATER with *why (no waiting record, or the file locked
+ * by another connection), or a failure status after host->fail, with the
+ * records still waiting. */
 static int try_get(sqb *s, tern_record *out, size_t want, size_t *got, why_wait *why)
 {
     *got = 0;
@@ -588,7 +646,7 @@ static int try_get(sqb *s, tern_record *out, size_t want, size_t *got, why_wait 
         node *x = node_from_row(sel);
         if (!x) {
             st = host->fail(s->ctx, TERN_ENOMEM, "sqlite: out of memory copying record %lld "
-                            "(%d bytes) out of '%s'; the records stay in the file",
+                            "(%d bytes) out of '%s'; the records stay waiting in the file",
                             (long long)sqlite3_column_int64(sel, 1),
                             sqlite3_column_bytes(sel, 4), s->path);
             break;
@@ -606,11 +664,11 @@ static int try_get(sqb *s, tern_record *out, size_t want, size_t *got, why_wait 
         return TRY_LATER;
     }
     if (st == TERN_OK) {
-        rc = sqlite3_bind_int64(s->st[ST_DELETE], 1, last_seq);
+        rc = sqlite3_bind_int64(s->st[ST_TAKE], 1, last_seq);
         if (rc == SQLITE_OK)
-            rc = run_stmt(s, ST_DELETE);
+            rc = run_stmt(s, ST_TAKE);
         if (rc != SQLITE_OK)
-            st = db_fail(s, rc, "marking %zu records consumed", n);
+            st = db_fail(s, rc, "marking %zu records taken", n);
     }
     if (st == TERN_OK) {
         rc = run_stmt(s, ST_COMMIT);
@@ -657,8 +715,8 @@ static int sqb_get(void *state, tern_record *out, size_t want, size_t *got, int6
         expired = wait_poll(s, &s->not_empty, timeout_ms, &dl) == ETIMEDOUT;
     }
     if (rc == TERN_OK) {
+        /* no room made: the records stay in the file until commit */
         s->n_got += n;
-        pthread_cond_broadcast(&s->not_full); /* room for up to n blocked puts */
         if (n == want)
             pthread_cond_signal(&s->not_empty); /* maybe more left for another getter */
     }
@@ -687,6 +745,110 @@ static void sqb_release(void *state, tern_record *recs, size_t n)
     buffer_release_nodes(&s->lock, recs, n);
 }
 
+/* ---- commit / recover -------------------------------------------------- */
+
+/* A failure inside the transaction of commit or recover (lock held): the
+ * message first (sqlite3_errmsg still describes it), then the rollback. */
+static int fail_in_txn(sqb *s, int rc, const char *what)
+{
+    int st = db_fail(s, rc, "%s", what);
+    rollback(s);
+    return st;
+}
+
+static int sqb_commit(void *state, const uint64_t *ids, size_t n)
+{
+    sqb *s = state;
+    if (n == 0)
+        return TERN_OK;
+    if (!ids)
+        return host->fail(s->ctx, TERN_EINVAL, "sqlite: commit of %zu records with ids NULL; "
+                          "pass the ids (meta.id) of the records to forget", n);
+    char what[96];
+    pthread_mutex_lock(&s->lock);
+    int st = TERN_OK;
+    int rc = run_stmt(s, ST_BEGIN);
+    if (rc != SQLITE_OK) {
+        snprintf(what, sizeof what, "starting the transaction to commit %zu records", n);
+        st = fail_in_txn(s, rc, what);
+    }
+    sqlite3_stmt *del = s->st[ST_FORGET];
+    for (size_t i = 0; st == TERN_OK && i < n; i++) {
+        rc = sqlite3_bind_int64(del, 1, (sqlite3_int64)ids[i]);
+        if (rc == SQLITE_OK)
+            rc = run_stmt(s, ST_FORGET);
+        if (rc != SQLITE_OK) {
+            snprintf(what, sizeof what, "deleting committed record %llu (%zu records)",
+                     (unsigned long long)ids[i], n);
+            st = fail_in_txn(s, rc, what);
+        }
+    }
+    if (st == TERN_OK) {
+        rc = run_stmt(s, ST_COMMIT);
+        if (rc != SQLITE_OK) {
+            snprintf(what, sizeof what, "committing the deletion of %zu committed records", n);
+            st = fail_in_txn(s, rc, what);
+        }
+    }
+    if (st == TERN_OK)
+        pthread_cond_broadcast(&s->not_full); /* room for blocked puts */
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static int sqb_recover(void *state, uint64_t *ids, size_t cap, size_t *n)
+{
+    sqb *s = state;
+    if (!n || (!ids && cap > 0))
+        return host->fail(s->ctx, TERN_EINVAL,
+                          "sqlite: recover with %s NULL; pass an array of cap ids (or cap 0) "
+                          "and the count to fill", n ? "ids" : "n");
+    *n = 0;
+    pthread_mutex_lock(&s->lock);
+    int st = TERN_OK;
+    int rc = run_stmt(s, ST_BEGIN);
+    if (rc != SQLITE_OK)
+        st = fail_in_txn(s, rc, "starting the transaction to recover records");
+    int back = 0; /* records made waiting again */
+    if (st == TERN_OK) {
+        rc = run_stmt(s, ST_UNTAKE);
+        if (rc != SQLITE_OK)
+            st = fail_in_txn(s, rc, "handing back records taken and never committed");
+        else
+            back = sqlite3_changes(s->db);
+    }
+    size_t count = 0;
+    if (st == TERN_OK) {
+        sqlite3_stmt *sel = s->st[ST_IDS];
+        while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+            if (count < cap)
+                ids[count] = (uint64_t)sqlite3_column_int64(sel, 0);
+            count++;
+        }
+        sqlite3_reset(sel);
+        if (rc != SQLITE_DONE)
+            st = fail_in_txn(s, rc, "listing the records held");
+    }
+    if (st == TERN_OK) {
+        rc = run_stmt(s, ST_COMMIT);
+        if (rc != SQLITE_OK)
+            st = fail_in_txn(s, rc, "committing the recovery of records");
+    }
+    if (st == TERN_OK && back > 0)
+        pthread_cond_broadcast(&s->not_empty); /* records to hand out again */
+    pthread_mutex_unlock(&s->lock);
+    if (st != TERN_OK)
+        return st;
+    *n = count;
+    if (back > 0)
+        host->log(s->ctx, TERN_LOG_INFO,
+                  "sqlite: '%s': %d record%s handed out and never committed made waiting "
+                  "again, in %s original place%s; %zu record%s held in all", s->path, back,
+                  back == 1 ? "" : "s", back == 1 ? "its" : "their", back == 1 ? "" : "s",
+                  count, count == 1 ? "" : "s");
+    return TERN_OK;
+}
+
 /* ---- close / stats ----------------------------------------------------- */
 
 static void sqb_close(void *state)
@@ -703,7 +865,7 @@ static int sqb_stats(void *state, tern_buffer_stats *out)
         return rc_out;
     int64_t held = 0;
     pthread_mutex_lock(&s->lock);
-    int rc = count_records(s, &held);
+    int rc = count_of(s, ST_COUNT, &held);
     int st = rc == SQLITE_OK ? TERN_OK : db_fail(s, rc, "counting records for stats");
     uint64_t n_put = s->n_put, n_got = s->n_got;
     pthread_mutex_unlock(&s->lock);
@@ -727,6 +889,9 @@ static const tern_buffer_ops sqb_ops = {
     .release = sqb_release,
     .close = sqb_close,
     .stats = sqb_stats,
+    .advance = NULL, /* no notion of staleness */
+    .commit = sqb_commit,
+    .recover = sqb_recover,
 };
 
 static const tern_setting_spec sqb_settings[] = {
@@ -737,8 +902,8 @@ static const tern_setting_spec sqb_settings[] = {
                         "default: buffer.sqlite in the run directory"),
     TERN_SETTING(.name = "capacity", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
                  .aka = "size|max_size|max_records|cap",
-                 .doc = "most unconsumed records in the file before put waits for room "
-                        "(0: unbounded)"),
+                 .doc = "most records in the file (waiting, or handed out and not "
+                        "committed) before put waits for room (0: unbounded)"),
     TERN_SETTING(.name = "synchronous", .type = TERN_SETTING_STRING, .def = "\"full\"",
                  .choices = "full|normal", .aka = "sync|fsync|durability",
                  .doc = "full = an acknowledged put survives power loss; normal = it survives "
@@ -757,9 +922,9 @@ static const tern_plugin_descriptor sqb_descriptor = {
     .abi_minor = TERN_ABI_MINOR,
     .kind = TERN_KIND_BUFFER,
     .name = "sqlite",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .summary = "durable first-in first-out queue of records in an SQLite file (WAL), "
-               "shared by processes",
+               "shared by processes, consumed exactly once (commit, recover)",
     .caps = TERN_CAP_THREAD_SAFE,
     .ops = &sqb_ops,
     .settings = sqb_settings,

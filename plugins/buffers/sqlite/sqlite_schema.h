@@ -12,8 +12,10 @@
 
 /* PRAGMA application_id of every tern buffer file: "tern" in ASCII. */
 #define SQB_APPLICATION_ID 0x7465726e
-/* PRAGMA user_version: the schema this code writes and reads. */
-#define SQB_SCHEMA_VERSION 1
+/* PRAGMA user_version: the schema this code writes and reads. Version 1
+ * (tern before buffer ABI 1.6: no `taken` column, records deleted by get) is
+ * migrated to it in place when opened (schema.c). */
+#define SQB_SCHEMA_VERSION 2
 
 /* The message for a damaged file, with its path three times and the reason
  * (SQLite's words) once: what, where, and how to get going again. */
@@ -30,7 +32,8 @@ typedef struct sqb_open_opts {
 } sqb_open_opts;
 
 /* Open (creating it if absent) the buffer file, switch it to WAL mode, check
- * or create its schema. Returns TERN_OK with *db set, or a status after
+ * or create its schema, migrating a schema-1 file to SQB_SCHEMA_VERSION (logged
+ * at info level through host->log). Returns TERN_OK with *db set, or a status after
  * host->fail / host->setting_error with a message naming the path; *db is then
  * NULL and nothing is left open. */
 int sqb_open(const tern_host *host, tern_ctx *ctx, const sqb_open_opts *opts, sqlite3 **db);

@@ -1,0 +1,128 @@
+/* step_figures.c: an RL step's figures from its groups (see step_figures.h). */
+#include "loop/step_figures.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/errmsg.h"
+#include "reward/worker.h"
+#include "rundir/metrics.h"
+#include "tern/support/utf8.h"
+
+/* A rollouts.jsonl line: the group's rewards and its first response. */
+static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step, int *rc)
+{
+    const tern_exp_response *r = &e->resp[0];
+    /* the text the reward read: without the EOS that ended it */
+    size_t len = r->len;
+    if (len && r->finish == TERN_FINISH_STOP && r->tokens[len - 1] == run->special.eos)
+        len--;
+    char *text = NULL;
+    *rc = tern_model_text(&run->policy, "trainer: detokenize", r->tokens, len, &text, NULL);
+    if (*rc != TERN_OK)
+        return NULL;
+    json_t *rewards = json_array();
+    for (uint32_t s = 0; rewards && s < e->n; s++)
+        json_array_append_new(rewards, json_real(e->resp[s].reward));
+    /* model output and task ids are any bytes: JSON needs valid UTF-8 */
+    char *shown = tern_utf8_clean(text), *task = tern_utf8_clean(e->task_id);
+    free(text);
+    json_t *line = shown && task && rewards
+                       ? json_pack("{s:s,s:I,s:I,s:I,s:I,s:s,s:O,s:s,s:I}", "stage", "rl",
+                                   "step", (json_int_t)step, "batch", (json_int_t)e->batch,
+                                   "group", (json_int_t)e->group, "version",
+                                   (json_int_t)e->version, "task", task, "rewards", rewards,
+                                   "response", shown, "prompt_tokens",
+                                   (json_int_t)e->prompt_len)
+                       : NULL;
+    json_decref(rewards);
+    free(shown);
+    free(task);
+    if (!line)
+        *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    return line;
+}
+
+int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t step,
+                      tern_step_msg *rep)
+{
+    json_t *o = json_object(), *right = json_object(), *total = json_object();
+    json_t *lines = json_array();
+    tern_metrics *parts = tern_metrics_new();
+    int rc = TERN_OK;
+    if (!o || !right || !total || !lines || !parts) {
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        goto done;
+    }
+    double sum = 0, sq = 0, acc = 0, len = 0;
+    uint64_t count = 0, by_length = 0, failures = 0;
+    rep->batch = n ? g[0].batch : -1;
+    rep->rollout_version = n ? g[0].version : -1;
+    for (size_t i = 0; i < n; i++) {
+        const tern_experience *e = &g[i];
+        if (e->batch < rep->batch)
+            rep->batch = e->batch;
+        if (e->version < rep->rollout_version)
+            rep->rollout_version = e->version;
+        const char *dom = e->domain ? e->domain : "";
+        for (uint32_t s = 0; s < e->n; s++) {
+            const tern_exp_response *r = &e->resp[s];
+            sum += r->reward;
+            sq += r->reward * r->reward;
+            acc += r->accuracy;
+            len += r->len;
+            by_length += r->finish == TERN_FINISH_LENGTH;
+            count++;
+            if (*dom) { /* a task without a domain has no accuracy/<domain> */
+                json_object_set_new(right, dom, json_real(json_number_value(json_object_get(
+                                                              right, dom)) + r->accuracy));
+                json_object_set_new(total, dom, json_integer(json_integer_value(
+                                                    json_object_get(total, dom)) + 1));
+            }
+            if (r->failure) {
+                failures++;
+                char name[64];
+                snprintf(name, sizeof name, "reward/failed/%s",
+                         tern_reward_failure_name((tern_reward_failure)r->failure));
+                tern_metrics_observe(parts, name, 1);
+            }
+            for (uint32_t c = 0; c < r->n_parts; c++) {
+                char name[96];
+                snprintf(name, sizeof name, "reward/%s", r->parts[c].name);
+                tern_metrics_observe(parts, name, r->parts[c].value);
+            }
+        }
+        json_t *line = group_line(run, e, step, &rc);
+        if (!line)
+            goto done;
+        json_array_append_new(lines, line);
+    }
+    double c = count ? (double)count : 1, mean = sum / c, var = sq / c - mean * mean;
+    json_object_set_new(o, "reward_mean", json_real(mean));
+    json_object_set_new(o, "reward_std", json_real(sqrt(var > 0 ? var : 0)));
+    json_object_set_new(o, "accuracy", json_real(acc / c));
+    const char *dom;
+    json_t *tot;
+    json_object_foreach(total, dom, tot) {
+        char key[160];
+        snprintf(key, sizeof key, "accuracy/%s", dom);
+        json_object_set_new(o, key, json_real(json_number_value(json_object_get(right, dom)) /
+                                              (double)json_integer_value(tot)));
+    }
+    json_object_set_new(o, "response_length", json_real(len / c));
+    json_object_set_new(o, "truncated_frac", json_real((double)by_length / c));
+    json_object_set_new(o, "reward_failures", json_integer((json_int_t)failures));
+    json_object_set_new(o, "groups", json_integer((json_int_t)n));
+    tern_metrics_drain_json(parts, o);
+    rep->figures = o;
+    rep->groups = lines;
+    o = lines = NULL;
+done:
+    json_decref(o);
+    json_decref(lines);
+    json_decref(right);
+    json_decref(total);
+    tern_metrics_free(parts);
+    return rc;
+}
