@@ -57,18 +57,6 @@ static int in_worker;
 
 void tern_host_enter_worker(void) { in_worker = 1; }
 
-/* Where this thread's plugin metrics go instead of their context's store
- * (tern_host_metrics_to): the master points it at a batch's own store while
- * the rewards score that batch, so a step reports its batch's figures only. */
-static _Thread_local tern_metrics *metrics_to;
-
-tern_metrics *tern_host_metrics_to(tern_metrics *m)
-{
-    tern_metrics *old = metrics_to;
-    metrics_to = m;
-    return old;
-}
-
 /* A worker's log line: formatted on the stack, written with one write(2). */
 static void worker_log(tern_ctx *ctx, tern_log_level level, const char *fmt, va_list ap)
 {
@@ -229,7 +217,7 @@ static int host_setting_error(tern_ctx *ctx, const char *key, const char *fmt, .
 
 static void host_metric(tern_ctx *ctx, const char *name, double value)
 {
-    tern_metrics *to = metrics_to ? metrics_to : ctx ? ctx->metrics : NULL;
+    tern_metrics *to = ctx ? ctx->metrics : NULL;
     if (in_worker || !ctx || !to || !name)
         return;
     char full[160];

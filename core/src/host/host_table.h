@@ -19,11 +19,6 @@ const tern_host *tern_host_table(void);
  * not take locks another thread of the parent may have held at fork. */
 void tern_host_enter_worker(void);
 
-/* Send the calling thread's plugin metrics (host->metric) to m instead of
- * their context's store until called again with NULL; returns the previous
- * target. m is borrowed. */
-tern_metrics *tern_host_metrics_to(tern_metrics *m);
-
 /* A new context for one plugin instance. `label` names it in logs, metrics
  * and messages ("buffer", "rewards[0]"); `group` is its config group and
  * `spec` its declared settings; metrics and trace may be NULL. The context
