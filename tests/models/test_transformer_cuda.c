@@ -35,7 +35,8 @@ static int gpu_count(void)
 static void need_gpu(void)
 {
     if (gpu_count() == 0) {
-        /* Criterion keeps skips quiet; ctest reads this line (SKIP_REGULAR_EXPRESSION) */
+        /* Criterion keeps skips quiet: say which and why (the exit code,
+         * support/skip_exit.c, tells ctest) */
         fprintf(stderr, "%s: skipped: no GPU\n", criterion_current_test->name);
         cr_skip_test("skipped: no GPU");
     }

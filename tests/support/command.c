@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,18 +26,35 @@ void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+const char *test_work_dir(void)
+{
+    static char dir[1024];
+    if (!dir[0]) {
+        /* the executable's name is its ctest name (tern_add_test) */
+        char exe[1024];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        const char *base = strrchr(exe, '/');
+        snprintf(dir, sizeof dir, "%s/%s", TERN_TEST_WORK_ROOT, base ? base + 1 : "unknown");
+        mkdir(TERN_TEST_WORK_ROOT, 0755);
+        mkdir(dir, 0755);
+    }
+    return dir;
+}
+
 void run(result *r, const char *fmt, ...)
 {
-    char cmd[4096], full[8192], out[512], err[512];
+    char cmd[4096], full[8192], out[1100], err[1100];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    snprintf(out, sizeof out, "%s/cmd_%d.out", TERN_TEST_WORK_DIR, (int)getpid());
-    snprintf(err, sizeof err, "%s/cmd_%d.err", TERN_TEST_WORK_DIR, (int)getpid());
+    const char *work = test_work_dir();
+    snprintf(out, sizeof out, "%s/cmd_%d.out", work, (int)getpid());
+    snprintf(err, sizeof err, "%s/cmd_%d.err", work, (int)getpid());
     /* grouped, so the redirections apply to the whole command, pipelines included */
     snprintf(full, sizeof full, "cd %s && unset TERN_PLUGIN_PATH && { %s ; } >%s 2>%s </dev/null",
-             TERN_TEST_WORK_DIR, cmd, out, err);
+             work, cmd, out, err);
     int st = system(full);
     cr_assert(WIFEXITED(st), "command died: %s", cmd);
     r->code = WEXITSTATUS(st);

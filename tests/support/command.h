@@ -1,6 +1,6 @@
 /* command.h: run a shell command as a user would, for end-to-end tests of
- * the `tern` command: in the tests' work directory, without TERN_PLUGIN_PATH,
- * capturing exit code, stdout and stderr. A sanitizer report on stderr (the
+ * the `tern` command: in the test executable's own work directory, without
+ * TERN_PLUGIN_PATH, capturing exit code, stdout and stderr. A sanitizer report on stderr (the
  * sanitizer build instruments the command too) fails the calling test. */
 #ifndef TERN_TEST_COMMAND_H
 #define TERN_TEST_COMMAND_H
@@ -13,8 +13,13 @@ typedef struct result {
     char err[16384];
 } result;
 
-/* printf-style command line, run by /bin/sh as `{ CMD ; }` so redirections
- * apply to whole pipelines. */
+/* This test executable's own work directory, TERN_TEST_WORK_ROOT/<its name>
+ * (= TERN_TEST_WORK_DIR in its sources), made if missing: no two test
+ * executables share one, so ctest -j cannot mix their files. */
+const char *test_work_dir(void);
+
+/* printf-style command line, run by /bin/sh as `{ CMD ; }` in
+ * test_work_dir() so redirections apply to whole pipelines. */
 void run(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Read up to n - 1 bytes of `path` into buf ("" if unreadable). */
 void slurp(const char *path, char *buf, size_t n);
