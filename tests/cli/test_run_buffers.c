@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "command.h"
+#include "experience/experience.h"
 #include "harness.h"
 #include "tern/buffer.h"
 
@@ -210,4 +211,78 @@ Test(run_buffers, groups_a_buffer_drops_are_replaced_and_the_run_ends, .timeout 
     cr_expect(strstr(text, "\"stage\":\"rl\",\"step\":3,"), "%s", text);
     cr_expect(strstr(text, "\"buffer.dropped.count\""), "the drops are counted: %s", text);
     run(&r, "rm -rf %s/rb/dropping", WORK);
+}
+
+/* A small capacity on sqlite: the groups a run has taken stay in the file
+ * until its next checkpoint, and must not hold the explorer back (a capacity
+ * that counted them would stop the run once batch_tasks x the steps between
+ * checkpoints groups were taken). */
+Test(run_buffers, sqlite_with_a_small_capacity_runs_between_checkpoints, .timeout = 120)
+{
+    result r;
+    run(&r, "cd %s && rm -rf rb/small && %s run %s/etc/quickstart.cfg %s -o trainer.steps=6 "
+            "-o trainer.save_every=0 -o buffer.plugin=sqlite -o buffer.capacity=16 "
+            "-o 'run.out_dir=\"rb\"' -o 'run.name=\"small\"'",
+        WORK, TERN, SRC, SHORT);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char path[700], text[262144];
+    snprintf(path, sizeof path, "%s/rb/small/metrics.jsonl", WORK);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"stage\":\"rl\",\"step\":6,"), "%s", text);
+    run(&r, "rm -rf %s/rb/small", WORK);
+}
+
+/* A group a durable buffer kept from weights newer than the checkpoint (an
+ * explorer of a killed run loaded a version the kill lost) is trained as
+ * fresh after the resume, not refused as "newer than the trainer". */
+Test(run_buffers, a_held_group_from_lost_newer_weights_is_trained, .timeout = 120)
+{
+    char dir[600], file[800];
+    snprintf(dir, sizeof dir, "%s/rb_newer_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    const char *opts = "-o buffer.plugin=sqlite -o buffer.capacity=0 -o 'run.out_dir=\"rb\"' "
+                       "-o 'run.name=\"newer\"' -o 'sync.plugin=\"fully_async\"' "
+                       "-o 'sync.method=\"memory\"'";
+    result r;
+    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(file, sizeof file, "%s/rb/newer/buffer.sqlite", dir);
+
+    /* group 0 of batch 40, made by "version 9", which this run never had */
+    enum { G = 8 };
+    int32_t prompt[3] = {1, 20, 21}, tok[2] = {22, 2};
+    float logp[2] = {-1.5f, -0.5f};
+    tern_exp_response resp[G];
+    for (int i = 0; i < G; i++)
+        resp[i] = (tern_exp_response){.version = 9, .finish = 1, .reward = i % 2,
+                                      .accuracy = i % 2, .len = 2, .tokens = tok, .logp = logp};
+    tern_experience e = {.batch = 40, .version = 9, .task_index = 3, .group = 0,
+                         .domain = "math", .task_id = "t", .prompt_len = 3, .prompt = prompt,
+                         .n = G, .resp = resp};
+    tern_experience_finish_stats(&e);
+    size_t len = tern_experience_bytes(&e);
+    cr_assert_gt(len, 0);
+    unsigned char *buf = malloc(len);
+    tern_experience_encode(&e, buf);
+    harness h;
+    char settings[900];
+    snprintf(settings, sizeof settings, "path = \"%s\";", file);
+    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
+                 h.error);
+    const tern_buffer_ops *ops = harness_ops(&h);
+    tern_record_meta m = {.size = sizeof m, .id = 40 * 16, .version = 9, .batch = 40};
+    cr_assert_eq(ops->put(h.state, buf, len, &m, 0), TERN_OK);
+    harness_close(&h);
+    free(buf);
+
+    /* one more step: it takes the held group first */
+    run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s -o trainer.steps=4", dir, TERN,
+        SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char path[900], text[262144];
+    snprintf(path, sizeof path, "%s/rb/newer/rollouts.jsonl", dir);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"step\":4,\"batch\":40,\"group\":0,\"version\":9"),
+              "the held group is trained at step 4: %s", text);
+    run(&r, "rm -rf '%s'", dir);
 }

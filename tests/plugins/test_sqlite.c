@@ -738,30 +738,34 @@ Test(sqlite, a_record_taken_by_one_instance_is_never_handed_out_by_another)
     harness_close(&ha);
 }
 
-/* capacity counts taken records until they are committed. */
-Test(sqlite, capacity_counts_taken_records_until_committed)
+/* capacity counts the records waiting to be handed out: a get makes room
+ * at once (the taken records stay in the file, counted in held, until
+ * committed), so a consumer that commits late never blocks producers with
+ * records it already has. */
+Test(sqlite, capacity_counts_waiting_records_and_a_get_makes_room)
 {
     harness h;
     char f[PATH_MAX];
     const tern_buffer_ops *ops = open_sqlite(&h, in_work(f, sizeof f, "b.db"), "capacity = 2;");
     cr_assert_eq(put_id(ops, h.state, 1, 0), TERN_OK);
     cr_assert_eq(put_id(ops, h.state, 2, 0), TERN_OK);
+    cr_assert_eq(put_id(ops, h.state, 3, 0), TERN_ETIMEDOUT, "a full file took a put");
+    cr_assert(strstr(tern_error_message(), "capacity"), "message: %s", tern_error_message());
     tern_record r[2];
     init_records(r, 2);
     size_t got;
     cr_assert_eq(ops->get(h.state, r, 2, &got, 0), TERN_OK);
     cr_assert_eq(got, 2);
-    cr_assert_eq(put_id(ops, h.state, 3, 0), TERN_ETIMEDOUT,
-                 "a put found room in a file full of taken records");
-    cr_assert(strstr(tern_error_message(), "capacity"), "message: %s", tern_error_message());
-    cr_assert_eq(stats_of(ops, h.state).held, 2);
-    commit_recs(ops, h.state, r, 1);
-    cr_assert_eq(put_id(ops, h.state, 3, 0), TERN_OK, "the commit made no room: %s",
+    cr_assert_eq(put_id(ops, h.state, 3, 0), TERN_OK, "the get made no room: %s",
                  tern_error_message());
-    cr_assert_eq(put_id(ops, h.state, 4, 0), TERN_ETIMEDOUT);
-    commit_recs(ops, h.state, r + 1, 1);
-    ops->release(h.state, r, got);
     cr_assert_eq(put_id(ops, h.state, 4, 0), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(put_id(ops, h.state, 5, 0), TERN_ETIMEDOUT, "two waiting: full again");
+    cr_assert_eq(stats_of(ops, h.state).held, 4, "held counts the taken records too");
+    commit_recs(ops, h.state, r, 2);
+    ops->release(h.state, r, got);
+    cr_assert_eq(stats_of(ops, h.state).held, 2);
+    cr_assert_eq(put_id(ops, h.state, 5, 0), TERN_ETIMEDOUT, "a commit of taken records "
+                 "makes no room: they were not counted");
     cr_assert_eq(drain_expect_run(ops, h.state, 3, SMALL, "after the commits"), 2);
     harness_close(&h);
 }
@@ -1098,9 +1102,9 @@ static void *call_get(void *arg)
     return NULL;
 }
 
-/* A get does not make room (the record stays in the file, taken): the
- * commit does, and wakes the blocked put at once. */
-Test(sqlite, blocked_put_goes_through_once_a_commit_makes_room, .timeout = 10)
+/* A get makes room (the record stays in the file, taken, until committed)
+ * and wakes the blocked put at once. */
+Test(sqlite, blocked_put_goes_through_once_a_get_makes_room, .timeout = 10)
 {
     harness h;
     char f[PATH_MAX];
@@ -1110,19 +1114,18 @@ Test(sqlite, blocked_put_goes_through_once_a_commit_makes_room, .timeout = 10)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, call_put, &c), 0);
     sleep_ms(50);
+    cr_assert_eq(stats_of(ops, h.state).put, 1, "the put did not wait for room");
     tern_record r[1];
     init_records(r, 1);
     size_t got;
+    double t0 = now_ms();
     cr_assert_eq(ops->get(h.state, r, 1, &got, 0), TERN_OK);
     cr_assert_eq(r[0].meta.id, 1);
-    sleep_ms(100);
-    cr_assert_eq(stats_of(ops, h.state).put, 1, "the blocked put went through after a get");
-    double t0 = now_ms();
+    pthread_join(t, NULL);
+    cr_assert_lt(now_ms() - t0, 2000, "the get did not wake the blocked put");
+    cr_assert_eq(c.rc, TERN_OK, "the waiting put returned %d: %s", c.rc, c.msg);
     commit_recs(ops, h.state, r, got);
     ops->release(h.state, r, got);
-    pthread_join(t, NULL);
-    cr_assert_lt(now_ms() - t0, 2000, "the commit did not wake the blocked put");
-    cr_assert_eq(c.rc, TERN_OK, "the waiting put returned %d: %s", c.rc, c.msg);
     init_records(r, 1);
     cr_assert_eq(ops->get(h.state, r, 1, &got, 0), TERN_OK);
     cr_assert_eq(r[0].meta.id, 2);
@@ -1130,8 +1133,8 @@ Test(sqlite, blocked_put_goes_through_once_a_commit_makes_room, .timeout = 10)
     harness_close(&h);
 }
 
-/* Capacity counts the file's records, whoever put them, and a commit by
- * another instance (process) makes room that a blocked put notices by
+/* Capacity counts the file's waiting records, whoever put them, and a get
+ * by another instance (process) makes room that a blocked put notices by
  * polling. */
 Test(sqlite, capacity_is_shared_by_instances_on_one_file, .timeout = 10)
 {

@@ -254,9 +254,14 @@ static int take_group(tern_run *run, int64_t step, const tern_record *rec, batch
         return rc;
     }
     uint64_t id = tern_group_id(e.batch, e.group, run->set.batch_tasks);
-    *staleness += (double)(step - e.version);
+    /* A version above the step's: after a resume, a group a durable buffer
+     * kept from weights the kill lost (they were never checkpointed). It is
+     * judged as fresh; its behaviour log-probs are those of the weights that
+     * made it, which the loss's ratio corrects for. */
+    int64_t v = e.version > step ? step : e.version;
+    *staleness += (double)(step - v);
     tern_error_clear();
-    int ok = run->sync_ops->accept(run->sync, e.version, step);
+    int ok = run->sync_ops->accept(run->sync, v, step);
     if (ok < 0) {
         tern_experience_clear(&e);
         return tern_role_failed(ok, "trainer", "the sync plugin's accept failed");

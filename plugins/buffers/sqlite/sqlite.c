@@ -18,8 +18,12 @@
  *                    beside it; the last connection to close checkpoints the
  *                    WAL into PATH and removes both.
  *   capacity         [0, 1e9], default 0 = unbounded; N > 0: put waits while
- *                    N or more records are in the file (whoever put them),
- *                    waiting or handed out and not committed yet.
+ *                    N or more records in the file wait to be handed out
+ *                    (whoever put them). A record handed out leaves the
+ *                    count at once, as in fifo, though it stays in the file
+ *                    until committed: so a consumer that commits late (a
+ *                    run commits at its checkpoints) never holds producers
+ *                    back with records it already has.
  *   synchronous      "full" (default): a put (a get, a commit) is
  *                    acknowledged only once it is on disk (survives power
  *                    loss). "normal": WAL's NORMAL level: survives a crash of
@@ -53,7 +57,7 @@
  * handed out and not committed.
  *
  * put: one transaction, BEGIN IMMEDIATE (the write lock) ... COMMIT. With a
- * capacity, the count of records is checked inside that transaction, so two
+ * capacity, the count of waiting records is checked inside that transaction, so two
  * processes cannot both take the last slot. put returns TERN_OK only after
  * COMMIT returned: an acknowledged record is in the file (on disk with
  * synchronous = "full"). Any failure leaves the file as it was.
@@ -74,8 +78,9 @@
  * for each id (through records_id: O(log n) per id); COMMIT. The records go
  * whether taken or still waiting; ids the file does not hold are ignored, so
  * committing the same ids twice (a commit repeated after a crash) is
- * harmless. A failure rolls back: none of the ids is forgotten. The room made
- * wakes this instance's blocked puts (others notice it by polling). n = 0
+ * harmless. A failure rolls back: none of the ids is forgotten. Forgetting
+ * a waiting record makes room, which wakes this instance's blocked puts
+ * (others notice it by polling). n = 0
  * does nothing and does not touch the file.
  *
  * recover: one transaction BEGIN IMMEDIATE; UPDATE records SET taken = 0
@@ -110,7 +115,7 @@
  * stats: held = records in the file, waiting and taken alike (a taken record
  * is held until committed; all producers), capacity = the setting (0:
  * unbounded), put and got = records this instance put and handed out,
- * dropped = skipped = 0. held and the capacity check are SELECT count(*),
+ * dropped = skipped = 0. held and the capacity check (WHERE taken = 0) are SELECT count(*),
  * which SQLite answers from the smaller index (hundreds of entries per page,
  * about 0.1 ms for 100,000 records once cached) without reading the table:
  * commits delete records out of seq order, so no cheaper exact count exists
@@ -175,6 +180,7 @@ enum {
     ST_INSERT,
     ST_COUNT,
     ST_COUNT_TAKEN,
+    ST_COUNT_WAITING,
     ST_PROBE,
     ST_SELECT,
     ST_TAKE,
@@ -195,6 +201,7 @@ static const char *const stmt_sql[ST_N] = {
      * covering scan of small entries), not from the table's pages */
     [ST_COUNT] = "SELECT count(*) FROM records",
     [ST_COUNT_TAKEN] = "SELECT count(*) FROM records WHERE taken = 1",
+    [ST_COUNT_WAITING] = "SELECT count(*) FROM records WHERE taken = 0",
     /* through records_waiting: taken records are not read */
     [ST_PROBE] = "SELECT 1 FROM records WHERE taken = 0 LIMIT 1",
     /* columns: 0 seq, 1 id, 2 version, 3 batch, 4 data */
@@ -309,7 +316,7 @@ static void rollback(sqb *s)
         run_stmt(s, ST_ROLLBACK);
 }
 
-/* The count that statement `i` (ST_COUNT, ST_COUNT_TAKEN) answers. */
+/* The count that statement `i` (ST_COUNT, ST_COUNT_TAKEN, ST_COUNT_WAITING) answers. */
 static int count_of(sqb *s, int i, int64_t *n)
 {
     sqlite3_stmt *c = s->st[i];
@@ -486,7 +493,7 @@ static int try_put(sqb *s, const void *data, size_t len, const tern_record_meta 
     int st = TERN_OK;
     if (s->capacity) {
         int64_t n;
-        rc = count_of(s, ST_COUNT, &n);
+        rc = count_of(s, ST_COUNT_WAITING, &n);
         if (rc != SQLITE_OK) {
             st = db_fail(s, rc, "counting records to put record %llu", id);
         } else if ((uint64_t)n >= s->capacity) {
@@ -715,8 +722,10 @@ static int sqb_get(void *state, tern_record *out, size_t want, size_t *got, int6
         expired = wait_poll(s, &s->not_empty, timeout_ms, &dl) == ETIMEDOUT;
     }
     if (rc == TERN_OK) {
-        /* no room made: the records stay in the file until commit */
+        /* room made: a taken record stays in the file until commit, but no
+         * longer counts against the capacity */
         s->n_got += n;
+        pthread_cond_broadcast(&s->not_full);
         if (n == want)
             pthread_cond_signal(&s->not_empty); /* maybe more left for another getter */
     }
@@ -902,8 +911,9 @@ static const tern_setting_spec sqb_settings[] = {
                         "default: buffer.sqlite in the run directory"),
     TERN_SETTING(.name = "capacity", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
                  .aka = "size|max_size|max_records|cap",
-                 .doc = "most records in the file (waiting, or handed out and not "
-                        "committed) before put waits for room (0: unbounded)"),
+                 .doc = "most records waiting to be handed out before put waits for "
+                        "room (0: unbounded); records handed out and not committed yet "
+                        "do not count"),
     TERN_SETTING(.name = "synchronous", .type = TERN_SETTING_STRING, .def = "\"full\"",
                  .choices = "full|normal", .aka = "sync|fsync|durability",
                  .doc = "full = an acknowledged put survives power loss; normal = it survives "
