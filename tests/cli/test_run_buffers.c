@@ -232,6 +232,39 @@ Test(run_buffers, sqlite_with_a_small_capacity_runs_between_checkpoints, .timeou
     run(&r, "rm -rf %s/rb/small", WORK);
 }
 
+/* Put a made-up group (8 responses of 2 tokens, task 3) for slot `slot` of
+ * batch `batch`, made by weights `version`, into the sqlite file `file`. */
+static void put_made_up_group(const char *file, int64_t batch, uint32_t slot, int64_t version)
+{
+    enum { G = 8 };
+    int32_t prompt[3] = {1, 20, 21}, tok[2] = {22, 2};
+    float logp[2] = {-1.5f, -0.5f};
+    tern_exp_response resp[G];
+    for (int i = 0; i < G; i++)
+        resp[i] = (tern_exp_response){.version = version, .finish = 1, .reward = i % 2,
+                                      .accuracy = i % 2, .len = 2, .tokens = tok, .logp = logp};
+    tern_experience e = {.batch = batch, .version = version, .task_index = 3, .group = slot,
+                         .domain = "math", .task_id = "t", .prompt_len = 3, .prompt = prompt,
+                         .n = G, .resp = resp};
+    tern_experience_finish_stats(&e);
+    size_t len = tern_experience_bytes(&e);
+    cr_assert_gt(len, 0);
+    unsigned char *buf = malloc(len);
+    cr_assert_not_null(buf);
+    tern_experience_encode(&e, buf);
+    harness h;
+    char settings[900];
+    snprintf(settings, sizeof settings, "path = \"%s\";", file);
+    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
+                 h.error);
+    const tern_buffer_ops *ops = harness_ops(&h);
+    tern_record_meta m = {.size = sizeof m, .id = (uint64_t)batch * 16 + slot,
+                          .version = version, .batch = batch};
+    cr_assert_eq(ops->put(h.state, buf, len, &m, 0), TERN_OK);
+    harness_close(&h);
+    free(buf);
+}
+
 /* A group a durable buffer kept from weights newer than the checkpoint (an
  * explorer of a killed run loaded a version the kill lost) is trained as
  * fresh after the resume, not refused as "newer than the trainer". */
@@ -249,31 +282,7 @@ Test(run_buffers, a_held_group_from_lost_newer_weights_is_trained, .timeout = 12
     snprintf(file, sizeof file, "%s/rb/newer/buffer.sqlite", dir);
 
     /* group 0 of batch 40, made by "version 9", which this run never had */
-    enum { G = 8 };
-    int32_t prompt[3] = {1, 20, 21}, tok[2] = {22, 2};
-    float logp[2] = {-1.5f, -0.5f};
-    tern_exp_response resp[G];
-    for (int i = 0; i < G; i++)
-        resp[i] = (tern_exp_response){.version = 9, .finish = 1, .reward = i % 2,
-                                      .accuracy = i % 2, .len = 2, .tokens = tok, .logp = logp};
-    tern_experience e = {.batch = 40, .version = 9, .task_index = 3, .group = 0,
-                         .domain = "math", .task_id = "t", .prompt_len = 3, .prompt = prompt,
-                         .n = G, .resp = resp};
-    tern_experience_finish_stats(&e);
-    size_t len = tern_experience_bytes(&e);
-    cr_assert_gt(len, 0);
-    unsigned char *buf = malloc(len);
-    tern_experience_encode(&e, buf);
-    harness h;
-    char settings[900];
-    snprintf(settings, sizeof settings, "path = \"%s\";", file);
-    cr_assert_eq(harness_open(&h, "sqlite", TERN_KIND_BUFFER, settings), TERN_OK, "%s",
-                 h.error);
-    const tern_buffer_ops *ops = harness_ops(&h);
-    tern_record_meta m = {.size = sizeof m, .id = 40 * 16, .version = 9, .batch = 40};
-    cr_assert_eq(ops->put(h.state, buf, len, &m, 0), TERN_OK);
-    harness_close(&h);
-    free(buf);
+    put_made_up_group(file, 40, 0, 9);
 
     /* one more step: it takes the held group first */
     run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s -o trainer.steps=4", dir, TERN,
@@ -284,5 +293,65 @@ Test(run_buffers, a_held_group_from_lost_newer_weights_is_trained, .timeout = 12
     slurp(path, text, sizeof text);
     cr_expect(strstr(text, "\"step\":4,\"batch\":40,\"group\":0,\"version\":9"),
               "the held group is trained at step 4: %s", text);
+    run(&r, "rm -rf '%s'", dir);
+}
+
+/* A batch the buffer holds in part (a kill while the master put its groups):
+ * the resume makes the batch again and puts only the groups the buffer does
+ * not hold, so the step trains each of the batch's groups once. */
+Test(run_buffers, a_resume_puts_only_the_groups_a_partly_held_batch_lacks, .timeout = 120)
+{
+    char dir[600], file[800];
+    snprintf(dir, sizeof dir, "%s/rb_part_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    const char *opts = "-o buffer.plugin=sqlite -o buffer.capacity=0 -o 'run.out_dir=\"rb\"' "
+                       "-o 'run.name=\"part\"'";
+    result r;
+    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(file, sizeof file, "%s/rb/part/buffer.sqlite", dir);
+    for (uint32_t g = 0; g < 8; g++) /* batch 3, the next step's: its first half */
+        put_made_up_group(file, 3, g, 3);
+    run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s -o trainer.steps=4", dir, TERN,
+        SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char path[900], text[262144];
+    snprintf(path, sizeof path, "%s/rb/part/rollouts.jsonl", dir);
+    slurp(path, text, sizeof text);
+    int seen[16] = {0}, lines = 0;
+    for (const char *p = text; (p = strstr(p, "\"step\":4,\"batch\":")); p++) {
+        int b = -1, g = -1;
+        cr_assert_eq(sscanf(p, "\"step\":4,\"batch\":%d,\"group\":%d", &b, &g), 2);
+        cr_assert(b == 3 && g >= 0 && g < 16, "step 4 trained batch %d group %d", b, g);
+        seen[g]++;
+        lines++;
+    }
+    cr_expect_eq(lines, 16, "step 4 trained %d groups", lines);
+    for (int g = 0; g < 16; g++)
+        cr_expect_eq(seen[g], 1, "batch 3 group %d trained %d times", g, seen[g]);
+    run(&r, "rm -rf '%s'", dir);
+}
+
+/* Killed after its checkpoint was written but before the master committed
+ * the checkpoint's groups: they are still in the file (here, one put back),
+ * and the resume commits them before anything else instead of training them
+ * again (or refusing the file as another run's). */
+Test(run_buffers, a_resume_commits_the_groups_its_checkpoint_consumed, .timeout = 120)
+{
+    char dir[600], file[800];
+    snprintf(dir, sizeof dir, "%s/rb_commit_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    const char *opts = "-o buffer.plugin=sqlite -o buffer.capacity=0 -o 'run.out_dir=\"rb\"' "
+                       "-o 'run.name=\"commit\"'";
+    result r;
+    run(&r, "cd %s && %s run %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(file, sizeof file, "%s/rb/commit/buffer.sqlite", dir);
+    put_made_up_group(file, 2, 0, 2); /* trained at step 3, in checkpoint 3's uncommitted list */
+    cr_assert_eq(held_in(file), 1);
+    run(&r, "cd %s && %s run --resume %s/etc/quickstart.cfg %s %s", dir, TERN, SRC, SHORT, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "0 groups from before the stop to train"), "%s", r.err);
+    cr_expect_eq(held_in(file), 0, "the checkpoint's group was committed");
     run(&r, "rm -rf '%s'", dir);
 }
