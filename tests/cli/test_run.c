@@ -48,22 +48,7 @@ static json_t *load_json(const char *path)
 }
 
 /* The RL lines of a metrics.jsonl (objects with reward_mean), in order. */
-static json_t *rl_lines(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    json_t *out = json_array();
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        json_t *o = json_loads(line, 0, NULL);
-        cr_assert_not_null(o, "%s: a line that is not JSON: %s", path, line);
-        if (json_object_get(o, "reward_mean"))
-            json_array_append(out, o);
-        json_decref(o);
-    }
-    fclose(f);
-    return out;
-}
+static json_t *rl_lines(const char *path) { return json_lines(path, "reward_mean"); }
 
 static double mean_reward(json_t *lines, size_t from, size_t to)
 {

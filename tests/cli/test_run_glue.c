@@ -28,18 +28,7 @@ static json_t *rl_lines(const char *name)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/runs/%s/metrics.jsonl", WORK, name);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    json_t *a = json_array();
-    char line[65536];
-    while (fgets(line, sizeof line, f)) {
-        json_t *o = json_loads(line, 0, NULL);
-        cr_assert_not_null(o, "%s: %s", path, line);
-        if (json_object_get(o, "reward_mean"))
-            json_array_append(a, o);
-        json_decref(o);
-    }
-    fclose(f);
+    json_t *a = json_lines(path, "reward_mean");
     cr_assert_eq(json_array_size(a), 6, "%s: 6 RL lines", path);
     return a;
 }

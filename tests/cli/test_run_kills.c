@@ -100,22 +100,6 @@ static size_t held_ids(const char *file, long long *ids, size_t cap)
     return n;
 }
 
-/* One JSON object per line of `path`, in order, into a new array. */
-static json_t *lines_of(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    json_t *a = json_array();
-    char line[65536];
-    while (fgets(line, sizeof line, f)) {
-        json_t *o = json_loads(line, 0, NULL);
-        cr_assert_not_null(o, "%s: not a JSON line: %s", path, line);
-        json_array_append_new(a, o);
-    }
-    fclose(f);
-    return a;
-}
-
 /* Kill-and-resume run `name` of `mode` until it finishes; the kill count. */
 static int kill_until_done(const char *mode, const char *name, long long *seen, size_t *n_seen)
 {
@@ -174,7 +158,7 @@ static void check_kills(const char *mode, int fixed)
     char path[1024];
     /* every step once */
     snprintf(path, sizeof path, "%s/kills/runs/%s/metrics.jsonl", WORK, name);
-    json_t *metrics = lines_of(path);
+    json_t *metrics = json_lines(path, NULL);
     int step_seen[STEPS + 1] = {0};
     size_t i;
     json_t *o;
@@ -191,7 +175,7 @@ static void check_kills(const char *mode, int fixed)
 
     /* every group once: (batch, group) pairs of the trained lines */
     snprintf(path, sizeof path, "%s/kills/runs/%s/rollouts.jsonl", WORK, name);
-    json_t *rollouts = lines_of(path);
+    json_t *rollouts = json_lines(path, NULL);
     static unsigned char trained[MAX_IDS];
     memset(trained, 0, sizeof trained);
     int twice = 0, per_step[STEPS + 1] = {0};
@@ -237,7 +221,7 @@ static void check_kills(const char *mode, int fixed)
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the reference run "
                   "failed", name);
         snprintf(path, sizeof path, "%s/kills/runs/kills-ref/metrics.jsonl", WORK);
-        json_t *ref = lines_of(path);
+        json_t *ref = json_lines(path, NULL);
         static const char *const keys[] = {"reward_mean", "accuracy", "loss", "kl", "entropy",
                                            "grad_norm", "batch", "rollout_version"};
         size_t j = 0;

@@ -2,6 +2,7 @@
 #include "command.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,23 @@ void slurp(const char *path, char *buf, size_t n)
     buf[got] = '\0';
     if (f)
         fclose(f);
+}
+
+json_t *json_lines(const char *path, const char *with)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    json_t *out = json_array();
+    char line[65536];
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        cr_assert(json_is_object(o), "%s: a line that is not a JSON object: %s", path, line);
+        if (!with || json_object_get(o, with))
+            json_array_append(out, o);
+        json_decref(o);
+    }
+    fclose(f);
+    return out;
 }
 
 void write_file(const char *path, const char *text)

@@ -21,6 +21,11 @@ const char *test_work_dir(void);
 /* printf-style command line, run by /bin/sh as `{ CMD ; }` in
  * test_work_dir() so redirections apply to whole pipelines. */
 void run(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The lines of the JSON Lines file `path`, each of which must be a JSON
+ * object (the test fails otherwise), in order, keeping those that have the
+ * key `with` (NULL: all): a new array. */
+struct json_t;
+struct json_t *json_lines(const char *path, const char *with);
 /* Read up to n - 1 bytes of `path` into buf ("" if unreadable). */
 void slurp(const char *path, char *buf, size_t n);
 /* Write `text` to `path` (the test fails if it cannot). */
