@@ -11,6 +11,7 @@ packages=(
   libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
   libpng-dev                         # the vision reward plugin (PNG images)
   libseccomp-dev python3             # the code reward plugin (sandbox filter; Python programs)
+  openmpi-bin libopenmpi-dev         # runs across MPI ranks (mpirun), and their tests
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
   lintian dpkg-dev file make         # packaging tests (.deb, lintian, plain-make example)

@@ -102,7 +102,7 @@ Test(fully_async, bad_settings_and_arguments)
 {
     const char *bad[] = {"interval = 0;", "method = \"nccl\";", "max_staleness = -2;",
                          "explorers = 2;"};
-    const char *want[] = {"out of range", "not one of memory|checkpoint", "out of range",
+    const char *want[] = {"out of range", "not one of memory|mpi|checkpoint", "out of range",
                           "unknown key 'explorers'"};
     for (int i = 0; i < 4; i++) {
         harness h;

@@ -176,7 +176,7 @@ Test(one_step_off, method_checkpoint_and_bad_settings)
     harness_close(&h);
     const char *bad[] = {"interval = 0;", "method = \"nccl\";", "offset = -1;", "ofset = 2;",
                          "max_staleness = -5;"};
-    const char *want[] = {"out of range", "not one of memory|checkpoint", "out of range",
+    const char *want[] = {"out of range", "not one of memory|mpi|checkpoint", "out of range",
                           "did you mean 'offset'?", "out of range"};
     for (int i = 0; i < 5; i++) {
         cr_expect_neq(harness_open(&h, "one_step_off", TERN_KIND_SYNC, bad[i]), TERN_OK, "%s",

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,4 +83,18 @@ void run(result *r, const char *fmt, ...)
     remove(err);
     cr_expect_null(strstr(r->err, "Sanitizer"), "%s: %s", cmd, r->err);
     cr_expect_null(strstr(r->err, "runtime error:"), "%s: %s", cmd, r->err);
+}
+
+const char *test_mpirun(void)
+{
+    static char buf[2048];
+    if (!TERN_TEST_MPIRUN[0])
+        return "";
+    const char *lsan = getenv("LSAN_OPTIONS");
+    char extra[1024] = "";
+    if (lsan && *lsan && !strchr(lsan, '\''))
+        snprintf(extra, sizeof extra, "LSAN_OPTIONS='%s:fast_unwind_on_malloc=0' ", lsan);
+    snprintf(buf, sizeof buf, "%sOMPI_MCA_mca_base_component_disable_dlclose=1 %s", extra,
+             TERN_TEST_MPIRUN);
+    return buf;
 }

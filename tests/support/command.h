@@ -18,6 +18,12 @@ typedef struct result {
  * executables share one, so ctest -j cannot mix their files. */
 const char *test_work_dir(void);
 
+/* How to launch MPI ranks ("" in a build without MPI): TERN_TEST_MPIRUN,
+ * with Open MPI's components kept loaded and, when LeakSanitizer is on
+ * (LSAN_OPTIONS set), slow unwinding, so that the suppressions of Open MPI's
+ * own leaks (tests/lsan.supp) match their frames. Append "-np N CMD". */
+const char *test_mpirun(void);
+
 /* printf-style command line, run by /bin/sh as `{ CMD ; }` in
  * test_work_dir() so redirections apply to whole pipelines. */
 void run(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

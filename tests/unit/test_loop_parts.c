@@ -20,7 +20,7 @@
 #include "config/config.h"
 #include "config/diag.h"
 #include "base/errmsg.h"
-#include "loop/queue.h"
+#include "channel/queue.h"
 #include "loop/run.h"
 #include "config/run_settings.h"
 #include "loop/run_state.h"

@@ -39,6 +39,8 @@ extern "C" {
 #define TERN_EXIT_HANGUP 129      /* run: stopped by SIGHUP, after the checkpoint */
 #define TERN_EXIT_INTERRUPTED 130 /* run: stopped by SIGINT (^C), after the checkpoint */
 #define TERN_EXIT_TERMINATED 143  /* run: stopped by SIGTERM, after the checkpoint */
+#define TERN_EXIT_USER1 138       /* run: stopped by SIGUSR1 (mpirun passes it on to every rank
+                                     without a SIGKILL after it), after the checkpoint */
 
 typedef struct tern_invocation {
     size_t size;                  /* sizeof(tern_invocation) as built by the caller */

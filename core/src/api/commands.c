@@ -38,6 +38,7 @@ static int stopped_code(int sig)
 {
     return sig == SIGTERM ? TERN_EXIT_TERMINATED
            : sig == SIGHUP ? TERN_EXIT_HANGUP
+           : sig == SIGUSR1 ? TERN_EXIT_USER1
                            : TERN_EXIT_INTERRUPTED;
 }
 

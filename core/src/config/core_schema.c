@@ -80,6 +80,8 @@ const tern_setting_spec tern_core_schema[] = {
                  .aka = "algo|rl", .doc = "advantages and the policy loss"),
     TERN_SETTING(.name = "eval", .type = TERN_SETTING_GROUP, .children = tern_eval_keys,
                  .aka = "evaluation", .doc = "greedy evaluation on the eval split"),
+    TERN_SETTING(.name = "ranks", .type = TERN_SETTING_GROUP, .children = tern_ranks_keys,
+                 .aka = "mpi|layout", .doc = "which MPI rank runs which role (mpirun -np N)"),
     TERN_SETTINGS_END,
 };
 

@@ -145,6 +145,14 @@ const tern_setting_spec tern_eval_keys[] = {
     TERN_SETTINGS_END,
 };
 
+const tern_setting_spec tern_ranks_keys[] = {
+    TERN_SETTING(.name = "explorers", .type = TERN_SETTING_INT, .def = "0", .min = 0,
+                 .max = 4096, .aka = "explorer_ranks|rollout_workers",
+                 .doc = "explorer ranks (rollout workers) after the master (rank 0) and the "
+                        "trainer (rank 1); 0: every rank after those"),
+    TERN_SETTINGS_END,
+};
+
 /* ---- reading ------------------------------------------------------------- */
 
 static config_setting_t *section(tern_config *c, const char *name)
@@ -203,12 +211,12 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
 {
     memset(s, 0, sizeof *s);
     size_t before = d->n;
-    config_setting_t *g[5];
-    const char *names[5] = {"data", "explorer", "trainer", "algorithm", "eval"};
-    const tern_setting_spec *const keys[5] = {tern_data_keys, tern_explorer_keys,
+    config_setting_t *g[6];
+    const char *names[6] = {"data", "explorer", "trainer", "algorithm", "eval", "ranks"};
+    const tern_setting_spec *const keys[6] = {tern_data_keys, tern_explorer_keys,
                                               tern_trainer_keys, tern_algorithm_keys,
-                                              tern_eval_keys};
-    for (int i = 0; i < 5; i++) {
+                                              tern_eval_keys, tern_ranks_keys};
+    for (int i = 0; i < 6; i++) {
         g[i] = section(c, names[i]);
         if (!g[i] || config_setting_type(g[i]) != CONFIG_TYPE_GROUP)
             return TERN_ECONFIG; /* the core schema reported the wrong type */
@@ -216,7 +224,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     }
     if (d->n > before)
         return TERN_ECONFIG;
-    config_setting_t *data = g[0], *ex = g[1], *tr = g[2], *al = g[3], *ev = g[4];
+    config_setting_t *data = g[0], *ex = g[1], *tr = g[2], *al = g[3], *ev = g[4], *rk = g[5];
     char where[600];
 
     const char *train = get_string(data, "train");
@@ -303,6 +311,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->eval_every = get_int(ev, "every");
     s->eval_max_tokens = (uint32_t)get_int(ev, "max_tokens");
     s->eval_limit = get_int(ev, "limit");
+    s->rank_explorers = (uint32_t)get_int(rk, "explorers");
     return d->n > before ? TERN_ECONFIG : TERN_OK;
 }
 

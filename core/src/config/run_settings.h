@@ -15,7 +15,7 @@
 
 /* The keys of each loop section; the core schema (core_schema.c) names them. */
 extern const tern_setting_spec tern_data_keys[], tern_explorer_keys[], tern_trainer_keys[],
-    tern_algorithm_keys[], tern_eval_keys[];
+    tern_algorithm_keys[], tern_eval_keys[], tern_ranks_keys[];
 
 typedef enum tern_lr_schedule {
     TERN_LR_CONSTANT = 1,
@@ -52,6 +52,8 @@ typedef struct tern_run_settings {
     int64_t eval_every;
     uint32_t eval_max_tokens;
     int64_t eval_limit;
+    /* ranks (a run on MPI ranks, docs/distributed.md) */
+    uint32_t rank_explorers;    /* explorer ranks; 0: every rank after the trainer's */
 } tern_run_settings;
 
 /* Make sure every loop section exists (with its defaults filled in, so the

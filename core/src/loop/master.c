@@ -1,7 +1,7 @@
 /* master.c: the master role (see master.h): deals tasks to the explorers and
  * the warm-up to the trainer, rewards rollouts into the buffer, writes a
  * metrics line per step, evaluates, completes checkpoints, handles the stop
- * signals (SIGINT, SIGTERM, SIGHUP). */
+ * signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1). */
 #include "loop/master.h"
 #include "loop/master_state.h"
 
@@ -25,6 +25,7 @@
 #include "reward/rewarder.h"
 #include "loop/run.h"
 #include "loop/run_checks.h"
+#include "loop/ranks.h"
 #include "loop/run_state.h"
 #include "rundir/rundir.h"
 #include "data/task.h"
@@ -32,7 +33,7 @@
 #include "rundir/trace.h"
 #include "tern/support/utf8.h"
 
-/* ---- stop signals: SIGINT, SIGTERM, SIGHUP ------------------------------------ */
+/* ---- stop signals: SIGINT, SIGTERM, SIGHUP, SIGUSR1 --------------------------- */
 
 /* The first asks the run to stop cleanly (run->stop: the trainer finishes
  * its step and saves a checkpoint); a second asks it to stop at once, after
@@ -43,7 +44,9 @@
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs lock-free atomics");
 
 enum { STOP_POLL_MS = 50 };
-static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+/* SIGUSR1 too: mpirun passes it on to every rank as it is, where its SIGTERM
+ * comes with a SIGKILL 1 s later (docs/distributed.md) */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 #define N_STOP_SIGNALS (sizeof stop_signals / sizeof stop_signals[0])
 
 static atomic_int *volatile stop_flag;
@@ -72,8 +75,11 @@ static void on_stop_signal(int sig)
 
 static const char *signal_name(int sig)
 {
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
-                                                                               : "a signal";
+    return sig == SIGINT    ? "SIGINT"
+           : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGHUP  ? "SIGHUP"
+           : sig == SIGUSR1 ? "SIGUSR1"
+                            : "a signal";
 }
 
 /* Catch the stop signals; have[i] says which old[i] to restore. */
@@ -325,7 +331,14 @@ static int deal_more(tern_run *run, master *ms)
     while (rc == TERN_OK && ms->batches_pushed < deal_limit(run, ms) &&
            ms->batches_pushed - ms->batches_received < in_hand)
         rc = push_explore_job(run, ms);
-    atomic_store(&run->all_dealt, ms->batches_pushed >= deal_limit(run, ms));
+    int dealt = ms->batches_pushed >= deal_limit(run, ms);
+    int was = atomic_exchange(&run->all_dealt, dealt);
+#ifdef TERN_HAVE_MPI
+    /* explorer ranks keep a copy of the flag (an idle explorer is not waiting) */
+    if (run->ranks && was != dealt)
+        tern_ranks_master_dealt(run, dealt);
+#endif
+    (void)was;
     return rc;
 }
 
@@ -660,6 +673,10 @@ static int on_sft_done(tern_run *run, master *ms, tern_step_msg *m)
 /* The explorers start once RL has weights to generate with. */
 static int start_explorers(tern_run *run, master *ms)
 {
+#ifdef TERN_HAVE_MPI
+    if (run->ranks)
+        return tern_ranks_master_start_explorers(run);
+#endif
     uint32_t n = run->n_explorers;
     ms->explorer_threads = calloc(n, sizeof *ms->explorer_threads);
     ms->explorer_args = calloc(n, sizeof *ms->explorer_args);
@@ -707,6 +724,8 @@ static int open_weights(tern_run *run)
     if (strcmp(run->transport, "checkpoint") == 0 && tern_remove_tree(dir) != 0 &&
         errno != ENOENT)
         tern_logf(TERN_LOG_WARN, "run", "cannot remove %s: %s", dir, strerror(errno));
+    if (run->ranks && strcmp(run->transport, "checkpoint") != 0)
+        return TERN_OK; /* the trainer rank sends weights to the explorer ranks */
     run->weights = tern_weights_open(run->transport, dir, run->session->trace);
     return run->weights ? TERN_OK : TERN_ERR;
 }
@@ -725,7 +744,8 @@ static int master_loop(tern_run *run, master *ms)
         return rc;
     if (run->resume.step >= run->set.steps && run->resume.rl_started)
         return TERN_OK; /* nothing left to do */
-    int noted = 0;
+    int noted = 0, stop_sent = 0;
+    (void)stop_sent;
     for (;;) {
         double t0 = tern_run_now();
         void *msg = NULL;
@@ -733,11 +753,24 @@ static int master_loop(tern_run *run, master *ms)
         while (tern_queue_pop_wait(&run->inbox, STOP_POLL_MS, &msg) == TERN_ETIMEDOUT &&
                !atomic_load(&second_signal)) {
             note_stop(&noted);
+#ifdef TERN_HAVE_MPI
+            /* the trainer rank has a stop flag of its own */
+            if (run->ranks && atomic_load(&run->stop) && !stop_sent) {
+                stop_sent = 1;
+                tern_ranks_master_stop(run);
+            }
+#endif
             if (ms->explorers_started && (rc = note_discarded(run, ms)) != TERN_OK)
                 return rc;
         }
         ms->master_wait += tern_run_now() - t0;
         note_stop(&noted);
+#ifdef TERN_HAVE_MPI
+        if (run->ranks && atomic_load(&run->stop) && !stop_sent) {
+            stop_sent = 1;
+            tern_ranks_master_stop(run);
+        }
+#endif
         if (atomic_load(&second_signal)) {
             tern_msg_free(msg);
             return TERN_EINTR;
@@ -797,6 +830,14 @@ static int master_loop(tern_run *run, master *ms)
 
 int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
 {
+    if (tern_link_launched(NULL) > 1)
+        return tern_ranks_run(s, o, d);
+    return tern_master_run(s, o, d, NULL);
+}
+
+int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
+                    struct tern_ranks *rk)
+{
     tern_run *run = calloc(1, sizeof *run);
     master *ms = calloc(1, sizeof *ms);
     if (!run || !ms) {
@@ -807,6 +848,7 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     run->session = s;
     run->seed = s->seed;
     run->out = o->out;
+    run->ranks = rk;
     ms->run = run;
     ms->lock_fd = -1;
     run->resuming = o->resume;
@@ -816,12 +858,17 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
     tern_queue_init(&run->explorer_jobs);
     tern_queue_init(&run->trainer_jobs);
     pthread_t trainer;
-    int have_trainer = 0;
+    int have_trainer = 0, workers_live = 0;
+    (void)workers_live;
     struct sigaction old_handlers[N_STOP_SIGNALS];
     int have_handler[N_STOP_SIGNALS] = {0}, handling = 0;
 
     /* the same checks as `tern check`, then what only a run makes */
     int rc = tern_run_check(run, d);
+#ifdef TERN_HAVE_MPI
+    if (rc == TERN_OK && rk)
+        rc = tern_ranks_layout(run, rk->size, &rk->explorer_ranks);
+#endif
     if (rc == TERN_OK)
         rc = tern_run_make_models(run);
     if (rc == TERN_OK) {
@@ -835,10 +882,24 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
         if (!ms->train_deal.perm || !ms->sft_deal.perm)
             rc = tern_errorf(TERN_ENOMEM, "out of memory");
     }
+#ifdef TERN_HAVE_MPI
+    /* every rank made the same checks: a worker's failure stops the run here */
+    if (rk && (rc = tern_ranks_master_agree(run, rc)) != TERN_OK)
+        goto done;
+#endif
     if (rc == TERN_OK)
         rc = tern_run_open_dir(run, ms, o);
     if (rc == TERN_OK)
         rc = open_weights(run);
+#ifdef TERN_HAVE_MPI
+    /* the workers learn where the run is, or that it does not start */
+    if (rk) {
+        int src = tern_ranks_master_setup(run, rc);
+        workers_live = rc == TERN_OK && src == TERN_OK;
+        if (rc == TERN_OK)
+            rc = src;
+    }
+#endif
     if (rc != TERN_OK)
         goto done;
     ms->sft_pushed = run->resume.rl_started ? run->set.sft_steps : run->resume.sft_step;
@@ -858,11 +919,18 @@ int tern_loop_run(tern_session *s, const tern_loop_options *o, tern_diag *d)
         handling = 1;
     }
     tern_trace_name_lane(s->trace, "master");
+#ifdef TERN_HAVE_MPI
+    if (rk) {
+        if ((rc = tern_ranks_master_start(run, ms)) != TERN_OK)
+            goto done;
+    } else
+#endif
     if (pthread_create(&trainer, NULL, tern_trainer_main, run) != 0) {
         rc = tern_errorf(TERN_ERR, "cannot start the trainer thread");
         goto done;
+    } else {
+        have_trainer = 1;
     }
-    have_trainer = 1;
     rc = master_loop(run, ms);
 
 done:
@@ -871,6 +939,10 @@ done:
     if (rc != TERN_OK && rc != TERN_EINTR)
         atomic_store(&run->failed, 1);
     int joined = !atomic_load(&second_signal);
+#ifdef TERN_HAVE_MPI
+    if (workers_live && joined)
+        tern_ranks_master_end(run, rc);
+#endif
     if (joined) {
         tern_queue_close(&run->explorer_jobs);
         tern_queue_close(&run->trainer_jobs);

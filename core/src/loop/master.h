@@ -13,7 +13,7 @@
 typedef struct tern_loop_options {
     int resume;         /* continue the run directory out_dir/name from its newest checkpoint */
     FILE *out;          /* the run directory's path is printed here at the end */
-    /* catch SIGINT, SIGTERM and SIGHUP for the run's duration: the first
+    /* catch SIGINT, SIGTERM, SIGHUP and SIGUSR1 for the run's duration: the first
      * stops the run after the step in progress, with a checkpoint; a second
      * writes summary.json and trace.json and ends the process by that signal
      * (the roles cannot be waited for, so tern_loop_run cannot return) */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "config/diag.h"
+#include "host/session.h"
 
 #include "loop/ledger.h"
 #include "loop/run.h"
@@ -55,6 +56,13 @@ typedef struct master {
 } master;
 
 
+/* master.c: the master's run; `rk` is NULL in one process, else the MPI
+ * ranks it coordinates (loop/ranks.h). */
+struct tern_ranks;
+struct tern_loop_options; /* loop/master.h */
+int tern_master_run(tern_session *s, const struct tern_loop_options *o, tern_diag *d,
+                    struct tern_ranks *rk);
+
 /* run_setup.c */
 /* Make the model instances the run needs beyond the session's (one per
  * explorer, the evaluator, a same_as reference), after tern_run_check. */
@@ -66,7 +74,6 @@ int tern_run_load_data(tern_run *run);
 /* Create the run directory (or, resuming, load its newest checkpoint), start
  * the instances that wait for it (host/session.h) and open metrics.jsonl and
  * rollouts.jsonl for appending. */
-struct tern_loop_options; /* loop/master.h */
 int tern_run_open_dir(tern_run *run, master *ms, const struct tern_loop_options *o);
 
 /* run_figures.c */

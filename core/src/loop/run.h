@@ -16,8 +16,9 @@
 
 #include <jansson.h>
 
+#include "channel/messages.h"
 #include "data/task_file.h"
-#include "loop/queue.h"
+#include "channel/queue.h"
 #include "config/run_settings.h"
 #include "weights/weights.h"
 #include "reward/rewarder.h"
@@ -36,6 +37,7 @@ typedef struct tern_resume_point {
     double accuracy_before; /* -1 if unknown */
     double wall_seconds;    /* spent by the earlier part(s) of the run */
     double rollout_tokens, train_tokens, rollout_seconds, train_seconds;
+    char checkpoint[PATH_MAX]; /* the checkpoint resumed from; "" for none */
 } tern_resume_point;
 
 typedef struct tern_run {
@@ -70,6 +72,8 @@ typedef struct tern_run {
     tern_queue trainer_jobs;   /* warm-up batches */
     tern_weight_store *weights;
 
+    struct tern_ranks *ranks;  /* a run on MPI ranks (loop/ranks.h); NULL in one process */
+
     int resuming;              /* --resume: a durable buffer's groups are this run's */
     tern_resume_point resume;
     atomic_int stop;           /* set on SIGINT: finish the step, checkpoint, stop */
@@ -77,97 +81,6 @@ typedef struct tern_run {
     atomic_int all_dealt;      /* every batch the run needs is dealt: an explorer without
                                   a job is done (idle), not waiting */
 } tern_run;
-
-/* ---- messages on the queues (every message starts with its kind) ---------- */
-
-typedef enum tern_msg_kind {
-    TERN_MSG_EXPLORE = 1,  /* master -> explorer: a batch to generate */
-    TERN_MSG_SFT_BATCH,    /* master -> trainer: a warm-up batch */
-    TERN_MSG_ROLLOUT,      /* explorer -> master: a generated batch */
-    TERN_MSG_SFT_DONE,     /* trainer -> master: a warm-up step finished */
-    TERN_MSG_RL_START,     /* trainer -> master: RL begins (weights of version 0 attached) */
-    TERN_MSG_STEP_DONE,    /* trainer -> master: an RL step finished */
-    TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
-    TERN_MSG_SKIPPED,      /* trainer -> master: `stale` groups dropped as too stale (deal more) */
-    TERN_MSG_FAILED        /* any role -> master: it failed and stopped */
-} tern_msg_kind;
-
-/* master -> explorer */
-typedef struct tern_explore_job {
-    tern_msg_kind kind;
-    int64_t batch;
-    uint32_t n;             /* tasks */
-    uint32_t *task_index;   /* [n] into the train set */
-    char **prompt;          /* [n] prompt texts (copies) */
-    char **system;          /* [n] system turns (copies), NULL entries for none */
-} tern_explore_job;
-
-/* master -> trainer: warm-up pairs */
-typedef struct tern_sft_job {
-    tern_msg_kind kind;
-    int64_t step;
-    uint32_t n;
-    char **prompt, **answer; /* [n] copies */
-    char **system;           /* [n] system turns (copies), NULL entries for none */
-} tern_sft_job;
-
-/* One response of a rollout. */
-typedef struct tern_response {
-    int32_t *tokens;
-    float *logp;
-    uint32_t len;
-    uint32_t finish;         /* a tern_finish */
-    char *text;
-} tern_response;
-
-/* explorer -> master */
-typedef struct tern_rollout_msg {
-    tern_msg_kind kind;
-    int64_t batch, version;
-    uint32_t explorer;       /* which explorer made it (0-based) */
-    uint32_t n, group_size;
-    uint32_t *task_index;    /* [n] */
-    int32_t **prompt_tokens; /* [n] */
-    uint32_t *prompt_len;    /* [n] */
-    tern_response *resp;     /* [n * group_size] */
-    double gen_seconds, wait_seconds;
-    uint64_t gen_tokens;
-    uint64_t done_unix_ns;   /* wall clock when generation ended (ns since 1970) */
-} tern_rollout_msg;
-
-/* trainer -> master */
-typedef struct tern_step_msg {
-    tern_msg_kind kind;
-    int64_t step;            /* steps done after this one (1-based); SFT: warm-up steps done */
-    int64_t version;         /* weights version after the step */
-    int64_t batch;           /* the oldest batch among the groups trained on */
-    int64_t rollout_version; /* the oldest weight version among them */
-    /* [n_consumed] ids (tern_record_meta.id) of the groups this step took
-     * from the buffer: trained, or dropped as too stale. Committed to a
-     * durable buffer with the checkpoint that includes the step. */
-    uint64_t *consumed;
-    size_t n_consumed;
-    json_t *figures;         /* the step's figures from its groups (reward, accuracy, ...) */
-    json_t *groups;          /* rollouts.jsonl lines of the groups trained, "step" set */
-    int published;
-    int in_rl;               /* TERN_MSG_STOPPED: 1 in the RL stage, 0 in the warm-up */
-    int rl_fresh;            /* TERN_MSG_RL_START: RL begins now (not a resume within RL) */
-    int64_t sft_step;        /* TERN_MSG_STOPPED in the warm-up: its steps done */
-    tern_loss_stats loss;
-    double grad_norm, lr;
-    double reward_mean;      /* after the KL-in-reward and length terms */
-    double staleness;        /* mean trainer version - group version, over groups taken */
-    uint64_t stale;          /* groups dropped as too stale (TERN_MSG_SKIPPED: this many) */
-    uint64_t train_tokens;
-    double train_seconds, wait_seconds;
-    tern_snapshot *eval;     /* weights to evaluate, or NULL */
-    char *saved;             /* checkpoint directory written (temporary name), or NULL */
-    int status;              /* TERN_MSG_FAILED: the status */
-    char *error;             /* TERN_MSG_FAILED: what went wrong */
-    const char *role;        /* TERN_MSG_FAILED: "explorer", "trainer" */
-} tern_step_msg;
-
-void tern_msg_free(void *msg);
 
 /* Push a failure report of `role` (the calling thread's error message) and
  * set run->failed. */

@@ -1,6 +1,7 @@
 /* run_checks.c: the checks a run makes before it creates anything (see
  * run_checks.h). */
 #include "loop/run_checks.h"
+#include "loop/ranks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -96,13 +97,21 @@ static int check_plugins(tern_run *run, tern_diag *d)
                        tern_config_where(&s->config, sync->group, where, sizeof where),
                        sync->entry->name, info.explorers);
     if (!info.transport ||
-        (strcmp(info.transport, "memory") != 0 && strcmp(info.transport, "checkpoint") != 0))
+        (strcmp(info.transport, "memory") != 0 && strcmp(info.transport, "checkpoint") != 0 &&
+         strcmp(info.transport, "mpi") != 0))
         tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not available in this tern: "
-                       "use method = \"memory\" or \"checkpoint\" (NCCL needs the CUDA build)",
+                       "use method = \"memory\", \"mpi\" or \"checkpoint\" (NCCL needs the "
+                       "CUDA build)",
                        tern_config_where(&s->config, sync->group, where, sizeof where),
                        info.transport ? info.transport : "(none)");
     else
         snprintf(run->transport, sizeof run->transport, "%s", info.transport);
+    /* the memory of one process is not shared by ranks: across ranks weights
+     * in memory go by MPI broadcast, and in one process "mpi" is memory */
+    if (run->ranks && strcmp(run->transport, "memory") == 0)
+        snprintf(run->transport, sizeof run->transport, "mpi");
+    else if (!run->ranks && strcmp(run->transport, "mpi") == 0)
+        snprintf(run->transport, sizeof run->transport, "memory");
     run->n_explorers = info.explorers;
     run->max_staleness = info.max_staleness;
     /* the first plan tells the kind of schedule: fixed (wait) or asynchronous */
@@ -136,6 +145,9 @@ int tern_run_check(tern_run *run, tern_diag *d)
         rc = tern_run_load_data(run);
     if (rc == TERN_OK)
         rc = check_plugins(run, d);
+    /* a worker rank neither rewards nor reads prompts: the master checks those */
+    if (rc != TERN_OK || (run->ranks && run->ranks->role != TERN_RANK_MASTER))
+        return rc;
     if (rc == TERN_OK)
         rc = tern_rewarder_open(&run->rewards, run->session);
     if (rc == TERN_OK)

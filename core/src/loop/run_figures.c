@@ -144,7 +144,8 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     }
     json_decref(st);
 
-    if (run->reference_is_copy && r->rl_started) {
+    /* (on MPI ranks the master has no reference: the trainer rank loads it) */
+    if (run->reference_is_copy && r->rl_started && run->reference.ops) {
         /* one reference for every checkpoint: not this checkpoint's damage */
         snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
         snprintf(what, sizeof what, "%s: cannot load the reference", path);
@@ -154,6 +155,7 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     }
     ms->steps_done = r->step;
     ms->sft_done = r->sft_step;
+    snprintf(r->checkpoint, sizeof r->checkpoint, "%s", ckpt);
     tern_logf(TERN_LOG_INFO, "run", "resuming from %s: %lld RL steps and %lld warm-up steps done",
               ckpt, (long long)r->step, (long long)r->sft_step);
     return TERN_OK;

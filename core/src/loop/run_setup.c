@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "loop/master.h"
 #include "loop/master_state.h"
+#include "loop/ranks.h"
 #include "loop/run_checks.h"
 #include "reward/rewarder.h"
 #include "loop/run_state.h"
@@ -48,15 +49,22 @@ int tern_run_make_models(tern_run *run)
     run->explorers = calloc(run->n_explorers, sizeof *run->explorers);
     if (!run->explorers)
         return tern_errorf(TERN_ENOMEM, "out of memory");
+    /* on MPI ranks each rank makes its roles' instances: the master the
+     * evaluator, the trainer the reference, an explorer rank its explorers */
+    const tern_ranks *rk = run->ranks;
+    int on_master = !rk || rk->role == TERN_RANK_MASTER;
+    int on_trainer = !rk || rk->role == TERN_RANK_TRAINER;
     int rc = TERN_OK;
     for (uint32_t i = 0; rc == TERN_OK && i < run->n_explorers; i++) {
+        if (rk && (rk->role != TERN_RANK_EXPLORER || tern_rank_of_explorer(rk, i) != rk->rank))
+            continue;
         char label[32];
         snprintf(label, sizeof label, "explorer %u", i);
         rc = make_model(run, model, label, &run->explorers[i]);
     }
-    if (rc == TERN_OK && run->eval.n)
+    if (rc == TERN_OK && run->eval.n && on_master)
         rc = make_model(run, model, "evaluator", &run->evaluator);
-    if (rc == TERN_OK && run->reference_is_copy)
+    if (rc == TERN_OK && run->reference_is_copy && on_trainer)
         rc = make_model(run, model, "reference", &run->reference);
     return rc;
 }

@@ -227,6 +227,86 @@ uint64_t tern_trace_count(tern_trace *t)
     return n;
 }
 
+json_t *tern_trace_export(tern_trace *t)
+{
+    json_t *lanes = json_array(), *events = json_array();
+    json_t *x = json_pack("{s:o, s:o}", "lanes", lanes, "events", events);
+    if (!x)
+        return NULL;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n_lanes; i++)
+        json_array_append_new(lanes, json_pack("[i, s]", t->lanes[i].lane, t->lanes[i].name));
+    for (size_t i = 0; i < t->n; i++) {
+        const event *e = &t->ev[i];
+        char ph[2] = {e->ph, 0};
+        json_array_append_new(events, json_pack("[s, s, i, I, I, O?]", e->name, ph, e->lane,
+                                                (json_int_t)e->start_ns, (json_int_t)e->end_ns,
+                                                e->args));
+    }
+    pthread_mutex_unlock(&t->lock);
+    return x;
+}
+
+int tern_trace_import(tern_trace *t, const json_t *x, const char *suffix, int64_t offset_ns)
+{
+    const json_t *lanes = json_object_get(x, "lanes"), *events = json_object_get(x, "events");
+    if (!json_is_array(lanes) || !json_is_array(events))
+        return tern_errorf(TERN_EINVAL, "trace events from another rank: not an export");
+    size_t nl = json_array_size(lanes);
+    int *from = calloc(nl ? nl : 1, sizeof *from), *to = calloc(nl ? nl : 1, sizeof *to);
+    if (!from || !to) {
+        free(from);
+        free(to);
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    }
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < nl; i++) {
+        json_int_t id = 0;
+        const char *name = NULL;
+        if (json_unpack(json_array_get(lanes, i), "[I, s]", &id, &name) != 0)
+            continue;
+        char full[64];
+        snprintf(full, sizeof full, "%s (%s)", name, suffix);
+        from[i] = (int)id;
+        to[i] = named_lane(t, full);
+    }
+    pthread_mutex_unlock(&t->lock);
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        const char *name = NULL, *ph = NULL;
+        int lane = 0;
+        json_int_t a = 0, b = 0;
+        json_t *args = NULL;
+        if (json_unpack(json_array_get(events, i), "[s, s, i, I, I, o]", &name, &ph, &lane, &a,
+                        &b, &args) != 0 || (ph[0] != 'X' && ph[0] != 'i'))
+            continue;
+        int mine = 0;
+        for (size_t k = 0; k < nl; k++)
+            if (from[k] == lane)
+                mine = to[k];
+        if (!mine)
+            continue; /* an unnamed lane: no thread of the other rank named it */
+        pthread_mutex_lock(&t->lock);
+        const char *found = NULL;
+        for (size_t k = 0; k < t->n_lanes; k++)
+            if (t->lanes[k].lane == mine)
+                found = t->lanes[k].name;
+        char copy[64];
+        snprintf(copy, sizeof copy, "%s", found ? found : "?");
+        pthread_mutex_unlock(&t->lock);
+        int64_t s0 = (int64_t)a + offset_ns, s1 = (int64_t)b + offset_ns;
+        uint64_t tok = record_at(t, name, ph[0], copy, s0 > 0 ? (uint64_t)s0 : 0,
+                                 s1 > 0 ? (uint64_t)s1 : 0);
+        if (tok && json_is_object(args)) {
+            pthread_mutex_lock(&t->lock);
+            t->ev[tok - 1].args = json_deep_copy(args);
+            pthread_mutex_unlock(&t->lock);
+        }
+    }
+    free(from);
+    free(to);
+    return TERN_OK;
+}
+
 int tern_trace_write(tern_trace *t, const char *path)
 {
     json_t *root = json_object(), *events = json_array();

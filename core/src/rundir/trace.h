@@ -29,6 +29,18 @@ void tern_trace_span(tern_trace *t, const char *name, uint64_t start_ns, uint64_
  * no thread: e.g. "buffer", which no thread owns). */
 void tern_trace_instant_on(tern_trace *t, const char *lane, const char *name, uint64_t at_ns,
                            const char *args_json);
+/* The events as JSON, for the trace of another process (a run on MPI
+ * ranks sends each rank's to the master): {"lanes": [[id, name], ...],
+ * "events": [[name, ph, lane, start_ns, end_ns, args or null], ...]}, times
+ * on this process's trace clock. NULL when out of memory. */
+struct json_t;
+struct json_t *tern_trace_export(tern_trace *t);
+/* Add events exported by another process: each lane named "NAME (SUFFIX)"
+ * (e.g. "trainer (rank 1)"), times moved onto this trace's clock by adding
+ * offset_ns (ours minus theirs). TERN_EINVAL for JSON not made by
+ * tern_trace_export. */
+int tern_trace_import(tern_trace *t, const struct json_t *x, const char *suffix,
+                      int64_t offset_ns);
 /* Number of events recorded. */
 uint64_t tern_trace_count(tern_trace *t);
 /* Write {"traceEvents": [...]} to `path` (via a temporary file and rename, so

@@ -80,6 +80,12 @@ int tern_snapshot_apply(const tern_snapshot *s, const tern_tensor *t, size_t n)
     return TERN_OK;
 }
 
+unsigned char *tern_snapshot_data(const tern_snapshot *s, size_t *bytes)
+{
+    *bytes = s->bytes;
+    return s->data;
+}
+
 int64_t tern_snapshot_version(const tern_snapshot *s) { return s->version; }
 
 void tern_snapshot_tensors(const tern_snapshot *s, const tern_tensor **t, size_t *n)
@@ -226,43 +232,47 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-tern_weight_store *tern_weights_open(const char *method, const char *dir, tern_trace *trace)
+tern_weight_store *tern_weights_open_transport(const tern_transport_ops *ops, void *impl,
+                                               int writer, tern_trace *trace)
 {
+    if (!impl)
+        return NULL; /* the transport's constructor failed: its message stands */
     tern_weight_store *w = calloc(1, sizeof *w);
     if (!w) {
+        ops->destroy(impl);
         tern_errorf(TERN_ENOMEM, "out of memory");
         return NULL;
     }
     w->trace = trace;
+    w->ops = ops;
+    w->impl = impl;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->changed, NULL);
-    int writer = 0;
-    if (!method || strcmp(method, "memory") == 0) {
-        w->ops = &tern_transport_memory;
-        w->impl = tern_transport_memory_new();
-    } else if (strcmp(method, "checkpoint") == 0) {
-        w->ops = &tern_transport_checkpoint;
-        w->impl = tern_transport_checkpoint_new(dir);
-        writer = 1;
-    } else {
-        tern_errorf(TERN_EUNSUPPORTED, "weight transport \"%s\" is not built into this tern "
-                    "(memory, checkpoint)", method);
-    }
-    if (w->impl && writer) {
-        if (pthread_create(&w->writer, NULL, writer_main, w) != 0)
+    if (writer) {
+        if (pthread_create(&w->writer, NULL, writer_main, w) != 0) {
             tern_errorf(TERN_ERR, "cannot start the weights writer thread");
-        else
-            w->writer_on = 1;
-    }
-    if (!w->impl || (writer && !w->writer_on)) {
-        if (w->impl)
-            w->ops->destroy(w->impl);
-        pthread_cond_destroy(&w->changed);
-        pthread_mutex_destroy(&w->lock);
-        free(w);
-        return NULL;
+            ops->destroy(impl);
+            pthread_cond_destroy(&w->changed);
+            pthread_mutex_destroy(&w->lock);
+            free(w);
+            return NULL;
+        }
+        w->writer_on = 1;
     }
     return w;
+}
+
+tern_weight_store *tern_weights_open(const char *method, const char *dir, tern_trace *trace)
+{
+    if (!method || strcmp(method, "memory") == 0)
+        return tern_weights_open_transport(&tern_transport_memory, tern_transport_memory_new(),
+                                           0, trace);
+    if (strcmp(method, "checkpoint") == 0)
+        return tern_weights_open_transport(&tern_transport_checkpoint,
+                                           tern_transport_checkpoint_new(dir), 1, trace);
+    tern_errorf(TERN_EUNSUPPORTED, "weight transport \"%s\" is not built into this tern "
+                "(memory, checkpoint; mpi in a run on MPI ranks)", method);
+    return NULL;
 }
 
 tern_weight_store *tern_weights_new(void) { return tern_weights_open("memory", NULL, NULL); }

@@ -31,6 +31,9 @@ int tern_snapshot_into(const tern_snapshot *s, const tern_model *m);
 /* The snapshot's tensors (valid until it is freed or retaken). */
 void tern_snapshot_tensors(const tern_snapshot *s, const tern_tensor **t, size_t *n);
 int64_t tern_snapshot_version(const tern_snapshot *s);
+/* The snapshot's bytes: its tensors' data, one after another in their order
+ * (what a broadcast sends); *bytes their count. */
+unsigned char *tern_snapshot_data(const tern_snapshot *s, size_t *bytes);
 void tern_snapshot_free(tern_snapshot *s);
 
 /* Copy the tensors t[0..n) as `version` into *s, reusing its memory when the
@@ -51,6 +54,14 @@ typedef struct tern_weight_store tern_weight_store;
  * weights are copied (a failed write is returned by the next publish or
  * flush). NULL with a message on failure. */
 tern_weight_store *tern_weights_open(const char *method, const char *dir, tern_trace *trace);
+/* A store over a transport made elsewhere (channel/transport_mpi.c): `ops`
+ * with its instance `impl`, which the store now owns (destroyed by
+ * tern_weights_free, or at once on failure). `writer`: publish returns once
+ * the weights are copied and a thread of the store hands them to the
+ * transport (for a slow publish). NULL with a message on failure. */
+struct tern_transport_ops;
+tern_weight_store *tern_weights_open_transport(const struct tern_transport_ops *ops, void *impl,
+                                               int writer, tern_trace *trace);
 /* Wait until every published version is loadable (a no-op for memory). */
 int tern_weights_flush(tern_weight_store *w);
 /* tern_weights_open("memory", NULL, NULL). */

@@ -165,7 +165,7 @@ static inline int sync_mode_accept(void *state, int64_t experience_version,
  * and offset (`bound`: the schedule's staleness bound, as the doc writes it). */
 #define FIXED_MODE_SETTINGS(bound)                                                               \
     TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",             \
-                 .choices = "memory|checkpoint", .aka = "transport|weight_sync",                 \
+                 .choices = "memory|mpi|checkpoint", .aka = "transport|weight_sync",                 \
                  .doc = "how weights reach the explorer: memory (a copy between threads of one " \
                         "process) or checkpoint (atomically written weight files)"),             \
     TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,      \
@@ -185,7 +185,7 @@ static inline int sync_mode_accept(void *state, int64_t experience_version,
                  .doc = "must be 0: asynchronous modes have no fixed offset (bound staleness "  \
                         "with max_staleness; a fixed lead is the one_step_off mode)"),          \
     TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"checkpoint\"",        \
-                 .choices = "memory|checkpoint", .aka = "transport|weight_sync",                \
+                 .choices = "memory|mpi|checkpoint", .aka = "transport|weight_sync",                \
                  .doc = "how weights reach the " who ": checkpoint (atomically written "       \
                         "weight files) or memory (a copy between threads of one process)"),     \
     TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,     \

@@ -2,8 +2,8 @@
  * master's inbox, the explorers' job queues). Unbounded: producers never
  * block, so no two roles can deadlock on each other's queues; the sync plugin
  * and the buffer are what bound how far a role runs ahead. */
-#ifndef TERN_LOOP_QUEUE_H
-#define TERN_LOOP_QUEUE_H
+#ifndef TERN_CHANNEL_QUEUE_H
+#define TERN_CHANNEL_QUEUE_H
 
 #include <pthread.h>
 #include <stddef.h>

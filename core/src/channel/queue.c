@@ -1,5 +1,5 @@
 /* queue.c: see queue.h. */
-#include "loop/queue.h"
+#include "channel/queue.h"
 
 #include <stdlib.h>
 #include <time.h>

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# run_ranks.sh [BUILD_DIR]: a run on MPI ranks beside the same run in one
+# process (docs/distributed.md "Figures").
+#
+# 1. Rollout throughput: etc/modes/multi_explorer.cfg made rollout-bound
+#    (48-token responses, every role on one core: model.threads = 1), with 1,
+#    2 and 3 explorers: as threads of one process, and as explorer ranks
+#    (mpirun -np 2+E). Rollout tokens per second of the run's wall time.
+# 2. The waiting rank: the CPU time each rank used, against the run's wall
+#    time (a rank that waited by spinning in MPI would show ~100%).
+# 3. The weight broadcast against model size (bench_weights_bcast).
+# Figures only, no pass/fail. On a 2-core machine the explorer ranks share
+# the cores with the master and the trainer: this shows the mechanics, not
+# a speed-up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+TERN=$PWD/$BUILD/bin/tern
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN="mpirun --oversubscribe"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+
+opts=(-o 'run.out_dir="'"$work"'/runs"' -o trainer.steps=40 -o trainer.sft.steps=0
+      -o eval.every=0 -o eval.limit=8 -o trainer.save_every=0 -o explorer.max_tokens=48
+      -o model.threads=1 -o sync.max_staleness=-1 -o buffer.capacity=65536)
+
+tokens_per_s() {
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1]));
+print('%.0f' % (s['rollout_tokens'] / s['wall_seconds']))" "$1/summary.json"
+}
+
+echo
+echo "1. rollout tokens/s (multi_explorer, 48-token responses, 40 steps)"
+printf '%10s %16s %16s %8s\n' explorers "one process" "MPI ranks" ratio
+for e in 1 2 3; do
+  "$TERN" run etc/modes/multi_explorer.cfg "${opts[@]}" -o sync.explorers=$e \
+    -o run.name="\"threads$e\"" >/dev/null 2>&1
+  $MPIRUN -np $((2 + e)) "$TERN" run etc/modes/multi_explorer.cfg "${opts[@]}" \
+    -o sync.explorers=$e -o run.name="\"ranks$e\"" >/dev/null 2>&1
+  a=$(tokens_per_s "$work/runs/threads$e")
+  b=$(tokens_per_s "$work/runs/ranks$e")
+  printf '%10d %16s %16s %8.2f\n' $e "$a" "$b" "$(echo "$b / $a" | bc -l)"
+done
+
+echo
+echo "2. CPU time of each rank (synchronous on 3 ranks: the explorer waits for"
+echo "   every step's weights, the trainer for every batch)"
+/usr/bin/time -f '%e' -o "$work/wall" $MPIRUN -np 3 --tag-output \
+  bash -c 'exec 3>&2; /usr/bin/time -f "rank $OMPI_COMM_WORLD_RANK cpu %U+%S s" "$@" 2>&3' \
+  _ "$TERN" run etc/modes/synchronous.cfg "${opts[@]}" -o run.name='"cpu"' 2>&1 >/dev/null |
+  grep -o 'rank [0-9] cpu .*' | sort
+echo "wall $(cat "$work/wall") s"
+
+echo
+echo "3. weight broadcast (rank 1 to the explorer ranks) against one process's copies"
+$MPIRUN -np 3 "$BUILD/bench/bench_weights_bcast" 1 16 64 256

@@ -1,0 +1,60 @@
+/* messages.c: freeing the roles' messages (messages.h). */
+#include "channel/messages.h"
+
+#include <stdlib.h>
+
+static void free_strings(char **s, uint32_t n)
+{
+    for (uint32_t i = 0; s && i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+void tern_msg_free(void *msg)
+{
+    if (!msg)
+        return;
+    switch (*(tern_msg_kind *)msg) {
+    case TERN_MSG_EXPLORE: {
+        tern_explore_job *j = msg;
+        free(j->task_index);
+        free_strings(j->prompt, j->n);
+        free_strings(j->system, j->n);
+        break;
+    }
+    case TERN_MSG_SFT_BATCH: {
+        tern_sft_job *j = msg;
+        free_strings(j->prompt, j->n);
+        free_strings(j->answer, j->n);
+        free_strings(j->system, j->n);
+        break;
+    }
+    case TERN_MSG_ROLLOUT: {
+        tern_rollout_msg *r = msg;
+        for (uint32_t i = 0; r->prompt_tokens && i < r->n; i++)
+            free(r->prompt_tokens[i]);
+        for (size_t i = 0; r->resp && i < (size_t)r->n * r->group_size; i++) {
+            free(r->resp[i].tokens);
+            free(r->resp[i].logp);
+            free(r->resp[i].text);
+        }
+        free(r->prompt_tokens);
+        free(r->prompt_len);
+        free(r->task_index);
+        free(r->resp);
+        break;
+    }
+    default: {
+        tern_step_msg *s = msg;
+        tern_snapshot_free(s->eval);
+        free(s->consumed);
+        json_decref(s->figures);
+        json_decref(s->groups);
+        free(s->saved);
+        free(s->error);
+        break;
+    }
+    }
+    free(msg);
+}
+

@@ -1,0 +1,104 @@
+/* messages.h: the messages the roles of a run send each other (docs/architecture.md
+ * §2, docs/distributed.md): on the queues of one process, or encoded
+ * (wire.h) between MPI ranks. Every message starts with its kind. */
+#ifndef TERN_CHANNEL_MESSAGES_H
+#define TERN_CHANNEL_MESSAGES_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "algo/policy_loss.h"
+#include "weights/weights.h"
+
+typedef enum tern_msg_kind {
+    TERN_MSG_EXPLORE = 1,  /* master -> explorer: a batch to generate */
+    TERN_MSG_SFT_BATCH,    /* master -> trainer: a warm-up batch */
+    TERN_MSG_ROLLOUT,      /* explorer -> master: a generated batch */
+    TERN_MSG_SFT_DONE,     /* trainer -> master: a warm-up step finished */
+    TERN_MSG_RL_START,     /* trainer -> master: RL begins (weights of version 0 attached) */
+    TERN_MSG_STEP_DONE,    /* trainer -> master: an RL step finished */
+    TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
+    TERN_MSG_SKIPPED,      /* trainer -> master: `stale` groups dropped as too stale (deal more) */
+    TERN_MSG_FAILED        /* any role -> master: it failed and stopped */
+} tern_msg_kind;
+
+/* master -> explorer */
+typedef struct tern_explore_job {
+    tern_msg_kind kind;
+    int64_t batch;
+    uint32_t n;             /* tasks */
+    uint32_t *task_index;   /* [n] into the train set */
+    char **prompt;          /* [n] prompt texts (copies) */
+    char **system;          /* [n] system turns (copies), NULL entries for none */
+} tern_explore_job;
+
+/* master -> trainer: warm-up pairs */
+typedef struct tern_sft_job {
+    tern_msg_kind kind;
+    int64_t step;
+    uint32_t n;
+    char **prompt, **answer; /* [n] copies */
+    char **system;           /* [n] system turns (copies), NULL entries for none */
+} tern_sft_job;
+
+/* One response of a rollout. */
+typedef struct tern_response {
+    int32_t *tokens;
+    float *logp;
+    uint32_t len;
+    uint32_t finish;         /* a tern_finish */
+    char *text;
+} tern_response;
+
+/* explorer -> master */
+typedef struct tern_rollout_msg {
+    tern_msg_kind kind;
+    int64_t batch, version;
+    uint32_t explorer;       /* which explorer made it (0-based) */
+    uint32_t n, group_size;
+    uint32_t *task_index;    /* [n] */
+    int32_t **prompt_tokens; /* [n] */
+    uint32_t *prompt_len;    /* [n] */
+    tern_response *resp;     /* [n * group_size] */
+    double gen_seconds, wait_seconds;
+    uint64_t gen_tokens;
+    uint64_t done_unix_ns;   /* wall clock when generation ended (ns since 1970) */
+} tern_rollout_msg;
+
+/* trainer -> master */
+typedef struct tern_step_msg {
+    tern_msg_kind kind;
+    int64_t step;            /* steps done after this one (1-based); SFT: warm-up steps done */
+    int64_t version;         /* weights version after the step */
+    int64_t batch;           /* the oldest batch among the groups trained on */
+    int64_t rollout_version; /* the oldest weight version among them */
+    /* [n_consumed] ids (tern_record_meta.id) of the groups this step took
+     * from the buffer: trained, or dropped as too stale. Committed to a
+     * durable buffer with the checkpoint that includes the step. */
+    uint64_t *consumed;
+    size_t n_consumed;
+    json_t *figures;         /* the step's figures from its groups (reward, accuracy, ...) */
+    json_t *groups;          /* rollouts.jsonl lines of the groups trained, "step" set */
+    int published;
+    int in_rl;               /* TERN_MSG_STOPPED: 1 in the RL stage, 0 in the warm-up */
+    int rl_fresh;            /* TERN_MSG_RL_START: RL begins now (not a resume within RL) */
+    int64_t sft_step;        /* TERN_MSG_STOPPED in the warm-up: its steps done */
+    tern_loss_stats loss;
+    double grad_norm, lr;
+    double reward_mean;      /* after the KL-in-reward and length terms */
+    double staleness;        /* mean trainer version - group version, over groups taken */
+    uint64_t stale;          /* groups dropped as too stale (TERN_MSG_SKIPPED: this many) */
+    uint64_t train_tokens;
+    double train_seconds, wait_seconds;
+    tern_snapshot *eval;     /* weights to evaluate, or NULL */
+    char *saved;             /* checkpoint directory written (temporary name), or NULL */
+    int status;              /* TERN_MSG_FAILED: the status */
+    char *error;             /* TERN_MSG_FAILED: what went wrong */
+    const char *role;        /* TERN_MSG_FAILED: "explorer", "trainer" */
+} tern_step_msg;
+
+/* Free any message above (NULL is fine). */
+void tern_msg_free(void *msg);
+
+#endif

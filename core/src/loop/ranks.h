@@ -1,0 +1,95 @@
+/* ranks.h: one run across the ranks of an MPI job (docs/distributed.md).
+ *
+ * Rank 0 is the master: the config's checks, the run directory, dealing,
+ * rewards, the buffer, metrics, evaluation and checkpoints, as in one
+ * process. Rank 1 is the trainer; ranks 2 .. 2+E-1 the explorer ranks, which
+ * host the sync plugin's explorers round-robin (explorer i on rank
+ * 2 + i mod E). The roles run the same code as in one process: each rank's
+ * queues are filled and drained by pump threads that carry the messages
+ * (channel/wire.h) over the link (channel/link.h); the trainer reaches the
+ * master's buffer through a forwarding buffer (buffer_forward.c) and sends
+ * weights to the explorer ranks by broadcast (channel/transport_mpi.h). */
+#ifndef TERN_LOOP_RANKS_H
+#define TERN_LOOP_RANKS_H
+
+#include <pthread.h>
+
+#include "channel/link.h"
+#include "config/diag.h"
+#include "host/session.h"
+#include "loop/master.h"
+#include "loop/run.h"
+
+typedef enum tern_rank_role {
+    TERN_RANK_MASTER = 1,
+    TERN_RANK_TRAINER = 2,
+    TERN_RANK_EXPLORER = 3
+} tern_rank_role;
+
+enum { TERN_RANK_TRAINER_AT = 1, TERN_RANK_EXPLORERS_AT = 2 };
+
+typedef struct tern_ranks {
+    tern_link *link;
+    int rank, size;
+    tern_rank_role role;
+    uint32_t explorer_ranks;    /* E */
+    /* the master's pumps (ranks_master.c) */
+    pthread_t *threads;
+    size_t n_threads;
+    int explorers_started;      /* the job pumps run (RL began) */
+    volatile int ending;        /* the pumps stop */
+} tern_ranks;
+
+/* The rank that hosts explorer i. */
+static inline int tern_rank_of_explorer(const tern_ranks *r, uint32_t i)
+{
+    return TERN_RANK_EXPLORERS_AT + (int)(i % r->explorer_ranks);
+}
+
+/* `tern run` launched on several ranks (tern_link_launched > 1): this rank's
+ * part of the run. Returns as tern_loop_run does; only rank 0 reports the
+ * run's problems (the others' statuses say the run failed). */
+int tern_ranks_run(tern_session *s, const tern_loop_options *o, tern_diag *d);
+
+/* The rank layout for `size` ranks and the run's settings and sync plugin
+ * (run->n_explorers): TERN_ECONFIG with a message when they do not fit. */
+int tern_ranks_layout(const tern_run *run, int size, uint32_t *explorer_ranks);
+
+/* A worker rank's part (ranks_worker.c): the trainer or explorer roles of
+ * this rank, fed by the master until it says the run is over. */
+int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *rk);
+
+/* ---- the master's side (ranks_master.c) ---------------------------------------- */
+
+/* Every rank's checks agree (tern_link_agree on `rc`, this rank's): rc, or
+ * TERN_ERR naming the worker rank that failed (it printed why). */
+int tern_ranks_master_agree(tern_run *run, int rc);
+/* Send each worker the run directory and resume point, or (rc failed) that
+ * the run does not start; then the weights group. */
+int tern_ranks_master_setup(tern_run *run, int rc);
+/* Tell the workers where the run is (after the run directory is open) and
+ * start the pumps: the inbox, the warm-up batches and the buffer server. */
+struct master;
+int tern_ranks_master_start(tern_run *run, struct master *ms);
+/* RL began: start handing batches to the explorer ranks. */
+int tern_ranks_master_start_explorers(tern_run *run);
+/* Every batch the run needs is dealt (`dealt` 1), or more are needed again:
+ * tell the explorer ranks. */
+void tern_ranks_master_dealt(tern_run *run, int dealt);
+/* Ask the trainer rank to stop after its step (a stop signal). */
+void tern_ranks_master_stop(tern_run *run);
+/* The run is over (status rc): tell every worker, stop the pumps, take in
+ * the workers' trace events. */
+void tern_ranks_master_end(tern_run *run, int rc);
+
+/* ---- the trainer rank's buffer (buffer_forward.c) -------------------------------- */
+
+/* Buffer ops that ask the master's buffer over the link (get, release,
+ * advance); the master side serves them with tern_ranks_serve_buffer. */
+extern const tern_buffer_ops tern_buffer_forward_ops;
+void *tern_buffer_forward_new(tern_link *link);
+/* Serve one request from the trainer rank (bytes it sent) on the real
+ * buffer; TERN_OK or the failure to report. */
+int tern_ranks_serve_buffer(tern_run *run, const void *ask, size_t len);
+
+#endif

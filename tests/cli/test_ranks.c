@@ -1,0 +1,231 @@
+/* test_ranks.c: a run across MPI ranks (docs/distributed.md), launched as a
+ * user launches it, `mpirun -np N tern run CONFIG`:
+ *   - a synchronous run on 3 ranks writes exactly the metrics.jsonl of the
+ *     same run in one process (every figure but the timings);
+ *   - every etc/modes/ config obeys its sync rules on ranks (mode_rules.h);
+ *   - a layout that does not fit the ranks launched is refused before
+ *     anything is created.
+ * Skipped, with the reason, in a build without MPI. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "command.h"
+#include "mode_rules.h"
+
+#define TERN TERN_TEST_BIN
+#define SRC TERN_TEST_SOURCE_DIR
+#define MPIRUN test_mpirun()
+
+static void need_mpi(void)
+{
+    if (!MPIRUN[0])
+        cr_skip_test("this tern was built without MPI (install libopenmpi-dev, openmpi-bin "
+                     "and rebuild)");
+}
+
+/* A figure that measures time, not learning: it differs between any two runs. */
+static int is_timing(const char *key)
+{
+    size_t n = strlen(key);
+    return strncmp(key, "wait_s/", 7) == 0 || (n > 6 && strcmp(key + n - 6, "_per_s") == 0) ||
+           strcmp(key, "eval/seconds") == 0;
+}
+
+Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
+{
+    need_mpi();
+    const char *work = test_work_dir();
+    const char *opts = "-o 'run.out_dir=\"ranks_test\"' -o trainer.steps=12 "
+                       "-o trainer.sft.steps=40 -o eval.every=4 -o eval.limit=40 "
+                       "-o trainer.save_every=6 -o model.threads=1";
+    result r;
+    run(&r, "cd %s && rm -rf ranks_test data && %s data arith data > /dev/null && "
+            "cp %s/etc/quickstart.cfg q.cfg && "
+            "%s run q.cfg %s -o run.name='\"threaded\"' > /dev/null",
+        work, TERN, SRC, TERN, opts);
+    cr_assert_eq(r.code, 0, "threaded: exit %d\n%s", r.code, r.err);
+    run(&r, "cd %s && %s -np 3 %s run q.cfg %s -o run.name='\"ranks\"' > /dev/null", work,
+        MPIRUN, TERN, opts);
+    cr_assert_eq(r.code, 0, "on 3 ranks: exit %d\n%s", r.code, r.err);
+
+    char a_path[1024], b_path[1024];
+    snprintf(a_path, sizeof a_path, "%s/ranks_test/threaded/metrics.jsonl", work);
+    snprintf(b_path, sizeof b_path, "%s/ranks_test/ranks/metrics.jsonl", work);
+    json_t *a = json_lines(a_path, NULL), *b = json_lines(b_path, NULL);
+    cr_assert_eq(json_array_size(a), json_array_size(b), "%zu lines in one process, %zu on "
+                 "ranks", json_array_size(a), json_array_size(b));
+    cr_expect_gt(json_array_size(a), 12 + 40);
+    size_t i, compared = 0;
+    json_t *x;
+    json_array_foreach(a, i, x) {
+        json_t *y = json_array_get(b, i);
+        const char *key;
+        json_t *v;
+        cr_expect_eq(json_object_size(x), json_object_size(y), "line %zu: keys differ", i + 1);
+        json_object_foreach(x, key, v) {
+            if (is_timing(key))
+                continue;
+            json_t *w = json_object_get(y, key);
+            char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+            char *ws = w ? json_dumps(w, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
+            cr_expect(ws && strcmp(vs, ws) == 0, "line %zu, %s: %s in one process, %s on ranks",
+                      i + 1, key, vs, ws ? ws : "(missing)");
+            free(vs);
+            free(ws);
+            compared++;
+        }
+    }
+    cr_expect_gt(compared, 300);
+    /* the run learned something to compare: a reward above zero somewhere */
+    double best = 0;
+    json_array_foreach(a, i, x) {
+        json_t *rw = json_object_get(x, "reward_mean");
+        if (json_is_number(rw) && json_number_value(rw) > best)
+            best = json_number_value(rw);
+    }
+    cr_expect_gt(best, 0, "every reward was 0: the comparison says little");
+    json_decref(a);
+    json_decref(b);
+
+    /* one trace with every rank's lanes */
+    char path[1024], text[1 << 16];
+    snprintf(path, sizeof path, "%s/ranks_test/ranks/trace.json", work);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"trainer (rank 1)\""), "trace.json names the trainer's lane");
+    cr_expect(strstr(text, "\"explorer 0 (rank 2)\""), "trace.json names the explorer's lane");
+}
+
+Test(ranks, synchronous) { need_mpi(); check_mode_on(&modes[0], 3); }
+Test(ranks, one_step_off) { need_mpi(); check_mode_on(&modes[1], 3); }
+Test(ranks, fully_async) { need_mpi(); check_mode_on(&modes[2], 3); }
+Test(ranks, multi_explorer) { need_mpi(); check_mode_on(&modes[3], 4); }
+Test(ranks, interval4_offset0) { need_mpi(); check_mode_on(&modes[4], 3); }
+Test(ranks, interval1_offset4) { need_mpi(); check_mode_on(&modes[5], 3); }
+
+/* What the config asks for and what was launched disagree: one message from
+ * rank 0, exit 2, no run directory. */
+static void refused(int np, const char *opts, const char *want)
+{
+    const char *work = test_work_dir();
+    result r;
+    run(&r, "cd %s && rm -rf refused_test && %s -np %d %s run %s/etc/modes/synchronous.cfg "
+            "-o 'run.out_dir=\"refused_test\"' %s",
+        work, MPIRUN, np, TERN, SRC, opts);
+    cr_expect_eq(r.code, 2, "exit %d\n%s", r.code, r.err);
+    cr_expect(strstr(r.err, want), "the message says '%s':\n%s", want, r.err);
+    const char *first = strstr(r.err, want);
+    cr_expect(!first || !strstr(first + 1, want), "said once, by rank 0:\n%s", r.err);
+    char path[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/refused_test", work);
+    cr_expect_neq(stat(path, &st), 0, "nothing is created");
+}
+
+Test(ranks, more_explorer_ranks_asked_than_launched_is_refused)
+{
+    need_mpi();
+    refused(3, "-o ranks.explorers=2", "ranks.explorers = 2 asks for 4 ranks");
+}
+
+Test(ranks, two_ranks_are_refused)
+{
+    need_mpi();
+    refused(2, "", "needs at least 3");
+}
+
+Test(ranks, more_explorer_ranks_than_explorers_is_refused)
+{
+    need_mpi();
+    refused(4, "", "2 explorer ranks but the sync plugin runs 1 explorer");
+}
+
+/* The steps of run directory `dir`: each RL step 1..steps once, each batch
+ * trained once. */
+static void check_steps_once(const char *dir, int steps)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    json_t *lines = json_lines(path, "reward_mean");
+    int seen[256] = {0}, batch_seen[1024] = {0};
+    size_t i;
+    json_t *o;
+    json_array_foreach(lines, i, o) {
+        long step = (long)json_integer_value(json_object_get(o, "step"));
+        long batch = (long)json_integer_value(json_object_get(o, "batch"));
+        cr_assert(step >= 1 && step <= steps && batch >= 0 && batch < 1024, "step %ld batch %ld",
+                  step, batch);
+        seen[step]++;
+        cr_expect_eq(++batch_seen[batch], 1, "batch %ld trained twice", batch);
+    }
+    for (int s = 1; s <= steps; s++)
+        cr_expect_eq(seen[s], 1, "step %d appears %d times", s, seen[s]);
+    json_decref(lines);
+}
+
+/* A stop signal at mpirun reaches every rank: SIGTERM (what ^C at a terminal
+ * becomes; a background job of sh has SIGINT ignored, and mpirun keeps it so)
+ * with a SIGKILL 1 s later, or SIGUSR1 as it is. The master stops the run
+ * with a checkpoint, and the same mpirun with --resume finishes it. */
+static void interrupted_then_resumed(const char *sig, const char *name)
+{
+    need_mpi();
+    const char *work = test_work_dir();
+    char opts[512], want[96];
+    snprintf(opts, sizeof opts, "-o 'run.out_dir=\"ranks_test\"' -o run.name='\"%s\"' "
+             "-o trainer.steps=30 -o trainer.sft.steps=0 -o eval.every=0 -o eval.limit=8 "
+             "-o trainer.save_every=5", name);
+    result r;
+    run(&r, "cd %s && rm -rf ranks_test/%s && { %s -np 3 %s run %s/etc/modes/fully_async.cfg "
+            "%s & pid=$!; while ! grep -q '\"stage\":\"rl\",\"step\":8,' "
+            "ranks_test/%s/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
+            "kill -%s $pid; wait $pid; echo \"exit $?\"; }",
+        work, name, MPIRUN, TERN, SRC, opts, name, sig);
+    cr_expect(!strstr(r.out, "exit 0"), "an interrupted run does not exit 0: %s", r.out);
+    snprintf(want, sizeof want, "SIG%s: stopping after the step in progress", sig);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    cr_expect(strstr(r.err, "--resume` continues from"), "%s", r.err);
+    run(&r, "cd %s && %s -np 3 %s run %s/etc/modes/fully_async.cfg %s --resume", work, MPIRUN,
+        TERN, SRC, opts);
+    cr_assert_eq(r.code, 0, "resume: %s", r.err);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/ranks_test/%s", work, name);
+    check_steps_once(dir, 30);
+}
+
+Test(ranks, sigterm_at_mpirun_then_resume) { interrupted_then_resumed("TERM", "sigterm"); }
+Test(ranks, sigusr1_at_mpirun_then_resume) { interrupted_then_resumed("USR1", "sigusr1"); }
+
+/* A rank that dies ends the job (no fault tolerance in Open MPI); mpirun
+ * names it, and --resume continues from the checkpoint, with a durable
+ * buffer's groups trained once. */
+Test(ranks, a_killed_explorer_rank_then_resume)
+{
+    need_mpi();
+    const char *work = test_work_dir();
+    const char *opts = "-o 'run.out_dir=\"ranks_test\"' -o run.name='\"killed\"' "
+                       "-o trainer.steps=24 -o trainer.sft.steps=0 -o eval.every=0 "
+                       "-o eval.limit=8 -o trainer.save_every=4 -o buffer.plugin='\"sqlite\"' "
+                       "-o buffer.path='\"buffer.sqlite\"'";
+    result r;
+    /* the explorer rank is the one with OMPI_COMM_WORLD_RANK=2 */
+    run(&r, "cd %s && rm -rf ranks_test/killed && { %s -np 3 %s run "
+            "%s/etc/modes/synchronous.cfg %s & pid=$!; "
+            "while ! grep -q '\"stage\":\"rl\",\"step\":9,' "
+            "ranks_test/killed/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
+            "for p in $(pgrep -f 'run.name=\"killed\"'); do "
+            "  grep -qz '^OMPI_COMM_WORLD_RANK=2$' /proc/$p/environ 2>/dev/null && kill -9 $p; "
+            "done; wait $pid; echo \"exit $?\"; }",
+        work, MPIRUN, TERN, SRC, opts);
+    cr_expect(!strstr(r.out, "exit 0"), "a job with a killed rank does not exit 0: %s", r.out);
+    cr_expect(strstr(r.err, "rank 2"), "mpirun names the rank:\n%s", r.err);
+    run(&r, "cd %s && %s -np 3 %s run %s/etc/modes/synchronous.cfg %s --resume", work, MPIRUN,
+        TERN, SRC, opts);
+    cr_assert_eq(r.code, 0, "resume: %s", r.err);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/ranks_test/killed", work);
+    check_steps_once(dir, 24);
+}
