@@ -3,7 +3,7 @@
 # process (docs/distributed.md "Figures").
 #
 # 1. Rollout throughput: etc/modes/multi_explorer.cfg made rollout-bound
-#    (48-token responses, every role on one core: model.threads = 1), with 1,
+#    (32-token responses, every role on one core: model.threads = 1), with 1,
 #    2 and 3 explorers: as threads of one process, and as explorer ranks
 #    (mpirun -np 2+E). Rollout tokens per second of the run's wall time.
 # 2. The waiting rank: the CPU time each rank used, against the run's wall
@@ -22,8 +22,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 
-opts=(-o 'run.out_dir="'"$work"'/runs"' -o trainer.steps=40 -o trainer.sft.steps=0
-      -o eval.every=0 -o eval.limit=8 -o trainer.save_every=0 -o explorer.max_tokens=48
+opts=(-o 'run.out_dir="'"$work"'/runs"' -o trainer.steps=20 -o trainer.sft.steps=0
+      -o eval.every=0 -o eval.limit=8 -o trainer.save_every=0 -o explorer.max_tokens=32
       -o model.threads=1 -o sync.max_staleness=-1 -o buffer.capacity=65536)
 
 tokens_per_s() {
@@ -32,7 +32,7 @@ print('%.0f' % (s['rollout_tokens'] / s['wall_seconds']))" "$1/summary.json"
 }
 
 echo
-echo "1. rollout tokens/s (multi_explorer, 48-token responses, 40 steps)"
+echo "1. rollout tokens/s (multi_explorer, 32-token responses, 20 steps)"
 printf '%10s %16s %16s %8s\n' explorers "one process" "MPI ranks" ratio
 for e in 1 2 3; do
   "$TERN" run etc/modes/multi_explorer.cfg "${opts[@]}" -o sync.explorers=$e \
@@ -45,13 +45,30 @@ for e in 1 2 3; do
 done
 
 echo
-echo "2. CPU time of each rank (synchronous on 3 ranks: the explorer waits for"
-echo "   every step's weights, the trainer for every batch)"
-/usr/bin/time -f '%e' -o "$work/wall" $MPIRUN -np 3 --tag-output \
-  bash -c 'exec 3>&2; /usr/bin/time -f "rank $OMPI_COMM_WORLD_RANK cpu %U+%S s" "$@" 2>&3' \
-  _ "$TERN" run etc/modes/synchronous.cfg "${opts[@]}" -o run.name='"cpu"' 2>&1 >/dev/null |
-  grep -o 'rank [0-9] cpu .*' | sort
-echo "wall $(cat "$work/wall") s"
+echo "2. the CPU a waiting rank uses (synchronous on 3 ranks: the explorer rank"
+echo "   waits for each step's weights, the trainer rank for each batch): its CPU"
+echo "   time beyond its busy spans in trace.json, per second of waiting"
+$MPIRUN -np 3 bash -c '/usr/bin/time -f "%U %S" -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' \
+  "$work/cpu" "$TERN" run etc/modes/synchronous.cfg "${opts[@]}" -o run.name='"cpu"' \
+  >/dev/null 2>&1
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+t = json.load(open(work + "/runs/cpu/trace.json"))["traceEvents"]
+lanes = {e["tid"]: e["args"]["name"] for e in t if e["ph"] == "M"}
+# the top-level spans of each role's lane (train holds score and backward)
+busy_names = {"trainer": {"train", "sft_step", "save"}, "explorer": {"rollout", "sync"}}
+ts = [e["ts"] for e in t if e["ph"] != "M"]
+wall = (max(ts) - min(ts)) / 1e6
+for rank, role in ((1, "trainer"), (2, "explorer")):
+    u, s = map(float, open("%s/cpu.%d" % (work, rank)).read().split()[-2:])
+    busy = sum(e.get("dur", 0) for e in t if e["ph"] == "X" and e["name"] in busy_names[role]
+               and "(rank %d)" % rank in lanes.get(e["tid"], "")
+               and lanes.get(e["tid"], "").startswith(role)) / 1e6
+    idle = wall - busy
+    print("rank %d (%s): cpu %.2f s, busy %.2f s, waiting %.2f s: %.1f%% of a core while "
+          "waiting" % (rank, role, u + s, busy, idle, 100 * max(0.0, u + s - busy) / idle))
+PY
 
 echo
 echo "3. weight broadcast (rank 1 to the explorer ranks) against one process's copies"
