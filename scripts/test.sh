@@ -25,7 +25,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 secs=${TERN_FUZZ_SECONDS:-30}
 targets="settings safetensors experience math k12 vision format code sandbox_wire tokenizer wire"
-echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
+echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$jobs" --target $(printf 'fuzz_%s ' $targets)

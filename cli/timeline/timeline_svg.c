@@ -268,7 +268,7 @@ static double tick_step(double span, double px)
 enum { LEG_ROLLOUT, LEG_TRAIN, LEG_SYNC, LEG_SYNC_CKPT, LEG_WAIT, LEG_BUFFER, LEG_PUBLISH,
        LEG_SKIP, LEG_N };
 static const char *const legend_text[LEG_N] = {
-    "Rollout", "Train", "Sync. weight (memory/NCCL)", "Sync. weight (checkpoint)", "Wait",
+    "Rollout", "Train", "Sync. weight (memory/MPI/NCCL)", "Sync. weight (checkpoint)", "Wait",
     "In buffer", "Publish", "Skipped (stale)"};
 
 static void legend_swatch(FILE *f, int item, double x, double y)

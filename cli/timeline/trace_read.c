@@ -1,5 +1,6 @@
 /* trace_read.c: trace.json -> the events of the timeline (see trace_read.h).
- * Lanes come from "thread_name" metadata ("explorer N", "buffer", "trainer");
+ * Lanes come from "thread_name" metadata ("explorer N", "buffer", "trainer";
+ * on MPI ranks "trainer (rank 1)", "explorer 0 (rank 2)");
  * an event on another lane is placed by its name or its "explorer" argument,
  * or left out. Names the timeline does not draw are ignored. */
 #include "timeline/trace_read.h"
@@ -60,6 +61,16 @@ static int get_num(const json_t *obj, const char *key, double *out)
 }
 
 /* "explorer 3" (or "explorer" alone, or "explorer-3") -> 3; else -1. */
+/* A lane of a run on MPI ranks carries its rank: "trainer (rank 1)". */
+static int rank_suffix(const char *p) { return strncmp(p, " (rank ", 7) == 0; }
+
+/* Lane `name` is `role`'s, in one process or on a rank. */
+static int lane_is(const char *name, const char *role)
+{
+    size_t n = strlen(role);
+    return strncmp(name, role, n) == 0 && (name[n] == '\0' || rank_suffix(name + n));
+}
+
 static int explorer_number(const char *name)
 {
     if (strncmp(name, "explorer", 8) != 0)
@@ -77,7 +88,7 @@ static int explorer_number(const char *name)
         if (n > MAX_EXPLORER)
             return -1;
     }
-    return *p ? -1 : (int)n;
+    return *p && !rank_suffix(p) ? -1 : (int)n;
 }
 
 static const lane *find_lane(const lanes *ls, long long tid)
@@ -122,7 +133,7 @@ static int read_lanes(const json_t *events, lanes *ls, tl_trace *t)
             l.kind = TL_ROW_EXPLORER;
         else if (strcmp(lname, "buffer") == 0)
             l.kind = TL_ROW_BUFFER;
-        else if (strcmp(lname, "trainer") == 0)
+        else if (lane_is(lname, "trainer"))
             l.kind = TL_ROW_TRAINER;
         lane *nv = realloc(ls->v, (ls->n + 1) * sizeof *nv);
         if (!nv)
@@ -208,8 +219,8 @@ static tl_method method_of(const char *m)
 {
     if (!m)
         return TL_SYNC_OTHER;
-    if (strcmp(m, "memory") == 0)
-        return TL_SYNC_MEMORY;
+    if (strcmp(m, "memory") == 0 || strcmp(m, "mpi") == 0)
+        return TL_SYNC_MEMORY; /* drawn alike: the diagrams' purple, no file */
     if (strcmp(m, "nccl") == 0)
         return TL_SYNC_NCCL;
     if (strcmp(m, "checkpoint") == 0)

@@ -2,9 +2,12 @@
  * user launches it, `mpirun -np N tern run CONFIG`:
  *   - a synchronous run on 3 ranks writes exactly the metrics.jsonl of the
  *     same run in one process (every figure but the timings);
- *   - every etc/modes/ config obeys its sync rules on ranks (mode_rules.h);
+ *   - (every etc/modes/ config obeys its sync rules on ranks:
+ *     test_ranks_modes.c, a test of its own so ctest runs it beside this);
  *   - a layout that does not fit the ranks launched is refused before
- *     anything is created.
+ *     anything is created;
+ *   - a stop signal at mpirun, or a killed rank, then --resume: every step
+ *     and every batch once.
  * Skipped, with the reason, in a build without MPI. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -14,7 +17,6 @@
 #include <sys/stat.h>
 
 #include "command.h"
-#include "mode_rules.h"
 
 #define TERN TERN_TEST_BIN
 #define SRC TERN_TEST_SOURCE_DIR
@@ -92,19 +94,26 @@ Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
     json_decref(b);
 
     /* one trace with every rank's lanes */
-    char path[1024], text[1 << 16];
+    char path[1024];
+    static char text[1 << 20];
     snprintf(path, sizeof path, "%s/ranks_test/ranks/trace.json", work);
     slurp(path, text, sizeof text);
     cr_expect(strstr(text, "\"trainer (rank 1)\""), "trace.json names the trainer's lane");
     cr_expect(strstr(text, "\"explorer 0 (rank 2)\""), "trace.json names the explorer's lane");
-}
 
-Test(ranks, synchronous) { need_mpi(); check_mode_on(&modes[0], 3); }
-Test(ranks, one_step_off) { need_mpi(); check_mode_on(&modes[1], 3); }
-Test(ranks, fully_async) { need_mpi(); check_mode_on(&modes[2], 3); }
-Test(ranks, multi_explorer) { need_mpi(); check_mode_on(&modes[3], 4); }
-Test(ranks, interval4_offset0) { need_mpi(); check_mode_on(&modes[4], 3); }
-Test(ranks, interval1_offset4) { need_mpi(); check_mode_on(&modes[5], 3); }
+    /* tern timeline draws it as a run of one process: a trainer lane, and a
+     * weight sync (mpi, drawn as memory) on it and the explorer's per step */
+    run(&r, "cd %s && %s timeline ranks_test/ranks -o ranks.svg", work, TERN);
+    cr_assert_eq(r.code, 0, "timeline: %s", r.err);
+    snprintf(path, sizeof path, "%s/ranks.svg", work);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, ">Trainer</text>") && strstr(text, ">Explorer</text>"), "the lanes");
+    int syncs = 0;
+    for (const char *p = strstr(text, "class=\"sync-memory\""); p;
+         p = strstr(p + 1, "class=\"sync-memory\""))
+        syncs++;
+    cr_expect_geq(syncs, 2 * 12, "%d weight syncs drawn for 12 steps", syncs);
+}
 
 /* What the config asks for and what was launched disagree: one message from
  * rank 0, exit 2, no run directory. */

@@ -252,7 +252,7 @@ Test(timeline, one_explorer_memory)
     /* the legend */
     cr_expect(strstr(svg, ">Rollout</text>"));
     cr_expect(strstr(svg, ">Train</text>"));
-    cr_expect(strstr(svg, ">Sync. weight (memory/NCCL)</text>"));
+    cr_expect(strstr(svg, ">Sync. weight (memory/MPI/NCCL)</text>"));
     cr_expect(strstr(svg, ">Sync. weight (checkpoint)</text>"));
     cr_expect(strstr(svg, ">Wait</text>"));
     /* no temporary file stays */

@@ -74,7 +74,9 @@ static int report(const tern_invocation *inv, int rc, tern_diag *d)
         tern_diag_print(d, err_of(inv));
         if (rc == TERN_OK)
             rc = TERN_ECONFIG;
-    } else if (rc != TERN_OK && rc != TERN_EINTR) {
+    } else if (rc != TERN_OK && rc != TERN_EINTR && tern_error_message()[0]) {
+        /* (no message: a worker rank of a run on MPI ranks, whose failure the
+         * master reports) */
         fprintf(err_of(inv), "%s\n", tern_error_message());
     }
     return exit_code(rc);
