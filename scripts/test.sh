@@ -23,7 +23,7 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 
-secs=${TERN_FUZZ_SECONDS:-30}
+secs=${TERN_FUZZ_SECONDS:-25}
 targets="settings safetensors experience math k12 vision format code sandbox_wire tokenizer wire"
 echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \

@@ -185,7 +185,7 @@ static void interrupted_then_resumed(const char *sig, const char *name)
     const char *work = test_work_dir();
     char opts[512], want[96];
     snprintf(opts, sizeof opts, "-o 'run.out_dir=\"ranks_test\"' -o run.name='\"%s\"' "
-             "-o trainer.steps=30 -o trainer.sft.steps=0 -o eval.every=0 -o eval.limit=8 "
+             "-o trainer.steps=20 -o trainer.sft.steps=0 -o eval.every=0 -o eval.limit=8 "
              "-o trainer.save_every=5", name);
     result r;
     run(&r, "cd %s && rm -rf ranks_test/%s && { %s -np 3 %s run %s/etc/modes/fully_async.cfg "
@@ -196,13 +196,17 @@ static void interrupted_then_resumed(const char *sig, const char *name)
     cr_expect(!strstr(r.out, "exit 0"), "an interrupted run does not exit 0: %s", r.out);
     snprintf(want, sizeof want, "SIG%s: stopping after the step in progress", sig);
     cr_expect(strstr(r.err, want), "%s", r.err);
-    cr_expect(strstr(r.err, "--resume` continues from"), "%s", r.err);
+    /* after SIGTERM mpirun kills the ranks 1 s later: the stop's checkpoint
+     * may not be done by then (under ASan it is not), and the resume goes
+     * back to the one before; SIGUSR1 comes with no kill */
+    if (strcmp(sig, "USR1") == 0)
+        cr_expect(strstr(r.err, "--resume` continues from"), "%s", r.err);
     run(&r, "cd %s && %s -np 3 %s run %s/etc/modes/fully_async.cfg %s --resume", work, MPIRUN,
         TERN, SRC, opts);
     cr_assert_eq(r.code, 0, "resume: %s", r.err);
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/ranks_test/%s", work, name);
-    check_steps_once(dir, 30);
+    check_steps_once(dir, 20);
 }
 
 Test(ranks, sigterm_at_mpirun_then_resume) { interrupted_then_resumed("TERM", "sigterm"); }
@@ -216,7 +220,7 @@ Test(ranks, a_killed_explorer_rank_then_resume)
     need_mpi();
     const char *work = test_work_dir();
     const char *opts = "-o 'run.out_dir=\"ranks_test\"' -o run.name='\"killed\"' "
-                       "-o trainer.steps=24 -o trainer.sft.steps=0 -o eval.every=0 "
+                       "-o trainer.steps=16 -o trainer.sft.steps=0 -o eval.every=0 "
                        "-o eval.limit=8 -o trainer.save_every=4 -o buffer.plugin='\"sqlite\"' "
                        "-o buffer.path='\"buffer.sqlite\"'";
     result r;
@@ -236,5 +240,5 @@ Test(ranks, a_killed_explorer_rank_then_resume)
     cr_assert_eq(r.code, 0, "resume: %s", r.err);
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/ranks_test/killed", work);
-    check_steps_once(dir, 24);
+    check_steps_once(dir, 16);
 }
