@@ -319,6 +319,80 @@ Test(checkpoint, save_load_round_trip_is_bit_exact)
     run(&r, "rm -rf %s", dir);
 }
 
+/* The gradients op (ABI 1.7) as data-parallel trainer ranks use it: one
+ * instance's backward over two sequences equals the gradients of two
+ * instances, one sequence each, summed into one of them before its step. */
+Test(training, gradients_summed_across_instances_equal_one_batch)
+{
+    const char *init = "init = { preset = \"tiny\"; seed = 7; num_hidden_layers = 2; };";
+    harness whole, half1, half2;
+    cr_assert_eq(harness_open(&whole, "transformer", TERN_KIND_MODEL, init), TERN_OK, "%s",
+                 whole.error);
+    cr_assert_eq(harness_open(&half1, "transformer", TERN_KIND_MODEL, init), TERN_OK, "%s",
+                 half1.error);
+    cr_assert_eq(harness_open(&half2, "transformer", TERN_KIND_MODEL, init), TERN_OK, "%s",
+                 half2.error);
+    const tern_model_ops *ops = harness_ops(&whole);
+    cr_assert(TERN_HAS(ops, gradients) && ops->gradients, "transformer has no gradients op");
+    int32_t t1[6] = {256, 10, 20, 30, 40, 50}, t2[4] = {256, 7, 8, 9};
+    tern_sequence s[2] = {{.size = sizeof s[0], .tokens = t1, .len = 6, .start = 2},
+                          {.size = sizeof s[1], .tokens = t2, .len = 4, .start = 1}};
+    float d1[6] = {0, 0, -0.5f, 0.25f, -1, 0.75f}, d2[4] = {0, 1, -0.5f, -0.25f};
+    const float *g[2] = {d1, d2};
+    cr_assert_eq(ops->backward(whole.state, s, 2, g, NULL), TERN_OK);
+    cr_assert_eq(ops->backward(half1.state, &s[0], 1, &g[0], NULL), TERN_OK);
+    cr_assert_eq(ops->backward(half2.state, &s[1], 1, &g[1], NULL), TERN_OK);
+
+    const tern_tensor *p, *ga, *gb, *gw;
+    size_t np, na, nb, nw;
+    cr_assert_eq(ops->tensors(whole.state, &p, &np), TERN_OK);
+    cr_assert_eq(ops->gradients(whole.state, &gw, &nw), TERN_OK);
+    cr_assert_eq(ops->gradients(half1.state, &ga, &na), TERN_OK);
+    cr_assert_eq(ops->gradients(half2.state, &gb, &nb), TERN_OK);
+    cr_assert(na == np && nb == np, "%zu and %zu gradient tensors for %zu tensors", na, nb, np);
+    double norm = 0;
+    for (size_t i = 0; i < np; i++) {
+        cr_assert_str_eq(ga[i].name, p[i].name);
+        cr_assert_eq(ga[i].bytes, p[i].bytes, "%s", p[i].name);
+        cr_assert_eq(ga[i].dtype, TERN_DTYPE_F32);
+        float *a = ga[i].data;
+        const float *b = gb[i].data;
+        for (size_t k = 0; k < ga[i].bytes / sizeof(float); k++) {
+            a[k] += b[k]; /* what MPI_Allreduce's sum does */
+            norm += (double)a[k] * a[k];
+        }
+        double e = rel_err(a, gw[i].data, ga[i].bytes / sizeof(float));
+        cr_expect_lt(e, 1e-5, "%s: the summed gradient differs by %g", p[i].name, e);
+    }
+    cr_assert_gt(norm, 0, "backward left no gradients");
+    tern_optim_step st = {.size = sizeof st, .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999,
+                          .eps = 1e-8, .grad_clip = 1.0};
+    tern_optim_step st2 = st;
+    cr_assert_eq(ops->step(whole.state, &st), TERN_OK);
+    cr_assert_eq(ops->step(half1.state, &st2), TERN_OK);
+    cr_expect_float_eq(st.grad_norm, st2.grad_norm, 1e-5 * st.grad_norm, "norms %g and %g",
+                       st.grad_norm, st2.grad_norm);
+    const tern_tensor *q;
+    size_t nq;
+    cr_assert_eq(ops->tensors(half1.state, &q, &nq), TERN_OK);
+    for (size_t i = 0; i < np; i++) {
+        size_t n = p[i].bytes / sizeof(float);
+        double e = rel_err(q[i].data, p[i].data, n);
+        /* AdamW's first step moves each weight by about lr whatever the
+         * gradient's size, so a rounding difference in a gradient near 0
+         * moves a weight by up to 2 lr */
+        cr_expect_lt(e, 1e-4, "%s: relative difference %g after the step", p[i].name, e);
+    }
+    /* the step used and zeroed them */
+    cr_assert_eq(ops->gradients(half1.state, &ga, &na), TERN_OK);
+    for (size_t i = 0; i < na; i++)
+        for (size_t k = 0; k < ga[i].bytes / sizeof(float); k++)
+            cr_assert_eq(((const float *)ga[i].data)[k], 0.0f, "%s not zeroed", ga[i].name);
+    harness_close(&half2);
+    harness_close(&half1);
+    harness_close(&whole);
+}
+
 /* Copy the fixture to a scratch dir, let `mutate` (a shell command run in it)
  * break it, and expect loading to fail with `want` in the message. */
 static void expect_load_error(const char *mutate, const char *want)

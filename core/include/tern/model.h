@@ -184,6 +184,21 @@ typedef struct tern_model_ops {
      * refuses a system turn. */
     int (*encode_chat)(void *state, const tern_chat_message *msgs, size_t n, int32_t **ids,
                        size_t *n_ids, char **text, size_t *text_len);
+
+    /* ---- appended in ABI 1.7 (check TERN_HAS(ops, gradients)) ---- */
+
+    /* The parameter gradients backward() accumulated since the last step(),
+     * for a caller that combines them across processes before step() (the
+     * data-parallel trainer ranks of a run on MPI ranks sum them with
+     * MPI_Allreduce). *out points to an array owned by the model, n entries
+     * in the order, names and shapes of tensors(); every entry is
+     * TERN_DTYPE_F32 and its data is the model's own gradient buffer, host
+     * memory, which the caller may read and overwrite: step() uses what is
+     * there. The array and buffers stay valid until the model's next
+     * backward(), step(), load() or destroy. Optional (NULL): such a model
+     * trains on one trainer rank only, and a run with ranks.trainers > 1
+     * refuses it. TERN_ENOMEM, or a plugin status with a message. */
+    int (*gradients)(void *state, const tern_tensor **out, size_t *n);
 } tern_model_ops;
 
 #ifdef __cplusplus

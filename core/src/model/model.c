@@ -173,6 +173,22 @@ int tern_model_tensors(const tern_model *m, const char *what, const tern_tensor 
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "tensors");
 }
 
+int tern_model_has_gradients(const tern_model *m)
+{
+    return m->ops && TERN_HAS(m->ops, gradients) && m->ops->gradients;
+}
+
+int tern_model_gradients(const tern_model *m, const char *what, const tern_tensor **t,
+                         size_t *n)
+{
+    if (!tern_model_has_gradients(m))
+        return tern_errorf(TERN_EUNSUPPORTED, "%s: the model plugin does not expose its "
+                           "gradients (tern_model_ops.gradients, ABI 1.7)", what);
+    tern_error_clear();
+    int rc = m->ops->gradients(m->state, t, n);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "gradients");
+}
+
 int tern_model_save(const tern_model *m, const char *what, const char *dir, int with_optimizer)
 {
     tern_error_clear();

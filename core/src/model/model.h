@@ -79,6 +79,14 @@ int tern_model_step(const tern_model *m, const char *what, tern_optim_step *step
  * load or destroy). */
 TERN_INTERNAL int tern_model_tensors(const tern_model *m, const char *what, const tern_tensor **t, size_t *n);
 
+/* 1 when the model has the gradients op (ABI 1.7). */
+TERN_INTERNAL int tern_model_has_gradients(const tern_model *m);
+/* The gradients backward() accumulated (tern/model.h, gradients): owned by
+ * the model, writable until its next backward, step or load. A model without
+ * the op: TERN_EUNSUPPORTED with a message. */
+TERN_INTERNAL int tern_model_gradients(const tern_model *m, const char *what,
+                                       const tern_tensor **t, size_t *n);
+
 /* save() and load() of a model directory. */
 TERN_INTERNAL int tern_model_save(const tern_model *m, const char *what, const char *dir,
                                   int with_optimizer);

@@ -47,7 +47,8 @@ typedef struct transformer {
     int32_t end_of_turn;  /* the chat template's end-of-turn token, or -1 */
     adamw opt;        /* allocated at the first step or optimizer load */
     tern_tensor *tensors;       /* built at the first tensors() call */
-    char (*tensor_names)[96];  /* their names */
+    tern_tensor *grad_tensors;  /* the same over the gradients, at the first gradients() */
+    char (*tensor_names)[96];  /* their names (both tables') */
     packed pk;                 /* score/backward batch buffers */
     char err[1024];
 } transformer;
@@ -222,6 +223,7 @@ void front_destroy(void *state)
     chat_template_free(t->chat);
     adamw_free(&t->opt);
     free(t->tensors);
+    free(t->grad_tensors);
     free(t->tensor_names);
     packed_free(&t->pk);
     free(t);
@@ -493,42 +495,61 @@ int front_step(void *state, tern_optim_step *s)
     return TERN_OK;
 }
 
+/* A table of the model's tensors over `base` (the params or the grads, which
+ * share one layout): *table is allocated here, the names once for both. */
+static int tensor_table(transformer *t, float *base, tern_tensor **table)
+{
+    size_t count = llama_tensor_count(&t->m.cfg);
+    if (!t->tensor_names && !(t->tensor_names = calloc(count, sizeof *t->tensor_names)))
+        return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+    tern_tensor *x = calloc(count, sizeof *x);
+    if (!x)
+        return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+    for (size_t i = 0; i < count; i++) {
+        llama_tensor_info info;
+        llama_tensor_describe(&t->m.cfg, i, &info);
+        memcpy(t->tensor_names[i], info.name, sizeof t->tensor_names[i]);
+        x[i].size = sizeof x[i];
+        x[i].name = t->tensor_names[i];
+        x[i].dtype = TERN_DTYPE_F32;
+        x[i].ndim = (uint32_t)info.ndim;
+        x[i].shape[0] = info.shape[0];
+        x[i].shape[1] = info.ndim == 2 ? info.shape[1] : 0;
+        x[i].data = base + info.offset;
+        x[i].bytes = info.numel * sizeof(float);
+    }
+    *table = x;
+    return TERN_OK;
+}
+
 int front_tensors(void *state, const tern_tensor **out, size_t *n)
 {
     transformer *t = state;
-    size_t count = llama_tensor_count(&t->m.cfg);
-    if (!t->tensors) {
-        t->tensors = calloc(count, sizeof *t->tensors);
-        t->tensor_names = calloc(count, sizeof *t->tensor_names);
-        if (!t->tensors || !t->tensor_names) {
-            free(t->tensors);
-            free(t->tensor_names);
-            t->tensors = NULL;
-            t->tensor_names = NULL;
-            return host->fail(t->ctx, TERN_ENOMEM, "out of memory");
-        }
-        for (size_t i = 0; i < count; i++) {
-            llama_tensor_info info;
-            llama_tensor_describe(&t->m.cfg, i, &info);
-            tern_tensor *x = &t->tensors[i];
-            memcpy(t->tensor_names[i], info.name, sizeof t->tensor_names[i]);
-            x->size = sizeof *x;
-            x->name = t->tensor_names[i];
-            x->dtype = TERN_DTYPE_F32;
-            x->ndim = (uint32_t)info.ndim;
-            x->shape[0] = info.shape[0];
-            x->shape[1] = info.ndim == 2 ? info.shape[1] : 0;
-            x->data = t->m.params + info.offset;
-            x->bytes = info.numel * sizeof(float);
-        }
-    }
+    int rc = t->tensors ? TERN_OK : tensor_table(t, t->m.params, &t->tensors);
+    if (rc != TERN_OK)
+        return rc;
     /* the host copy becomes the caller's to read and write */
     if (!t->host_written && t->engine->pull &&
         t->engine->pull(t->eng, t->m.params, NULL, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_ERR, "tensors: %s", t->err);
     t->host_written = 1;
     *out = t->tensors;
-    *n = count;
+    *n = llama_tensor_count(&t->m.cfg);
+    return TERN_OK;
+}
+
+int front_gradients(void *state, const tern_tensor **out, size_t *n)
+{
+    transformer *t = state;
+    float *g = t->engine->grads ? t->engine->grads(t->eng) : NULL;
+    if (!g)
+        return host->fail(t->ctx, TERN_EUNSUPPORTED, "gradients: the %s engine keeps its "
+                          "gradients to itself", t->engine->name);
+    int rc = t->grad_tensors ? TERN_OK : tensor_table(t, g, &t->grad_tensors);
+    if (rc != TERN_OK)
+        return rc;
+    *out = t->grad_tensors;
+    *n = llama_tensor_count(&t->m.cfg);
     return TERN_OK;
 }
 

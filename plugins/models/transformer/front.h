@@ -57,6 +57,11 @@ typedef struct tf_engine {
     /* The reverse: the engine's weights from params, its AdamW state from
      * opt (either may be NULL). NULL op as for pull. 0, or -1. */
     int (*push)(void *eng, const float *params, const adamw *opt, char *err, size_t errn);
+    /* The gradients backward() accumulated, in host memory in the layout of
+     * params, which step() then uses: an engine that computes on the host
+     * copy. NULL op: the engine cannot expose them (tern_model_ops.gradients
+     * is then NULL too). */
+    float *(*grads)(void *eng);
 } tf_engine;
 
 /* Call first, from tern_plugin_entry. */
@@ -82,16 +87,19 @@ int front_tensors(void *state, const tern_tensor **out, size_t *n);
 int front_save(void *state, const char *dir, int with_optimizer);
 int front_load(void *state, const char *dir, int with_optimizer);
 int front_special_tokens(void *state, tern_special_tokens *out);
+/* tern_model_ops.gradients, for an engine with the grads op. */
+int front_gradients(void *state, const tern_tensor **out, size_t *n);
 
-/* tern_model_ops with every op but create (a plugin's ops table starts from
- * this and sets create). */
-#define FRONT_OPS(create_fn)                                                                     \
+/* tern_model_ops with every op but create and gradients (a plugin's ops
+ * table starts from this: front_gradients for an engine with host gradients,
+ * else NULL). */
+#define FRONT_OPS(create_fn, gradients_fn)                                                       \
     {.size = sizeof(tern_model_ops), .create = (create_fn), .destroy = front_destroy,          \
      .free_buffer = front_free_buffer, .tokenize = front_tokenize,                              \
      .detokenize = front_detokenize, .generate = front_generate, .score = front_score,         \
      .backward = front_backward, .step = front_step, .tensors = front_tensors,                 \
      .save = front_save, .load = front_load, .special_tokens = front_special_tokens,           \
-     .encode_chat = front_encode_chat}
+     .encode_chat = front_encode_chat, .gradients = (gradients_fn)}
 
 /* The `init` group's keys (fresh weights), shared by the plugins. */
 extern const tern_setting_spec front_init_keys[];

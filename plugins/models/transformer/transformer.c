@@ -84,6 +84,8 @@ static int cpu_step(void *eng, adamw *opt, const adamw_hparams *h, double *norm,
     return 0;
 }
 
+static float *cpu_grads(void *eng) { return ((llama_model *)eng)->grads; }
+
 static int cpu_generate(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
                         size_t errn)
 {
@@ -100,11 +102,12 @@ static const tf_engine cpu_engine = {
     .step = cpu_step,
     .generate = cpu_generate,
     /* pull and push: none, the host copy is what it computes on */
+    .grads = cpu_grads,
 };
 
 static int tf_create(tern_ctx *ctx, void **state) { return front_create(&cpu_engine, ctx, state); }
 
-static const tern_model_ops ops = FRONT_OPS(tf_create);
+static const tern_model_ops ops = FRONT_OPS(tf_create, front_gradients);
 
 static const tern_setting_spec settings[] = {
     FRONT_SETTINGS,

@@ -113,7 +113,9 @@ static const tf_engine cuda_engine = {
 
 static int tc_create(tern_ctx *ctx, void **state) { return front_create(&cuda_engine, ctx, state); }
 
-static const tern_model_ops ops = FRONT_OPS(tc_create);
+/* gradients: NULL, they live on the GPU (summing them across trainer ranks is
+ * NCCL's work) */
+static const tern_model_ops ops = FRONT_OPS(tc_create, NULL);
 
 static const tern_setting_spec settings[] = {
     FRONT_SETTINGS,
