@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "command.h"
+#include "run_dir_checks.h"
 #include "mode_rules.h"
 
 #define TERN TERN_TEST_BIN
@@ -70,26 +71,7 @@ Test(modes, fully_async_stops_and_resumes)
     run(&r, "cd %s && %s run %s/etc/modes/fully_async.cfg %s --resume", WORK, TERN, SRC, opts);
     cr_assert_eq(r.code, 0, "resume: %s", r.err);
 
-    char path[1024];
-    snprintf(path, sizeof path, "%s/modes_test/async_resume/metrics.jsonl", WORK);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    int seen[31] = {0}, batch_seen[512] = {0};
-    char line[16384];
-    while (fgets(line, sizeof line, f)) {
-        json_t *o = json_loads(line, 0, NULL);
-        cr_assert_not_null(o, "%s", line);
-        if (json_object_get(o, "reward_mean")) {
-            long step = (long)json_integer_value(json_object_get(o, "step"));
-            long batch = (long)json_integer_value(json_object_get(o, "batch"));
-            cr_assert(step >= 1 && step <= 30 && batch >= 0 && batch < 512);
-            seen[step]++;
-            batch_seen[batch]++;
-            cr_expect_eq(batch_seen[batch], 1, "batch %ld trained twice", batch);
-        }
-        json_decref(o);
-    }
-    fclose(f);
-    for (int s = 1; s <= 30; s++)
-        cr_expect_eq(seen[s], 1, "step %d appears %d times", s, seen[s]);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/modes_test/async_resume", WORK);
+    check_steps_once(dir, 30);
 }

@@ -17,17 +17,11 @@
 #include <sys/stat.h>
 
 #include "command.h"
+#include "run_dir_checks.h"
 
 #define TERN TERN_TEST_BIN
 #define SRC TERN_TEST_SOURCE_DIR
 #define MPIRUN test_mpirun()
-
-static void need_mpi(void)
-{
-    if (!MPIRUN[0])
-        cr_skip_test("this tern was built without MPI (install libopenmpi-dev, openmpi-bin "
-                     "and rebuild)");
-}
 
 /* A figure that measures time, not learning: it differs between any two runs. */
 static int is_timing(const char *key)
@@ -39,7 +33,7 @@ static int is_timing(const char *key)
 
 Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
 {
-    need_mpi();
+    test_need_mpi();
     const char *work = test_work_dir();
     const char *opts = "-o 'run.out_dir=\"ranks_test\"' -o trainer.steps=12 "
                        "-o trainer.sft.steps=40 -o eval.every=4 -o eval.limit=40 "
@@ -136,43 +130,26 @@ static void refused(int np, const char *opts, const char *want)
 
 Test(ranks, more_explorer_ranks_asked_than_launched_is_refused)
 {
-    need_mpi();
-    refused(3, "-o ranks.explorers=2", "ranks.explorers = 2 asks for 4 ranks");
+    test_need_mpi();
+    refused(3, "-o ranks.explorers=2", "ranks.explorers = 2 ask for 4 ranks");
 }
 
 Test(ranks, two_ranks_are_refused)
 {
-    need_mpi();
+    test_need_mpi();
     refused(2, "", "needs at least 3");
+}
+
+Test(ranks, two_trainer_ranks_on_three_ranks_are_refused)
+{
+    test_need_mpi();
+    refused(3, "-o ranks.trainers=2", "needs at least 4: the master (rank 0), 2 trainer ranks");
 }
 
 Test(ranks, more_explorer_ranks_than_explorers_is_refused)
 {
-    need_mpi();
+    test_need_mpi();
     refused(4, "", "2 explorer ranks but the sync plugin runs 1 explorer");
-}
-
-/* The steps of run directory `dir`: each RL step 1..steps once, each batch
- * trained once. */
-static void check_steps_once(const char *dir, int steps)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    json_t *lines = json_lines(path, "reward_mean");
-    int seen[256] = {0}, batch_seen[1024] = {0};
-    size_t i;
-    json_t *o;
-    json_array_foreach(lines, i, o) {
-        long step = (long)json_integer_value(json_object_get(o, "step"));
-        long batch = (long)json_integer_value(json_object_get(o, "batch"));
-        cr_assert(step >= 1 && step <= steps && batch >= 0 && batch < 1024, "step %ld batch %ld",
-                  step, batch);
-        seen[step]++;
-        cr_expect_eq(++batch_seen[batch], 1, "batch %ld trained twice", batch);
-    }
-    for (int s = 1; s <= steps; s++)
-        cr_expect_eq(seen[s], 1, "step %d appears %d times", s, seen[s]);
-    json_decref(lines);
 }
 
 /* A stop signal at mpirun reaches every rank: SIGTERM (what ^C at a terminal
@@ -181,7 +158,7 @@ static void check_steps_once(const char *dir, int steps)
  * with a checkpoint, and the same mpirun with --resume finishes it. */
 static void interrupted_then_resumed(const char *sig, const char *name)
 {
-    need_mpi();
+    test_need_mpi();
     const char *work = test_work_dir();
     char opts[512], want[96];
     snprintf(opts, sizeof opts, "-o 'run.out_dir=\"ranks_test\"' -o run.name='\"%s\"' "
@@ -217,7 +194,7 @@ Test(ranks, sigusr1_at_mpirun_then_resume) { interrupted_then_resumed("USR1", "s
  * buffer's groups trained once. */
 Test(ranks, a_killed_explorer_rank_then_resume)
 {
-    need_mpi();
+    test_need_mpi();
     const char *work = test_work_dir();
     const char *opts = "-o 'run.out_dir=\"ranks_test\"' -o run.name='\"killed\"' "
                        "-o trainer.steps=16 -o trainer.sft.steps=0 -o eval.every=0 "

@@ -7,17 +7,10 @@
 #include "command.h"
 #include "mode_rules.h"
 
-static void need_mpi(void)
-{
-    if (!test_mpirun()[0])
-        cr_skip_test("this tern was built without MPI (install libopenmpi-dev, openmpi-bin "
-                     "and rebuild)");
-}
-
-Test(ranks_modes, synchronous) { need_mpi(); check_mode_on(&modes[0], 3); }
-Test(ranks_modes, one_step_off) { need_mpi(); check_mode_on(&modes[1], 3); }
-Test(ranks_modes, fully_async) { need_mpi(); check_mode_on(&modes[2], 3); }
-Test(ranks_modes, multi_explorer) { need_mpi(); check_mode_on(&modes[3], 4); }
-Test(ranks_modes, interval4_offset0) { need_mpi(); check_mode_on(&modes[4], 3); }
-Test(ranks_modes, interval1_offset4) { need_mpi(); check_mode_on(&modes[5], 3); }
+Test(ranks_modes, synchronous) { test_need_mpi(); check_mode_on(&modes[0], 3); }
+Test(ranks_modes, one_step_off) { test_need_mpi(); check_mode_on(&modes[1], 3); }
+Test(ranks_modes, fully_async) { test_need_mpi(); check_mode_on(&modes[2], 3); }
+Test(ranks_modes, multi_explorer) { test_need_mpi(); check_mode_on(&modes[3], 4); }
+Test(ranks_modes, interval4_offset0) { test_need_mpi(); check_mode_on(&modes[4], 3); }
+Test(ranks_modes, interval1_offset4) { test_need_mpi(); check_mode_on(&modes[5], 3); }
 

@@ -85,6 +85,13 @@ void run(result *r, const char *fmt, ...)
     cr_expect_null(strstr(r->err, "runtime error:"), "%s: %s", cmd, r->err);
 }
 
+void test_need_mpi(void)
+{
+    if (!TERN_TEST_MPIRUN[0])
+        cr_skip_test("this tern was built without MPI (install libopenmpi-dev, openmpi-bin "
+                     "and rebuild)");
+}
+
 const char *test_mpirun(void)
 {
     static char buf[2048];

@@ -23,6 +23,8 @@ const char *test_work_dir(void);
  * (LSAN_OPTIONS set), slow unwinding, so that the suppressions of Open MPI's
  * own leaks (tests/lsan.supp) match their frames. Append "-np N CMD". */
 const char *test_mpirun(void);
+/* Skip the calling test, with the reason, in a build without MPI. */
+void test_need_mpi(void);
 
 /* printf-style command line, run by /bin/sh as `{ CMD ; }` in
  * test_work_dir() so redirections apply to whole pipelines. */

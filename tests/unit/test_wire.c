@@ -147,6 +147,27 @@ static tern_rollout_msg *make_rollout(uint32_t n, uint32_t G)
     return m;
 }
 
+/* A train order: a warm-up job, or `n` groups of arbitrary bytes. */
+static tern_train_msg *make_train(uint32_t order, uint32_t n)
+{
+    tern_train_msg *m = zalloc(1, sizeof *m);
+    m->kind = TERN_MSG_TRAIN;
+    m->order = order;
+    m->step = -3 + (int64_t)n;
+    if (order == TERN_TRAIN_SFT)
+        m->sft = make_sft(2);
+    m->n = n;
+    m->group = zalloc(n, sizeof *m->group);
+    m->group_len = zalloc(n, sizeof *m->group_len);
+    for (uint32_t i = 0; i < n; i++) {
+        m->group_len[i] = i == 1 ? 0 : 5 + i;
+        m->group[i] = zalloc(m->group_len[i] + 1, 1);
+        for (size_t k = 0; k < m->group_len[i]; k++)
+            m->group[i][k] = (unsigned char)(k * 37 + i);
+    }
+    return m;
+}
+
 static json_t *make_figures(void)
 {
     json_t *o = json_object();
@@ -349,6 +370,18 @@ static void expect_same(const void *x, const void *y)
             }
             cr_expect(same_str(ra->text, rb->text), "response %zu text", i);
         }
+    } else if (kind == TERN_MSG_TRAIN) {
+        const tern_train_msg *a = x, *b = y;
+        cr_expect_eq(a->order, b->order);
+        cr_expect_eq(a->step, b->step);
+        cr_assert_eq(a->sft != NULL, b->sft != NULL);
+        if (a->sft)
+            expect_same(a->sft, b->sft);
+        cr_assert_eq(a->n, b->n);
+        for (uint32_t i = 0; i < a->n; i++) {
+            cr_assert_eq(a->group_len[i], b->group_len[i]);
+            cr_expect(memcmp(a->group[i], b->group[i], a->group_len[i]) == 0, "group %u", i);
+        }
     } else {
         const tern_step_msg *a = x, *b = y;
         cr_expect_eq(a->step, b->step);
@@ -412,6 +445,14 @@ static void round_trip(void *msg)
     tern_msg_free(back);
     expect_no_leak(heap, "a round trip");
     tern_msg_free(msg);
+}
+
+Test(wire, a_train_order_round_trips)
+{
+    round_trip(make_train(TERN_TRAIN_SFT, 0));
+    round_trip(make_train(TERN_TRAIN_RL_START, 0));
+    round_trip(make_train(TERN_TRAIN_STEP, 3));
+    round_trip(make_train(TERN_TRAIN_END, 0));
 }
 
 Test(wire, an_explore_job_round_trips)
@@ -502,7 +543,7 @@ Test(wire, the_encoder_refuses_what_the_decoder_would)
     cr_expect_eq(tern_wire_encode(&bad, &buf, &len), TERN_EINVAL);
     cr_expect(buf == NULL && len == 0);
     cr_expect(strstr(tern_error_message(), "unknown kind"), "%s", tern_error_message());
-    bad = (tern_msg_kind)(TERN_MSG_FAILED + 1);
+    bad = (tern_msg_kind)(TERN_MSG_TRAIN + 1);
     cr_expect_eq(tern_wire_encode(&bad, &buf, &len), TERN_EINVAL);
 
     tern_step_msg *s = make_step(TERN_MSG_FAILED, 0);
@@ -560,7 +601,9 @@ static unsigned char *encode_kind(int which, size_t *len)
     void *m = which == 0   ? (void *)make_explore(3)
               : which == 1 ? (void *)make_sft(2)
               : which == 2 ? (void *)make_rollout(2, 2)
-                           : (void *)make_step(TERN_MSG_STEP_DONE, 1);
+              : which == 3 ? (void *)make_step(TERN_MSG_STEP_DONE, 1)
+              : which == 4 ? (void *)make_train(TERN_TRAIN_SFT, 1)
+                           : (void *)make_train(TERN_TRAIN_STEP, 3);
     unsigned char *buf = encode(m, len);
     tern_msg_free(m);
     return buf;
@@ -568,7 +611,7 @@ static unsigned char *encode_kind(int which, size_t *len)
 
 Test(wire, every_truncation_is_refused)
 {
-    for (int which = 0; which < 4; which++) {
+    for (int which = 0; which < 6; which++) {
         size_t len;
         unsigned char *buf = encode_kind(which, &len);
         size_t heap = heap_in_use();
@@ -583,7 +626,7 @@ Test(wire, every_truncation_is_refused)
 Test(wire, a_flipped_byte_is_refused_or_decodes_to_a_whole_message)
 {
     const unsigned char flips[] = {0xff, 0x01, 0x80};
-    for (int which = 0; which < 4; which++) {
+    for (int which = 0; which < 6; which++) {
         size_t len;
         unsigned char *buf = encode_kind(which, &len);
         unsigned char *copy = malloc(len);
@@ -627,7 +670,7 @@ Test(wire, a_bad_header_or_trailing_bytes_are_refused)
     memcpy(b, buf, len);
     b[4] = 2; /* format 2 */
     expect_refused(b, len, "format 2");
-    const uint16_t kinds[] = {0, TERN_MSG_FAILED + 1, 0xffff};
+    const uint16_t kinds[] = {0, TERN_MSG_TRAIN + 1, 0xffff};
     for (size_t i = 0; i < 3; i++) {
         memcpy(b, buf, len);
         b[6] = (unsigned char)kinds[i], b[7] = (unsigned char)(kinds[i] >> 8);

@@ -16,6 +16,8 @@ static FILE *log_file;
 static FILE *log_stream;
 static int stream_gone; /* its reader went away (EPIPE) or its terminal hung up (EIO) */
 static char progress_line[512]; /* the status line shown on a terminal */
+static tern_log_forward_fn forward_fn;
+static void *forward_arg;
 static int progress_shown;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -93,6 +95,24 @@ static void file_line(tern_log_level level, const char *who, const char *line)
     fflush(log_file);
 }
 
+void tern_log_set_forward(tern_log_forward_fn fn, void *arg)
+{
+    pthread_mutex_lock(&log_lock);
+    forward_fn = fn;
+    forward_arg = arg;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void tern_log_file_only(tern_log_level level, const char *who, const char *line)
+{
+    if ((int)level < 0 || level > TERN_LOG_DEBUG)
+        level = TERN_LOG_ERROR;
+    pthread_mutex_lock(&log_lock);
+    if (level <= log_level)
+        file_line(level, who, line);
+    pthread_mutex_unlock(&log_lock);
+}
+
 void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list ap)
 {
     if ((int)level < 0 || level > TERN_LOG_DEBUG)
@@ -117,7 +137,11 @@ void tern_vlogf(tern_log_level level, const char *who, const char *fmt, va_list 
         }
         file_line(level, who, line);
     }
+    tern_log_forward_fn fn = level <= log_level ? forward_fn : NULL;
+    void *arg = forward_arg;
     pthread_mutex_unlock(&log_lock);
+    if (fn)
+        fn(arg, level, who ? who : "core", line);
 }
 
 void tern_log_progress(const char *text)

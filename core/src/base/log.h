@@ -22,6 +22,16 @@ void tern_log_close_file(void);
 /* Where stderr lines go (tests redirect it); NULL restores stderr. */
 TERN_INTERNAL void tern_log_set_stream(FILE *stream);
 
+/* Also hand every line shown (after stderr and log.txt) to `fn`, outside
+ * the logger's lock: a worker rank of a run on MPI ranks sends its lines to
+ * the master's log.txt. fn must not log. NULL stops it. */
+typedef void (*tern_log_forward_fn)(void *arg, tern_log_level level, const char *who,
+                                    const char *line);
+void tern_log_set_forward(tern_log_forward_fn fn, void *arg);
+/* A line to log.txt alone (a worker rank's, forwarded: its own stderr showed
+ * it already), if log.txt is open and `level` passes. */
+void tern_log_file_only(tern_log_level level, const char *who, const char *line);
+
 /* A progress line: on a terminal it is a status line that each call
  * replaces (log lines print above it) and log.txt gets it as an info line;
  * elsewhere it is an ordinary info line. tern_log_progress_end() ends the

@@ -70,6 +70,7 @@ struct tern_link {
     atomic_int closing;   /* the post office stops after the closing barrier */
     MPI_Comm weights;     /* MPI_COMM_NULL unless a member */
     int weights_root;     /* the root's rank in `weights` */
+    MPI_Comm trainers;    /* the trainer ranks; MPI_COMM_NULL unless a member */
     int failed;           /* the post office failed: every recv says so */
     char error[256];
 };
@@ -185,6 +186,7 @@ tern_link *tern_link_open(void)
     MPI_Comm_rank(MPI_COMM_WORLD, &l->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &l->size);
     l->weights = MPI_COMM_NULL;
+    l->trainers = MPI_COMM_NULL;
     pthread_mutex_init(&l->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -341,6 +343,102 @@ int tern_link_bcast(tern_link *l, void *buf, size_t len, const volatile int *can
     return TERN_OK;
 }
 
+int tern_link_trainers_group(tern_link *l, int member)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    int rc = MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, l->rank, &c);
+    if (rc != MPI_SUCCESS)
+        return mpi_error(rc, "making the trainer ranks' group");
+    l->trainers = c;
+    if (c != MPI_COMM_NULL)
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    return TERN_OK;
+}
+
+static int trainers_wait(MPI_Request *req, int rc, const volatile int *cancel, const char *what)
+{
+    if (rc != MPI_SUCCESS)
+        return mpi_error(rc, what);
+    return wait_request(req, cancel, what);
+}
+
+static int in_trainers(const tern_link *l)
+{
+    return l->trainers != MPI_COMM_NULL
+               ? TERN_OK
+               : tern_errorf(TERN_EINVAL, "MPI: rank %d is not a trainer rank (a bug)", l->rank);
+}
+
+int tern_link_trainers_agree(tern_link *l, int status, int *who, const volatile int *cancel)
+{
+    int rc = in_trainers(l);
+    if (rc != TERN_OK)
+        return rc;
+    int me = 0, n = 0;
+    MPI_Comm_rank(l->trainers, &me);
+    MPI_Comm_size(l->trainers, &n);
+    /* the lowest failing member, then its status (as tern_link_agree) */
+    int mine = status != TERN_OK ? me : n, first = n;
+    MPI_Request req;
+    rc = MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, l->trainers, &req);
+    if ((rc = trainers_wait(&req, rc, cancel, "the trainer ranks agreeing")) != TERN_OK)
+        return rc;
+    *who = first < n ? first : -1;
+    if (first == n)
+        return TERN_OK;
+    int st = status;
+    rc = MPI_Ibcast(&st, 1, MPI_INT, first, l->trainers, &req);
+    if ((rc = trainers_wait(&req, rc, cancel, "the trainer ranks agreeing")) != TERN_OK)
+        return rc;
+    return st != TERN_OK ? st : TERN_ERR;
+}
+
+int tern_link_trainers_gather(tern_link *l, float *buf, const int *counts, const int *displs,
+                              const volatile int *cancel)
+{
+    int rc = in_trainers(l);
+    if (rc != TERN_OK)
+        return rc;
+    MPI_Request req;
+    rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT,
+                         l->trainers, &req);
+    return trainers_wait(&req, rc, cancel, "gathering the trainer ranks' scores");
+}
+
+int tern_link_trainers_sum(tern_link *l, float *buf, size_t n, const volatile int *cancel)
+{
+    int rc = in_trainers(l);
+    if (rc != TERN_OK)
+        return rc;
+    const size_t chunk = (size_t)1 << 30; /* MPI counts are int */
+    for (size_t at = 0; at < n; at += chunk) {
+        int k = (int)(n - at < chunk ? n - at : chunk);
+        MPI_Request req;
+        rc = MPI_Iallreduce(MPI_IN_PLACE, buf + at, k, MPI_FLOAT, MPI_SUM, l->trainers, &req);
+        if ((rc = trainers_wait(&req, rc, cancel, "summing the trainer ranks' gradients")))
+            return rc;
+    }
+    return TERN_OK;
+}
+
+int tern_link_trainers_same(tern_link *l, uint64_t value, int *same,
+                            const volatile int *cancel)
+{
+    int rc = in_trainers(l);
+    if (rc != TERN_OK)
+        return rc;
+    uint64_t lo = 0, hi = 0;
+    MPI_Request req[2];
+    rc = MPI_Iallreduce(&value, &lo, 1, MPI_UINT64_T, MPI_MIN, l->trainers, &req[0]);
+    if ((rc = trainers_wait(&req[0], rc, cancel, "comparing the trainer ranks")) != TERN_OK)
+        return rc;
+    rc = MPI_Iallreduce(&value, &hi, 1, MPI_UINT64_T, MPI_MAX, l->trainers, &req[1]);
+    if ((rc = trainers_wait(&req[1], rc, cancel, "comparing the trainer ranks")) != TERN_OK)
+        return rc;
+    *same = lo == hi;
+    return TERN_OK;
+}
+
 void tern_link_close(tern_link *l)
 {
     if (!l)
@@ -354,6 +452,8 @@ void tern_link_close(tern_link *l)
         pthread_join(l->office, NULL);
     if (l->weights != MPI_COMM_NULL)
         MPI_Comm_free(&l->weights);
+    if (l->trainers != MPI_COMM_NULL)
+        MPI_Comm_free(&l->trainers);
     for (int t = 0; t < TERN_TAG_COUNT; t++) {
         for (letter *m = l->box[t].head, *next; m; m = next) {
             next = m->next;

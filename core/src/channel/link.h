@@ -36,6 +36,7 @@ typedef enum tern_link_tag {
     TERN_TAG_CONTROL,     /* master -> workers: stop, end (JSON) */
     TERN_TAG_TRACE,       /* worker -> master at the end: its trace events (JSON) */
     TERN_TAG_LOG,         /* worker -> master: a log line for log.txt (text) */
+    TERN_TAG_TRAIN,       /* leading trainer -> trainer ranks: an order (wire.h) */
     TERN_TAG_COUNT
 } tern_link_tag;
 
@@ -77,6 +78,29 @@ int tern_link_weights_group(tern_link *l, int member, int root);
  * is read between polls: once set the wait gives up with TERN_ECLOSED (the
  * job is ending; MPI cannot take a started broadcast back). */
 int tern_link_bcast(tern_link *l, void *buf, size_t len, const volatile int *cancel);
+
+/* ---- the data-parallel trainer ranks (loop/data_parallel.h) ---------------------
+
+ * The trainer ranks' group: made at the same point on every rank (a
+ * collective; `member` says whether this rank is a trainer rank). Members
+ * keep world order, so the leading trainer (the lowest rank) is 0. */
+int tern_link_trainers_group(tern_link *l, int member);
+/* Collectives among the trainer ranks, polling (every member calls them in
+ * the same order). `cancel` (may be NULL) is read between polls: once set
+ * the wait gives up with TERN_ECLOSED (the run is ending). */
+/* Every member learns the first failing member: TERN_OK when every status
+ * is, else (*who its index in the group) that member's status. */
+int tern_link_trainers_agree(tern_link *l, int status, int *who, const volatile int *cancel);
+/* In place: buf holds counts[i] floats of member i from displs[i]; each
+ * member fills its own part and gets the others'. */
+int tern_link_trainers_gather(tern_link *l, float *buf, const int *counts, const int *displs,
+                              const volatile int *cancel);
+/* In place: buf[0..n) becomes the sum over the members, the same bits on
+ * every member. */
+int tern_link_trainers_sum(tern_link *l, float *buf, size_t n, const volatile int *cancel);
+/* Whether every member holds the same `value` (*same 1) or not (0). */
+int tern_link_trainers_same(tern_link *l, uint64_t value, int *same,
+                            const volatile int *cancel);
 
 /* Wait until every rank calls this (a barrier, polling), stop the post
  * office and finalize MPI. */

@@ -29,6 +29,15 @@ void tern_msg_free(void *msg)
         free_strings(j->system, j->n);
         break;
     }
+    case TERN_MSG_TRAIN: {
+        tern_train_msg *t = msg;
+        tern_msg_free(t->sft);
+        for (uint32_t i = 0; t->group && i < t->n; i++)
+            free(t->group[i]);
+        free(t->group);
+        free(t->group_len);
+        break;
+    }
     case TERN_MSG_ROLLOUT: {
         tern_rollout_msg *r = msg;
         for (uint32_t i = 0; r->prompt_tokens && i < r->n; i++)

@@ -20,7 +20,8 @@ typedef enum tern_msg_kind {
     TERN_MSG_STEP_DONE,    /* trainer -> master: an RL step finished */
     TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
     TERN_MSG_SKIPPED,      /* trainer -> master: `stale` groups dropped as too stale (deal more) */
-    TERN_MSG_FAILED        /* any role -> master: it failed and stopped */
+    TERN_MSG_FAILED,       /* any role -> master: it failed and stopped */
+    TERN_MSG_TRAIN         /* leading trainer rank -> the other trainer ranks: what to do */
 } tern_msg_kind;
 
 /* master -> explorer */
@@ -97,6 +98,25 @@ typedef struct tern_step_msg {
     char *error;             /* TERN_MSG_FAILED: what went wrong */
     const char *role;        /* TERN_MSG_FAILED: "explorer", "trainer" */
 } tern_step_msg;
+
+/* What the leading trainer rank tells the others (tern_train_msg.order). */
+typedef enum tern_train_order {
+    TERN_TRAIN_SFT = 1,      /* a warm-up step on `sft` */
+    TERN_TRAIN_RL_START = 2, /* RL begins: the reference becomes a copy of the policy */
+    TERN_TRAIN_STEP = 3,     /* RL step `step` on the `n` groups */
+    TERN_TRAIN_END = 4       /* no more: the trainer stopped, finished or failed */
+} tern_train_order;
+
+/* leading trainer rank -> the other trainer ranks (loop/data_parallel.h) */
+typedef struct tern_train_msg {
+    tern_msg_kind kind;      /* TERN_MSG_TRAIN */
+    uint32_t order;          /* a tern_train_order */
+    int64_t step;            /* TERN_TRAIN_STEP: the RL step (0-based) */
+    tern_sft_job *sft;       /* TERN_TRAIN_SFT: the warm-up batch; else NULL */
+    uint32_t n;              /* TERN_TRAIN_STEP: the groups, in the order the buffer gave them */
+    unsigned char **group;   /* [n] each group's experience encoding (experience.h) */
+    size_t *group_len;       /* [n] its bytes */
+} tern_train_msg;
 
 /* Free any message above (NULL is fine). */
 void tern_msg_free(void *msg);

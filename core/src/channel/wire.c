@@ -62,6 +62,8 @@
 #define STEP_FIXED 144u      /* published .. status */
 #define TENSOR_FIXED 48u     /* dtype, ndim, shape[4], bytes */
 #define SNAPSHOT_FIXED 16u   /* version, count */
+#define TRAIN_FIXED 13u      /* order, step, has a warm-up job */
+#define GROUP_MIN 8u         /* a group: its length */
 
 /* The least bytes one entry of a counted list takes: what a count is
  * checked against before anything is allocated for it. */
@@ -356,12 +358,35 @@ static void encode_step(writer *w, const tern_step_msg *m)
     w_str(w, m->role, 0, "a step message's role");
 }
 
+static void encode_train(writer *w, const tern_train_msg *m)
+{
+    w_u32(w, m->order);
+    w_i64(w, m->step);
+    w_u8(w, m->sft != NULL);
+    if (m->sft)
+        encode_sft(w, m->sft);
+    w_u32(w, m->n);
+    if (m->n && (!m->group || !m->group_len)) {
+        w_fail(w, TERN_EINVAL, "cannot encode a train order of %u groups with a NULL array",
+               m->n);
+        return;
+    }
+    for (uint32_t i = 0; i < m->n && w->rc == TERN_OK; i++) {
+        if (m->group_len[i] && !m->group[i]) {
+            w_fail(w, TERN_EINVAL, "cannot encode a train order's group %u: NULL", i);
+            return;
+        }
+        w_u64(w, m->group_len[i]);
+        w_bytes(w, m->group[i], m->group_len[i]);
+    }
+}
+
 int tern_wire_encode(const void *msg, unsigned char **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
     int kind = *(const tern_msg_kind *)msg;
-    if (kind < TERN_MSG_EXPLORE || kind > TERN_MSG_FAILED)
+    if (kind < TERN_MSG_EXPLORE || kind > TERN_MSG_TRAIN)
         return tern_errorf(TERN_EINVAL, "cannot encode a message of unknown kind %d", kind);
     writer w = {NULL, 0, 0, TERN_OK};
     w_bytes(&w, TERN_WIRE_MAGIC, 4);
@@ -373,6 +398,8 @@ int tern_wire_encode(const void *msg, unsigned char **buf, size_t *len)
         encode_sft(&w, msg);
     else if (kind == TERN_MSG_ROLLOUT)
         encode_rollout(&w, msg);
+    else if (kind == TERN_MSG_TRAIN)
+        encode_train(&w, msg);
     else
         encode_step(&w, msg);
     if (w.rc != TERN_OK) {
@@ -744,6 +771,45 @@ static int decode_step(reader *r, tern_step_msg *m)
     return TERN_OK;
 }
 
+static int decode_train(reader *r, tern_train_msg *m)
+{
+    const unsigned char *q;
+    int rc;
+    TRY(take(r, TRAIN_FIXED, "a train order", &q));
+    m->order = ld_u32(&q);
+    m->step = ld_i64(&q);
+    uint8_t has_sft = *q;
+    if (m->order < TERN_TRAIN_SFT || m->order > TERN_TRAIN_END)
+        return tern_errorf(TERN_EINVAL, "a wire message's train order is %u (1 to %d)",
+                           m->order, TERN_TRAIN_END);
+    if (has_sft > 1)
+        return tern_errorf(TERN_EINVAL, "a train order's warm-up flag is %u (0 or 1)", has_sft);
+    if (has_sft) {
+        if (!(m->sft = calloc(1, sizeof *m->sft)))
+            return out_of_memory();
+        m->sft->kind = TERN_MSG_SFT_BATCH;
+        TRY(decode_sft(r, m->sft));
+    }
+    TRY(take(r, 4, "a train order's group count", &q));
+    uint32_t n = ld_u32(&q);
+    TRY(fits(r, n, GROUP_MIN, "train order groups"));
+    m->group = alloc_zero(n, sizeof *m->group);
+    m->group_len = alloc_zero(n, sizeof *m->group_len);
+    if (!m->group || !m->group_len)
+        return out_of_memory();
+    m->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        TRY(take(r, GROUP_MIN, "a train order's group length", &q));
+        uint64_t glen = ld_u64(&q);
+        TRY(take(r, glen, "a train order's group", &q));
+        if (!(m->group[i] = malloc(glen ? (size_t)glen : 1)))
+            return out_of_memory();
+        memcpy(m->group[i], q, (size_t)glen);
+        m->group_len[i] = (size_t)glen;
+    }
+    return TERN_OK;
+}
+
 int tern_wire_decode(const unsigned char *buf, size_t len, void **msg)
 {
     *msg = NULL;
@@ -770,6 +836,8 @@ int tern_wire_decode(const unsigned char *buf, size_t len, void **msg)
         m = calloc(1, sizeof(tern_sft_job));
     else if (kind == TERN_MSG_ROLLOUT)
         m = calloc(1, sizeof(tern_rollout_msg));
+    else if (kind == TERN_MSG_TRAIN)
+        m = calloc(1, sizeof(tern_train_msg));
     else if (is_step_kind((int)kind))
         m = calloc(1, sizeof(tern_step_msg));
     else
@@ -783,6 +851,8 @@ int tern_wire_decode(const unsigned char *buf, size_t len, void **msg)
         rc = decode_sft(&r, m);
     else if (kind == TERN_MSG_ROLLOUT)
         rc = decode_rollout(&r, m);
+    else if (kind == TERN_MSG_TRAIN)
+        rc = decode_train(&r, m);
     else
         rc = decode_step(&r, m);
     if (rc == TERN_OK && r.at != len)

@@ -146,10 +146,14 @@ const tern_setting_spec tern_eval_keys[] = {
 };
 
 const tern_setting_spec tern_ranks_keys[] = {
+    TERN_SETTING(.name = "trainers", .type = TERN_SETTING_INT, .def = "1", .min = 1,
+                 .max = 4096, .aka = "trainer_ranks|trainer_workers",
+                 .doc = "data-parallel trainer ranks (ranks 1 .. trainers), each training on "
+                        "its share of every step's groups; the model needs the gradients op"),
     TERN_SETTING(.name = "explorers", .type = TERN_SETTING_INT, .def = "0", .min = 0,
                  .max = 4096, .aka = "explorer_ranks|rollout_workers",
                  .doc = "explorer ranks (rollout workers) after the master (rank 0) and the "
-                        "trainer (rank 1); 0: every rank after those"),
+                        "trainer ranks; 0: every rank after those"),
     TERN_SETTINGS_END,
 };
 
@@ -311,6 +315,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->eval_every = get_int(ev, "every");
     s->eval_max_tokens = (uint32_t)get_int(ev, "max_tokens");
     s->eval_limit = get_int(ev, "limit");
+    s->rank_trainers = (uint32_t)get_int(rk, "trainers");
     s->rank_explorers = (uint32_t)get_int(rk, "explorers");
     return d->n > before ? TERN_ECONFIG : TERN_OK;
 }

@@ -53,7 +53,8 @@ typedef struct tern_run_settings {
     uint32_t eval_max_tokens;
     int64_t eval_limit;
     /* ranks (a run on MPI ranks, docs/distributed.md) */
-    uint32_t rank_explorers;    /* explorer ranks; 0: every rank after the trainer's */
+    uint32_t rank_trainers;     /* data-parallel trainer ranks (>= 1) */
+    uint32_t rank_explorers;    /* explorer ranks; 0: every rank after the trainers' */
 } tern_run_settings;
 
 /* Make sure every loop section exists (with its defaults filled in, so the

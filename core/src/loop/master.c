@@ -867,7 +867,7 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
     int rc = tern_run_check(run, d);
 #ifdef TERN_HAVE_MPI
     if (rc == TERN_OK && rk)
-        rc = tern_ranks_layout(run, rk->size, &rk->explorer_ranks);
+        rc = tern_ranks_layout(run, rk);
 #endif
     if (rc == TERN_OK)
         rc = tern_run_make_models(run);

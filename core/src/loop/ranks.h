@@ -2,9 +2,11 @@
  *
  * Rank 0 is the master: the config's checks, the run directory, dealing,
  * rewards, the buffer, metrics, evaluation and checkpoints, as in one
- * process. Rank 1 is the trainer; ranks 2 .. 2+E-1 the explorer ranks, which
- * host the sync plugin's explorers round-robin (explorer i on rank
- * 2 + i mod E). The roles run the same code as in one process: each rank's
+ * process. Ranks 1 .. T are the trainer ranks (T = ranks.trainers): rank 1
+ * leads (it reads the buffer, publishes, saves and reports) and shares each
+ * step's groups with the others (data_parallel.h); ranks T+1 .. T+E the
+ * explorer ranks, which host the sync plugin's explorers round-robin
+ * (explorer i on rank T + 1 + i mod E). The roles run the same code as in one process: each rank's
  * queues are filled and drained by pump threads that carry the messages
  * (channel/wire.h) over the link (channel/link.h); the trainer reaches the
  * master's buffer through a forwarding buffer (buffer_forward.c) and sends
@@ -21,17 +23,20 @@
 #include "loop/run.h"
 
 typedef enum tern_rank_role {
+    TERN_RANK_UNSET = 0, /* a worker rank before the layout is read */
     TERN_RANK_MASTER = 1,
     TERN_RANK_TRAINER = 2,
     TERN_RANK_EXPLORER = 3
 } tern_rank_role;
 
-enum { TERN_RANK_TRAINER_AT = 1, TERN_RANK_EXPLORERS_AT = 2 };
+/* The leading trainer rank (the only one the master talks to). */
+enum { TERN_RANK_TRAINER_AT = 1 };
 
 typedef struct tern_ranks {
     tern_link *link;
     int rank, size;
     tern_rank_role role;
+    uint32_t trainer_ranks;     /* T */
     uint32_t explorer_ranks;    /* E */
     /* the master's pumps (ranks_master.c) */
     pthread_t *threads;
@@ -40,10 +45,20 @@ typedef struct tern_ranks {
     volatile int ending;        /* the pumps stop */
 } tern_ranks;
 
+/* The first explorer rank. */
+static inline int tern_rank_explorers_at(const tern_ranks *r)
+{
+    return TERN_RANK_TRAINER_AT + (int)r->trainer_ranks;
+}
+
+/* What rank r is, for messages: "the master", "the trainer", "trainer rank
+ * 2", "an explorer rank". */
+const char *tern_rank_name(const tern_ranks *r, int rank);
+
 /* The rank that hosts explorer i. */
 static inline int tern_rank_of_explorer(const tern_ranks *r, uint32_t i)
 {
-    return TERN_RANK_EXPLORERS_AT + (int)(i % r->explorer_ranks);
+    return tern_rank_explorers_at(r) + (int)(i % r->explorer_ranks);
 }
 
 /* `tern run` launched on several ranks (tern_link_launched > 1): this rank's
@@ -51,9 +66,11 @@ static inline int tern_rank_of_explorer(const tern_ranks *r, uint32_t i)
  * run's problems (the others' statuses say the run failed). */
 int tern_ranks_run(tern_session *s, const tern_loop_options *o, tern_diag *d);
 
-/* The rank layout for `size` ranks and the run's settings and sync plugin
- * (run->n_explorers): TERN_ECONFIG with a message when they do not fit. */
-int tern_ranks_layout(const tern_run *run, int size, uint32_t *explorer_ranks);
+/* The rank layout for `size` ranks and the run's settings, sync plugin
+ * (run->n_explorers) and policy model (the gradients op when T > 1) into
+ * r->trainer_ranks and r->explorer_ranks, and this rank's role: TERN_ECONFIG
+ * with a message when they do not fit. */
+int tern_ranks_layout(const tern_run *run, tern_ranks *r);
 
 /* A worker rank's part (ranks_worker.c): the trainer or explorer roles of
  * this rank, fed by the master until it says the run is over. */

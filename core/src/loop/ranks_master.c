@@ -89,6 +89,36 @@ static int send_msg(tern_ranks *rk, int to, tern_link_tag tag, const void *msg,
     return rc;
 }
 
+/* The worker ranks' log lines ("LEVEL\tWHO\tLINE", tern_ranks_worker) into
+ * log.txt, as "[rank N: WHO]" (their own stderr showed them already). */
+static void *log_main(void *arg)
+{
+    tern_run *run = arg;
+    for (;;) {
+        void *buf = NULL;
+        size_t len = 0;
+        int from = -1;
+        if (tern_link_recv(run->ranks->link, TERN_TAG_LOG, -1, &buf, &len, &from) != TERN_OK)
+            break;
+        char *text = realloc(buf, len + 1);
+        if (!text) {
+            free(buf);
+            continue;
+        }
+        text[len] = 0;
+        char *who = strchr(text, '\t'), *line = who ? strchr(who + 1, '\t') : NULL;
+        if (line) {
+            *who++ = 0;
+            *line++ = 0;
+            char name[96];
+            snprintf(name, sizeof name, "rank %d: %s", from, who);
+            tern_log_file_only((tern_log_level)atoi(text), name, line);
+        }
+        free(text);
+    }
+    return NULL;
+}
+
 static void *sft_main(void *arg)
 {
     tern_run *run = arg;
@@ -173,8 +203,8 @@ int tern_ranks_master_agree(tern_run *run, int rc)
         return rc; /* our own failure (reported by the caller), or none */
     if (who < 0)
         return agreed; /* the agreement itself failed: its message */
-    return tern_errorf(agreed, "rank %d (the %s) failed its checks: its message is above", who,
-                       who == TERN_RANK_TRAINER_AT ? "trainer" : "explorer rank");
+    return tern_errorf(agreed, "rank %d (%s) failed its checks: its message is above", who,
+                       tern_rank_name(rk, who));
 }
 
 int tern_ranks_master_setup(tern_run *run, int rc)
@@ -200,7 +230,8 @@ int tern_ranks_master_setup(tern_run *run, int rc)
     free(text);
     if (rc != TERN_OK || src != TERN_OK)
         return src;
-    return tern_link_weights_group(rk->link, 0, TERN_RANK_TRAINER_AT);
+    int grc = tern_link_weights_group(rk->link, 0, TERN_RANK_TRAINER_AT);
+    return grc != TERN_OK ? grc : tern_link_trainers_group(rk->link, 0);
 }
 
 int tern_ranks_master_start(tern_run *run, master *ms)
@@ -212,6 +243,8 @@ int tern_ranks_master_start(tern_run *run, master *ms)
         rc = start_pump(run, sft_main, "warm-up");
     if (rc == TERN_OK)
         rc = start_pump(run, buffer_main, "buffer");
+    if (rc == TERN_OK)
+        rc = start_pump(run, log_main, "log");
     (void)rk;
     return rc;
 }
@@ -240,7 +273,8 @@ void tern_ranks_master_dealt(tern_run *run, int dealt)
     unsigned char flag = (unsigned char)dealt;
     /* a flag alone (one byte, no batch) */
     for (uint32_t i = 0; i < rk->explorer_ranks; i++)
-        tern_link_send(rk->link, TERN_RANK_EXPLORERS_AT + (int)i, TERN_TAG_EXPLORE, &flag, 1);
+        tern_link_send(rk->link, tern_rank_explorers_at(rk) + (int)i, TERN_TAG_EXPLORE, &flag,
+                       1);
 }
 
 void tern_ranks_master_stop(tern_run *run)
@@ -291,6 +325,9 @@ void tern_ranks_master_end(tern_run *run, int rc)
         run->buffer_ops->close(run->buffer);
     tern_link_close_tag(rk->link, TERN_TAG_JOB_WANTED);
     take_traces(run);
+    /* a worker's lines came before its trace (one sender's messages keep
+     * their order): every line is in */
+    tern_link_close_tag(rk->link, TERN_TAG_LOG);
     tern_link_close_tag(rk->link, TERN_TAG_INBOX);
     tern_link_close_tag(rk->link, TERN_TAG_BUFFER_ASK);
     for (size_t i = 0; i < rk->n_threads; i++)

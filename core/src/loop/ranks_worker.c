@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "channel/transport_mpi.h"
 #include "channel/wire.h"
+#include "loop/data_parallel.h"
 #include "loop/master_state.h"
 #include "loop/ranks.h"
 #include "loop/run_checks.h"
@@ -39,9 +40,12 @@ typedef struct worker {
     int64_t clock_offset; /* the master's trace clock minus ours */
 } worker;
 
-static const char *role_name(const tern_ranks *rk)
+static const char *role_name(const tern_ranks *rk) { return tern_rank_name(rk, rk->rank); }
+
+/* A trainer rank other than the leading one (data-parallel trainers). */
+static int follows(const tern_ranks *rk)
 {
-    return rk->role == TERN_RANK_TRAINER ? "trainer" : "explorer rank";
+    return rk->role == TERN_RANK_TRAINER && rk->rank != TERN_RANK_TRAINER_AT;
 }
 
 static void *out_main(void *arg)
@@ -197,9 +201,12 @@ static int start_roles(worker *w, int roles)
     if (pthread_create(&w->out, NULL, out_main, w) != 0)
         return tern_errorf(TERN_ERR, "cannot start the outgoing pump");
     w->out_on = 1;
-    if (pthread_create(&w->in, NULL, in_main, w) != 0)
-        return tern_errorf(TERN_ERR, "cannot start the incoming pump");
-    w->in_on = 1;
+    /* a following trainer rank hears only the leading trainer (TERN_TAG_TRAIN) */
+    if (!follows(rk)) {
+        if (pthread_create(&w->in, NULL, in_main, w) != 0)
+            return tern_errorf(TERN_ERR, "cannot start the incoming pump");
+        w->in_on = 1;
+    }
     w->roles = calloc(run->n_explorers + 1, sizeof *w->roles);
     w->args = calloc(run->n_explorers, sizeof *w->args);
     if (!w->roles || !w->args)
@@ -208,7 +215,9 @@ static int start_roles(worker *w, int roles)
         return TERN_OK; /* set-up failed: only its report goes out */
     if (rk->role == TERN_RANK_TRAINER) {
         tern_trace_name_lane(run->session->trace, "trainer");
-        if (pthread_create(&w->roles[0], NULL, tern_trainer_main, run) != 0)
+        if (pthread_create(&w->roles[0], NULL,
+                           follows(rk) ? tern_trainer_follower_main : tern_trainer_main,
+                           run) != 0)
             return tern_errorf(TERN_ERR, "cannot start the trainer thread");
         w->n_roles = 1;
         return TERN_OK;
@@ -261,8 +270,12 @@ static void wind_down(worker *w, int failed)
 {
     tern_run *run = w->run;
     tern_ranks *rk = w->rk;
-    if (failed)
+    if (failed) {
         atomic_store(&run->failed, 1);
+        tern_dp_cancel(run->dp); /* a trainer rank's collectives give up */
+    }
+    if (follows(rk))
+        tern_dp_close(run->dp); /* no more orders: its thread ends */
     tern_queue_close(&run->explorer_jobs);
     tern_queue_close(&run->trainer_jobs);
     if (run->weights)
@@ -271,11 +284,16 @@ static void wind_down(worker *w, int failed)
         run->buffer_ops->close(run->buffer);
     for (size_t i = 0; i < w->n_roles; i++)
         pthread_join(w->roles[i], NULL);
+    /* the leading trainer is done: so are the others (whatever ended it) */
+    if (run->dp && !follows(rk) && tern_dp_order(run->dp, TERN_TRAIN_END, 0, NULL, NULL, 0))
+        tern_logf(TERN_LOG_ERROR, "run", "rank %d (%s): cannot tell the other trainer ranks "
+                  "the run is over: %s", rk->rank, role_name(rk), tern_error_message());
     tern_queue_close(&run->inbox);
     if (w->out_on)
         pthread_join(w->out, NULL);
     tern_link_close_tag(rk->link, rk->role == TERN_RANK_TRAINER ? TERN_TAG_SFT
                                                                 : TERN_TAG_EXPLORE);
+    tern_link_close_tag(rk->link, TERN_TAG_TRAIN);
     if (w->in_on)
         pthread_join(w->in, NULL);
     json_t *x = json_pack("{s:o?, s:I}", "trace", tern_trace_export(run->session->trace),
@@ -284,6 +302,22 @@ static void wind_down(worker *w, int failed)
     tern_link_send(rk->link, 0, TERN_TAG_TRACE, text, text ? strlen(text) : 0);
     free(text);
     json_decref(x);
+}
+
+/* Each log line this rank shows also goes to the master's log.txt
+ * ("LEVEL\tWHO\tLINE"); a line that cannot be sent is only on stderr. */
+static void forward_line(void *arg, tern_log_level level, const char *who, const char *line)
+{
+    tern_ranks *rk = arg;
+    char buf[4400], keep[1024];
+    int n = snprintf(buf, sizeof buf, "%d\t%s\t%s", (int)level, who, line);
+    if (n < 0)
+        return;
+    /* the sender's error message stays what it was */
+    snprintf(keep, sizeof keep, "%s", tern_error_message());
+    if (tern_link_send(rk->link, 0, TERN_TAG_LOG, buf,
+                       (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) != TERN_OK)
+        tern_errorf(TERN_ERR, "%s", keep);
 }
 
 int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *rk)
@@ -311,11 +345,12 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     for (int i = 0; o->handle_signals && i < 4; i++)
         sigaction(sigs[i], &ign, &old[i]);
 
+    tern_log_set_forward(forward_line, rk);
     tern_diag d;
     tern_diag_init(&d);
     int rc = tern_run_check(run, &d);
     if (rc == TERN_OK)
-        rc = tern_ranks_layout(run, rk->size, &rk->explorer_ranks);
+        rc = tern_ranks_layout(run, rk);
     if (rc == TERN_OK)
         rc = tern_run_make_models(run);
     int who = -1, agreed = tern_link_agree(rk->link, rc, &who);
@@ -345,15 +380,23 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
         tern_error_clear(); /* the master reports why the run did not start */
         goto out;
     }
-    if ((rc = tern_link_weights_group(rk->link, 1, TERN_RANK_TRAINER_AT)) != TERN_OK)
+    if ((rc = tern_link_weights_group(rk->link, !follows(rk), TERN_RANK_TRAINER_AT)) !=
+            TERN_OK ||
+        (rc = tern_link_trainers_group(rk->link, rk->role == TERN_RANK_TRAINER)) != TERN_OK)
         goto out;
-    if (rk->role == TERN_RANK_TRAINER) {
+    if (rk->role == TERN_RANK_TRAINER && rk->trainer_ranks > 1 &&
+        !(run->dp = tern_dp_open(rk->link, rk->rank - TERN_RANK_TRAINER_AT,
+                                 (int)rk->trainer_ranks, TERN_RANK_TRAINER_AT))) {
+        rc = TERN_ENOMEM;
+        goto out;
+    }
+    if (rk->role == TERN_RANK_TRAINER && !follows(rk)) {
         run->buffer_ops = &tern_buffer_forward_ops;
         run->buffer = tern_buffer_forward_new(rk->link);
         if (!run->buffer)
             rc = TERN_ENOMEM;
     }
-    if (rc == TERN_OK)
+    if (rc == TERN_OK && !follows(rk))
         rc = open_weights(w);
     if (rc == TERN_OK && rk->role == TERN_RANK_TRAINER)
         rc = load_checkpoint(run);
@@ -368,10 +411,12 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     rc = TERN_OK; /* the master reports the run's outcome */
     tern_error_clear();
 out:
+    tern_log_set_forward(NULL, NULL);
     for (int i = 0; o->handle_signals && i < 4; i++)
         sigaction(sigs[i], &old[i], NULL);
     tern_diag_free(&d);
     tern_weights_free(run->weights);
+    tern_dp_free(run->dp);
     if (run->buffer_ops == &tern_buffer_forward_ops)
         tern_buffer_forward_ops.destroy(run->buffer);
     tern_queue_destroy(&run->inbox, tern_msg_free);

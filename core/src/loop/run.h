@@ -73,6 +73,8 @@ typedef struct tern_run {
     tern_weight_store *weights;
 
     struct tern_ranks *ranks;  /* a run on MPI ranks (loop/ranks.h); NULL in one process */
+    struct tern_dp *dp;        /* a trainer rank among several (loop/data_parallel.h); NULL
+                                  in one process and with one trainer rank */
 
     int resuming;              /* --resume: a durable buffer's groups are this run's */
     tern_resume_point resume;
@@ -94,6 +96,9 @@ typedef struct tern_explorer_arg {
 } tern_explorer_arg;
 void *tern_explorer_main(void *arg);
 void *tern_trainer_main(void *arg);
+/* A trainer rank other than the leading one: the leader's orders (warm-up
+ * steps, RL start, RL steps) until it says no more. */
+void *tern_trainer_follower_main(void *arg);
 
 /* Waits shorter than this are not traced (a lock or a queue hand-off, not a
  * role idling); nanoseconds. */

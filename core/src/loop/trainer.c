@@ -11,7 +11,9 @@
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "experience/experience.h"
+#include "loop/data_parallel.h"
 #include "loop/ledger.h"
+#include "loop/ranks.h"
 #include "loop/run.h"
 #include "loop/run_state.h"
 #include "loop/step_figures.h"
@@ -81,12 +83,10 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     tern_sequence *seqs = calloc(n, sizeof *seqs);
     float **lp = calloc(n, sizeof *lp), **dl = calloc(n, sizeof *dl);
     int rc = TERN_OK;
-    if (!toks || !seqs || !lp || !dl) {
-        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
-        goto done;
-    }
     double t0 = tern_run_now();
     size_t T = 0;
+    if (!toks || !seqs || !lp || !dl)
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
         int32_t *p = NULL, *a = NULL;
         size_t np = 0, na = 0;
@@ -112,9 +112,14 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
         free(p);
         free(a);
     }
-    if (rc != TERN_OK)
-        goto done;
-    if ((rc = tern_model_score(m, "trainer: score (warm-up)", seqs, n, lp, NULL)) != TERN_OK)
+    /* each trainer rank scores its share of the pairs, then every rank has
+     * every pair's log-probs (one trainer: the whole batch is its share) */
+    size_t lo, hi;
+    tern_dp_share(run->dp, n, &lo, &hi);
+    if (rc == TERN_OK && hi > lo)
+        rc = tern_model_score(m, "trainer: score (warm-up)", seqs + lo, hi - lo, lp + lo, NULL);
+    if ((rc = tern_dp_agree(run->dp, rc)) != TERN_OK ||
+        (rc = tern_dp_gather(run->dp, lp, seqs, n, 1)) != TERN_OK)
         goto done;
     /* L = -1/T sum log p(target) (the sft loss, token mean) */
     tern_loss_seq *ls = calloc(n, sizeof *ls);
@@ -135,13 +140,18 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
         goto done;
     }
     double loss = lstats.loss;
-    if ((rc = tern_model_backward(m, "trainer: backward (warm-up)", seqs, n,
-                                  (const float *const *)dl, NULL)) != TERN_OK)
+    /* the gradient of the whole batch's loss: each rank's share, summed */
+    if (hi > lo)
+        rc = tern_model_backward(m, "trainer: backward (warm-up)", seqs + lo, hi - lo,
+                                 (const float *const *)dl + lo, NULL);
+    if ((rc = tern_dp_agree(run->dp, rc)) != TERN_OK ||
+        (rc = tern_dp_sum_gradients(run->dp, m)) != TERN_OK)
         goto done;
     tern_optim_step st = {.size = sizeof st, .lr = run->set.sft_lr, .beta1 = run->set.beta1,
                           .beta2 = run->set.beta2, .eps = run->set.adam_eps,
                           .weight_decay = run->set.weight_decay, .grad_clip = run->set.grad_clip};
-    if ((rc = tern_model_step(m, "trainer: optimiser step (warm-up)", &st)) != TERN_OK)
+    rc = tern_model_step(m, "trainer: optimiser step (warm-up)", &st);
+    if ((rc = tern_dp_agree(run->dp, rc)) != TERN_OK || !tern_dp_leads(run->dp))
         goto done;
     tern_step_msg *r = new_report(TERN_MSG_SFT_DONE, job->step + 1);
     if (!r) {
@@ -180,8 +190,14 @@ static int sft_stage(tern_run *run)
         tern_sft_job *job = tern_queue_pop(&run->trainer_jobs);
         if (!job)
             return TERN_ECLOSED;
+        /* the other trainer ranks take the same step */
+        int rc = tern_dp_order(run->dp, TERN_TRAIN_SFT, 0, job, NULL, 0);
+        if (rc != TERN_OK) {
+            tern_msg_free(job);
+            return rc;
+        }
         uint64_t span = tern_trace_begin(run->session->trace, "sft_step");
-        int rc = sft_step(run, job);
+        rc = sft_step(run, job);
         char args[64];
         snprintf(args, sizeof args, "{\"step\":%lld}", (long long)job->step);
         tern_trace_end(run->session->trace, span, args);
@@ -411,38 +427,54 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
     return TERN_OK;
 }
 
+/* One RL step's training on the groups of b: on one trainer, or with the
+ * other trainer ranks (data_parallel.h), each scoring and back-propagating
+ * its share of the groups and computing the loss over all of them. Every
+ * collective is preceded by an agreement on the statuses, so a failure
+ * anywhere ends the step everywhere. */
 static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
 {
     const tern_run_settings *set = &run->set;
     uint32_t G = set->group_size;
     float temp = set->temperature > 0 ? (float)set->temperature : 1.0f;
+    tern_dp *dp = run->dp;
     step_arrays a = {0};
     int rc = arrays_alloc(&a, b, G, temp);
-    if (rc != TERN_OK) {
-        arrays_free(&a);
-        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
-    }
-    for (size_t i = 0; i < a.n; i++)
+    if (rc != TERN_OK)
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    for (size_t i = 0; rc == TERN_OK && i < a.n; i++)
         rep->train_tokens += a.seq[i].len;
     int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
+    size_t n_groups = b->n, g0, g1;
+    tern_dp_share(dp, n_groups, &g0, &g1);
+    size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's sequences: [lo, lo + k) */
     uint64_t span = tern_trace_begin(run->session->trace, "score");
-    rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq, a.n, a.lp, a.ent);
+    if (rc == TERN_OK && k)
+        rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq + lo, k, a.lp + lo,
+                              a.ent + lo);
+    if (rc == TERN_OK && k && need_ref)
+        rc = tern_model_score(&run->reference, "trainer: score (reference)", a.seq + lo, k,
+                              a.ref + lo, NULL);
+    if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
+        rc = tern_dp_gather(dp, a.lp, a.seq, a.n, G);
+    if (rc == TERN_OK)
+        rc = tern_dp_gather(dp, a.ent, a.seq, a.n, G);
     if (rc == TERN_OK && need_ref)
-        rc = tern_model_score(&run->reference, "trainer: score (reference)", a.seq, a.n, a.ref,
-                              NULL);
+        rc = tern_dp_gather(dp, a.ref, a.seq, a.n, G);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK)
         goto done;
 
+    /* From here to the backward pass every trainer rank computes the same
+     * numbers over the whole batch. */
     /* KL as a reward penalty: r -= beta * sum_t k(logp_t, logp_ref_t) */
     if (need_ref && set->kl_placement == TERN_KL_IN_REWARD && set->loss.kl_coef > 0)
         for (size_t i = 0; i < a.n; i++) {
             double kl = 0;
-            for (size_t k = a.seq[i].start; k < a.seq[i].len; k++)
-                kl += tern_kl_value(set->loss.kl, a.lp[i][k], a.ref[i][k]);
+            for (size_t t = a.seq[i].start; t < a.seq[i].len; t++)
+                kl += tern_kl_value(set->loss.kl, a.lp[i][t], a.ref[i][t]);
             a.reward[i] -= set->loss.kl_coef * kl;
         }
-    size_t n_groups = b->n;
     tern_length_penalty(&set->adv, a.reward, a.len, a.correct, n_groups, G);
     for (size_t i = 0; i < a.n; i++)
         rep->reward_mean += a.reward[i] / (double)a.n;
@@ -466,21 +498,28 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         lp.kl = TERN_KL_NONE;
         lp.kl_coef = 0;
     }
+    /* the loss over every rank's tokens: normalised by the global count */
     if ((rc = tern_policy_loss(&lp, a.ls, a.n, &rep->loss)) != TERN_OK) {
         rc = tern_role_failed(rc, "trainer", "loss");
         goto done;
     }
     span = tern_trace_begin(run->session->trace, "backward");
-    rc = tern_model_backward(&run->policy, "trainer: backward", a.seq, a.n,
-                             (const float *const *)a.dl,
-                             set->loss.entropy_coef != 0 ? (const float *const *)a.dent : NULL);
+    if (k)
+        rc = tern_model_backward(&run->policy, "trainer: backward", a.seq + lo, k,
+                                 (const float *const *)a.dl + lo,
+                                 set->loss.entropy_coef != 0 ? (const float *const *)a.dent + lo
+                                                             : NULL);
+    /* the whole batch's gradient: every rank's share summed */
+    if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
+        rc = tern_dp_sum_gradients(dp, &run->policy);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc != TERN_OK)
         goto done;
     tern_optim_step st = {.size = sizeof st, .lr = tern_run_lr(set, step), .beta1 = set->beta1,
                           .beta2 = set->beta2, .eps = set->adam_eps,
                           .weight_decay = set->weight_decay, .grad_clip = set->grad_clip};
-    if ((rc = tern_model_step(&run->policy, "trainer: optimiser step", &st)) != TERN_OK)
+    rc = tern_model_step(&run->policy, "trainer: optimiser step", &st);
+    if ((rc = tern_dp_agree(dp, rc)) != TERN_OK)
         goto done;
     rep->grad_norm = st.grad_norm;
     rep->lr = st.lr;
@@ -544,6 +583,23 @@ static void train_args(int64_t step, const batch *b, char *buf, size_t n)
         snprintf(buf, n, "{\"step\":%lld}", (long long)step);
 }
 
+/* Train on the step's groups (traced as `train`), and at a checkpoint
+ * step make sure every trainer rank holds the same weights. */
+static int train_step(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
+{
+    tern_trace *tr = run->session->trace;
+    char args[1024];
+    double ts = tern_run_now();
+    uint64_t span = tern_trace_begin(tr, "train");
+    int rc = train_on(run, step, b, rep);
+    train_args(step, b, args, sizeof args);
+    tern_trace_end(tr, span, args);
+    rep->train_seconds = tern_run_now() - ts;
+    if (rc == TERN_OK && save_due(run, step + 1))
+        rc = tern_dp_check_same(run->dp, &run->policy, step + 1);
+    return rc;
+}
+
 /* One RL step; 1 when it stopped on request instead. */
 static int rl_step(tern_run *run, int64_t step)
 {
@@ -589,19 +645,17 @@ static int rl_step(tern_run *run, int64_t step)
         rc = add_consumed(rep, tern_group_id(b.g[i].batch, b.g[i].group, run->set.batch_tasks));
     if (rc == TERN_OK)
         rc = tern_step_figures(run, b.g, b.n, step + 1, rep);
+    /* the other trainer ranks train on the same groups */
+    if (rc == TERN_OK)
+        rc = tern_dp_order(run->dp, TERN_TRAIN_STEP, step, NULL, b.g, b.n);
     if (rc != TERN_OK)
         goto fail;
-    double ts = tern_run_now();
-    uint64_t span = tern_trace_begin(tr, "train");
-    rc = train_on(run, step, &b, rep);
-    train_args(step, &b, args, sizeof args);
-    tern_trace_end(tr, span, args);
-    rep->train_seconds = tern_run_now() - ts;
+    int64_t done = step + 1;
+    rc = train_step(run, step, &b, rep);
     batch_free(&b);
     if (rc != TERN_OK)
         goto fail;
 
-    int64_t done = step + 1;
     rep->version = done;
     tern_error_clear();
     int pub = run->sync_ops->trainer_publishes(run->sync, step);
@@ -678,6 +732,11 @@ static int rl_start(tern_run *run)
             }
         }
     }
+    /* the other trainer ranks' references become the same copy */
+    if ((rc = tern_dp_order(run->dp, TERN_TRAIN_RL_START, 0, NULL, NULL, 0)) != TERN_OK) {
+        tern_msg_free(m);
+        return rc;
+    }
     /* loadable before the explorers start: they never wait for a first version */
     if (run->set.steps > 0 && ((rc = publish(run, v)) != TERN_OK ||
                                (rc = tern_weights_flush(run->weights)) != TERN_OK)) {
@@ -700,5 +759,79 @@ void *tern_trainer_main(void *arg)
         rc = rl_step(run, t);
     if (rc < 0 && rc != TERN_ECLOSED)
         tern_report_failure(run, "trainer", rc);
+    return NULL;
+}
+
+/* ---- a trainer rank other than the leader -------------------------------------- */
+
+/* The groups of an order, decoded. */
+static int order_groups(const tern_train_msg *o, batch *b)
+{
+    b->g = calloc(o->n ? o->n : 1, sizeof *b->g);
+    if (!b->g)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    for (uint32_t i = 0; i < o->n; i++) {
+        int rc = tern_experience_decode(o->group[i], o->group_len[i], &b->g[b->n]);
+        if (rc != TERN_OK)
+            return tern_role_failed(rc, "trainer", "a group from the leading trainer");
+        b->n++;
+    }
+    return TERN_OK;
+}
+
+static int follow(tern_run *run, const tern_train_msg *o)
+{
+    tern_trace *tr = run->session->trace;
+    int rc = TERN_OK;
+    if (o->order == TERN_TRAIN_SFT && o->sft) {
+        uint64_t span = tern_trace_begin(tr, "sft_step");
+        rc = sft_step(run, o->sft);
+        char args[64];
+        snprintf(args, sizeof args, "{\"step\":%lld}", (long long)o->sft->step);
+        tern_trace_end(tr, span, args);
+    } else if (o->order == TERN_TRAIN_RL_START) {
+        if (!run->resume.rl_started && run->reference_is_copy &&
+            (rc = tern_weights_copy(&run->policy, &run->reference)) != TERN_OK)
+            rc = tern_role_failed(rc, "trainer", "copying the policy into the reference");
+    } else if (o->order == TERN_TRAIN_STEP) {
+        batch b = {0};
+        tern_step_msg rep = {.kind = TERN_MSG_STEP_DONE}; /* the leader reports */
+        rc = order_groups(o, &b);
+        if (rc == TERN_OK)
+            rc = train_step(run, o->step, &b, &rep);
+        else
+            tern_dp_agree(run->dp, rc); /* the step's first agreement: everyone gives up */
+        batch_free(&b);
+    } else {
+        rc = tern_errorf(TERN_EINVAL, "trainer: order %u from the leading trainer is not one "
+                         "this rank takes (a bug)", o->order);
+    }
+    return rc;
+}
+
+void *tern_trainer_follower_main(void *arg)
+{
+    tern_run *run = arg;
+    tern_trace_name_lane(run->session->trace, "trainer");
+    int reported = 0;
+    for (;;) {
+        tern_train_msg *o = NULL;
+        int rc = tern_dp_next(run->dp, &o);
+        int end = rc != TERN_OK || o->order == TERN_TRAIN_END;
+        if (rc == TERN_OK && !end)
+            rc = follow(run, o);
+        tern_msg_free(o);
+        /* a failure of our own is reported once; the leader ends the step
+         * everywhere, then says END */
+        if (rc < 0 && rc != TERN_ECLOSED && !reported) {
+            char why[768];
+            snprintf(why, sizeof why, "%s", tern_error_message());
+            tern_errorf(rc, "trainer rank %d: %s", run->ranks ? run->ranks->rank : 0, why);
+            tern_report_failure(run, "trainer", rc);
+            reported = 1;
+        }
+        if (end)
+            break;
+    }
     return NULL;
 }
