@@ -10,7 +10,10 @@
  * takes part, as in a run's weights group. Each size is sent 5 times after
  * one warm-up; the median is printed. First, the CPU a rank uses while it
  * waits 3 s for a message (its post office polling): a blocking MPI_Recv
- * would use a whole core. Figures only, no pass/fail. */
+ * would use a whole core. Last, what data-parallel trainer ranks pay per
+ * step: the sum of float32 gradients of each size between ranks 1 and 2
+ * (tern_link_trainers_sum, MPI_Iallreduce polled). Figures only, no
+ * pass/fail. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +130,40 @@ int main(int argc, char **argv)
         }
         free(buf);
         free(to);
+    }
+    /* the gradient sum of two trainer ranks */
+    int trainer = rank == 1 || rank == 2;
+    if (tern_link_trainers_group(l, trainer) != 0) {
+        tern_link_close(l);
+        return 1;
+    }
+    if (rank == 0)
+        printf("\ngradient sum (float32, in place) between 2 trainer ranks, median of 5\n"
+               "%10s %14s %12s\n", "MiB", "sum ms", "GB/s");
+    for (size_t i = 0; i < n; i++) {
+        double mib = argc > 1 ? atof(argv[i + 1]) : def[i];
+        size_t count = (size_t)(mib * 1048576.0) / sizeof(float);
+        float *g = malloc((count ? count : 1) * sizeof *g);
+        if (!g)
+            return 1;
+        for (size_t k = 0; k < count; k++)
+            g[k] = (float)rank;
+        double sum_s[5] = {0};
+        for (int k = -1; k < 5; k++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now();
+            if (trainer)
+                tern_link_trainers_sum(l, g, count, NULL);
+            double t = now() - t0, slowest = 0;
+            MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0 && k >= 0)
+                sum_s[k] = slowest;
+        }
+        if (rank == 0) {
+            double a = median5(sum_s);
+            printf("%10.0f %14.2f %12.2f\n", mib, 1e3 * a, (double)count * 4 / a / 1e9);
+        }
+        free(g);
     }
     tern_link_close(l);
     return 0;

@@ -9,6 +9,9 @@
 # 2. The waiting rank: the CPU time each rank used, against the run's wall
 #    time (a rank that waited by spinning in MPI would show ~100%).
 # 3. The weight broadcast against model size (bench_weights_bcast).
+# 4. Data-parallel trainers: a training-bound run (warm-up steps only, 64
+#    pairs a step, a 4-layer model of hidden 256) with 1 and 2 trainer ranks,
+#    beside one process: training tokens per second of training time.
 # Figures only, no pass/fail. On a 2-core machine the explorer ranks share
 # the cores with the master and the trainer: this shows the mechanics, not
 # a speed-up.
@@ -73,3 +76,26 @@ PY
 echo
 echo "3. weight broadcast (rank 1 to the explorer ranks) against one process's copies"
 $MPIRUN -np 3 "$BUILD/bench/bench_weights_bcast" 1 16 64 256
+
+echo
+echo "4. data-parallel trainers: warm-up only (20 steps of 64 pairs, hidden 256),"
+echo "   training tokens per second of the steps' time"
+dp=(-o 'run.out_dir="'"$work"'/runs"' -o trainer.steps=0 -o trainer.sft.steps=20
+    -o trainer.sft.batch_tasks=64 -o eval.limit=4 -o model.threads=1
+    -o model.init.hidden_size=256 -o model.init.intermediate_size=688)
+train_tokens_per_s() {
+  python3 -c "import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1])]
+t=sum(r.get('train_tokens_per_s',0) for r in rows if r.get('stage')=='sft')
+n=sum(1 for r in rows if r.get('stage')=='sft')
+print('%.0f' % (t / n))" "$1/metrics.jsonl"
+}
+"$TERN" run etc/quickstart.cfg "${dp[@]}" -o run.name='"dp_threads"' >/dev/null 2>&1
+$MPIRUN -np 3 "$TERN" run etc/quickstart.cfg "${dp[@]}" -o run.name='"dp1"' >/dev/null 2>&1
+$MPIRUN -np 4 "$TERN" run etc/quickstart.cfg "${dp[@]}" -o ranks.trainers=2 \
+  -o run.name='"dp2"' >/dev/null 2>&1
+a=$(train_tokens_per_s "$work/runs/dp_threads")
+b=$(train_tokens_per_s "$work/runs/dp1")
+c=$(train_tokens_per_s "$work/runs/dp2")
+printf '%16s %16s %16s %8s\n' "one process" "1 trainer rank" "2 trainer ranks" "2 vs 1"
+printf '%16s %16s %16s %8.2f\n' "$a" "$b" "$c" "$(echo "$c / $b" | bc -l)"

@@ -1,7 +1,9 @@
 /* test_ranks.c: a run across MPI ranks (docs/distributed.md), launched as a
  * user launches it, `mpirun -np N tern run CONFIG`:
  *   - a synchronous run on 3 ranks writes exactly the metrics.jsonl of the
- *     same run in one process (every figure but the timings);
+ *     same run in one process (every figure but the timings), and so does
+ *     one on 5 ranks whose 2 reward-worker ranks score the responses in
+ *     their own isolated workers;
  *   - (every etc/modes/ config obeys its sync rules on ranks:
  *     test_ranks_modes.c, a test of its own so ctest runs it beside this);
  *   - a layout that does not fit the ranks launched is refused before
@@ -23,14 +25,51 @@
 #define SRC TERN_TEST_SOURCE_DIR
 #define MPIRUN test_mpirun()
 
-/* A figure that measures time, not learning: it differs between any two runs. */
+/* A figure that measures time, not learning: it differs between any two
+ * runs. buffer_size too: whether the next batch's rollout reaches the
+ * master before the step's report does is a race (on ranks they come from
+ * two processes; the report carries the weights to evaluate). */
 static int is_timing(const char *key)
 {
     size_t n = strlen(key);
     return strncmp(key, "wait_s/", 7) == 0 || (n > 6 && strcmp(key + n - 6, "_per_s") == 0) ||
-           strcmp(key, "eval/seconds") == 0;
+           strcmp(key, "eval/seconds") == 0 || strcmp(key, "buffer_size") == 0;
 }
 
+/* Every figure of two metrics.jsonl files is the same, but the timings. */
+static void expect_same_metrics(const char *a_path, const char *b_path, const char *what)
+{
+    json_t *a = json_lines(a_path, NULL), *b = json_lines(b_path, NULL);
+    cr_assert_eq(json_array_size(a), json_array_size(b), "%zu lines in one process, %zu %s",
+                 json_array_size(a), json_array_size(b), what);
+    cr_expect_gt(json_array_size(a), 12 + 40);
+    size_t i, compared = 0;
+    json_t *x;
+    json_array_foreach(a, i, x) {
+        json_t *y = json_array_get(b, i);
+        const char *key;
+        json_t *v;
+        cr_expect_eq(json_object_size(x), json_object_size(y), "line %zu: keys differ", i + 1);
+        json_object_foreach(x, key, v) {
+            if (is_timing(key))
+                continue;
+            json_t *w = json_object_get(y, key);
+            char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+            char *ws = w ? json_dumps(w, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
+            cr_expect(ws && strcmp(vs, ws) == 0, "line %zu, %s: %s in one process, %s %s",
+                      i + 1, key, vs, ws ? ws : "(missing)", what);
+            free(vs);
+            free(ws);
+            compared++;
+        }
+    }
+    cr_expect_gt(compared, 300);
+    json_decref(a);
+    json_decref(b);
+}
+
+/* The same run in one process, on 3 ranks, and on 5 with 2 reward-worker
+ * ranks scoring in their own isolated workers: the same figures. */
 Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
 {
     test_need_mpi();
@@ -47,35 +86,21 @@ Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
     run(&r, "cd %s && %s -np 3 %s run q.cfg %s -o run.name='\"ranks\"' > /dev/null", work,
         MPIRUN, TERN, opts);
     cr_assert_eq(r.code, 0, "on 3 ranks: exit %d\n%s", r.code, r.err);
+    run(&r, "cd %s && sed 's|plugin = \"math\"; weight = 1.0;|plugin = \"math\"; weight = 1.0; "
+            "isolate = true;|' q.cfg > qi.cfg && grep -q 'isolate = true' qi.cfg && "
+            "%s -np 5 %s run qi.cfg %s -o ranks.rewards=2 -o run.name='\"rewards\"' > /dev/null",
+        work, MPIRUN, TERN, opts);
+    cr_assert_eq(r.code, 0, "on 5 ranks, 2 of them reward ranks: exit %d\n%s", r.code, r.err);
 
     char a_path[1024], b_path[1024];
     snprintf(a_path, sizeof a_path, "%s/ranks_test/threaded/metrics.jsonl", work);
     snprintf(b_path, sizeof b_path, "%s/ranks_test/ranks/metrics.jsonl", work);
-    json_t *a = json_lines(a_path, NULL), *b = json_lines(b_path, NULL);
-    cr_assert_eq(json_array_size(a), json_array_size(b), "%zu lines in one process, %zu on "
-                 "ranks", json_array_size(a), json_array_size(b));
-    cr_expect_gt(json_array_size(a), 12 + 40);
-    size_t i, compared = 0;
+    expect_same_metrics(a_path, b_path, "on ranks");
+    snprintf(b_path, sizeof b_path, "%s/ranks_test/rewards/metrics.jsonl", work);
+    expect_same_metrics(a_path, b_path, "with 2 reward ranks");
+    json_t *a = json_lines(a_path, NULL);
+    size_t i;
     json_t *x;
-    json_array_foreach(a, i, x) {
-        json_t *y = json_array_get(b, i);
-        const char *key;
-        json_t *v;
-        cr_expect_eq(json_object_size(x), json_object_size(y), "line %zu: keys differ", i + 1);
-        json_object_foreach(x, key, v) {
-            if (is_timing(key))
-                continue;
-            json_t *w = json_object_get(y, key);
-            char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
-            char *ws = w ? json_dumps(w, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
-            cr_expect(ws && strcmp(vs, ws) == 0, "line %zu, %s: %s in one process, %s on ranks",
-                      i + 1, key, vs, ws ? ws : "(missing)");
-            free(vs);
-            free(ws);
-            compared++;
-        }
-    }
-    cr_expect_gt(compared, 300);
     /* the run learned something to compare: a reward above zero somewhere */
     double best = 0;
     json_array_foreach(a, i, x) {
@@ -85,7 +110,6 @@ Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
     }
     cr_expect_gt(best, 0, "every reward was 0: the comparison says little");
     json_decref(a);
-    json_decref(b);
 
     /* one trace with every rank's lanes */
     char path[1024];
@@ -94,6 +118,10 @@ Test(ranks, synchronous_on_3_ranks_writes_the_threaded_metrics)
     slurp(path, text, sizeof text);
     cr_expect(strstr(text, "\"trainer (rank 1)\""), "trace.json names the trainer's lane");
     cr_expect(strstr(text, "\"explorer 0 (rank 2)\""), "trace.json names the explorer's lane");
+    snprintf(path, sizeof path, "%s/ranks_test/rewards/trace.json", work);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"rewards (rank 3)\"") && strstr(text, "\"rewards (rank 4)\""),
+              "trace.json has each reward rank's lane");
 
     /* tern timeline draws it as a run of one process: a trainer lane, and a
      * weight sync (mpi, drawn as memory) on it and the explorer's per step */
@@ -131,13 +159,20 @@ static void refused(int np, const char *opts, const char *want)
 Test(ranks, more_explorer_ranks_asked_than_launched_is_refused)
 {
     test_need_mpi();
-    refused(3, "-o ranks.explorers=2", "ranks.explorers = 2 ask for 4 ranks");
+    refused(3, "-o ranks.explorers=2", "ranks.explorers = 2 and ranks.rewards = 0 ask for 4 ranks");
 }
 
 Test(ranks, two_ranks_are_refused)
 {
     test_need_mpi();
     refused(2, "", "needs at least 3");
+}
+
+Test(ranks, reward_ranks_that_leave_no_explorer_rank_are_refused)
+{
+    test_need_mpi();
+    refused(4, "-o ranks.rewards=2", "needs at least 5: the master (rank 0), 1 trainer rank, "
+            "an explorer rank and the reward ranks");
 }
 
 Test(ranks, two_trainer_ranks_on_three_ranks_are_refused)

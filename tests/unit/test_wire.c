@@ -168,6 +168,45 @@ static tern_train_msg *make_train(uint32_t order, uint32_t n)
     return m;
 }
 
+static tern_reward_ask *make_reward_ask(uint32_t n)
+{
+    tern_reward_ask *a = zalloc(1, sizeof *a);
+    a->kind = TERN_MSG_REWARD_ASK;
+    a->route = 2;
+    a->n = n;
+    a->task = zalloc(n, sizeof *a->task);
+    a->origin = zalloc(n, sizeof *a->origin);
+    a->response = zalloc(n, sizeof *a->response);
+    a->tokens = zalloc(n, sizeof *a->tokens);
+    for (uint32_t i = 0; i < n; i++) {
+        a->task[i] = dup_or_null("{\"prompt\": \"1+1\", \"answer\": \"2\"}");
+        a->origin[i] = i % 2 ? NULL : dup_or_null("train.jsonl:7");
+        a->response[i] = dup_or_null(i == 1 ? "" : "the answer is 2");
+        a->tokens[i] = 5 * i;
+    }
+    return a;
+}
+
+static tern_reward_answer *make_reward_answer(uint32_t n)
+{
+    tern_reward_answer *a = zalloc(1, sizeof *a);
+    a->kind = TERN_MSG_REWARD_ANSWER;
+    a->n = n;
+    a->reply = zalloc(n, sizeof *a->reply);
+    for (uint32_t i = 0; i < n; i++) {
+        tern_reward_reply *r = &a->reply[i];
+        r->failure = i == 2 ? 4 : 0;
+        r->reward = i == 0 ? bits_double(0x7ff8000000000123ull) : 0.25 * i;
+        r->reason = dup_or_null(i == 2 ? "timed out" : "extracted 2, expected 2");
+        r->n_comp = i % 3;
+        for (uint32_t c = 0; c < r->n_comp; c++) {
+            r->comp_name[c] = dup_or_null(c ? "format" : "accuracy");
+            r->comp_value[c] = 1.0 / (c + 3);
+        }
+    }
+    return a;
+}
+
 static json_t *make_figures(void)
 {
     json_t *o = json_object();
@@ -370,6 +409,30 @@ static void expect_same(const void *x, const void *y)
             }
             cr_expect(same_str(ra->text, rb->text), "response %zu text", i);
         }
+    } else if (kind == TERN_MSG_REWARD_ASK) {
+        const tern_reward_ask *a = x, *b = y;
+        cr_expect_eq(a->route, b->route);
+        cr_assert_eq(a->n, b->n);
+        for (uint32_t i = 0; i < a->n; i++) {
+            cr_expect(same_str(a->task[i], b->task[i]), "task %u", i);
+            cr_expect(same_str(a->origin[i], b->origin[i]), "origin %u", i);
+            cr_expect(same_str(a->response[i], b->response[i]), "response %u", i);
+            cr_expect_eq(a->tokens[i], b->tokens[i]);
+        }
+    } else if (kind == TERN_MSG_REWARD_ANSWER) {
+        const tern_reward_answer *a = x, *b = y;
+        cr_assert_eq(a->n, b->n);
+        for (uint32_t i = 0; i < a->n; i++) {
+            const tern_reward_reply *p = &a->reply[i], *q = &b->reply[i];
+            cr_expect_eq(p->failure, q->failure);
+            cr_expect(same_bits(p->reward, q->reward), "verdict %u reward", i);
+            cr_expect(same_str(p->reason, q->reason), "verdict %u reason", i);
+            cr_assert_eq(p->n_comp, q->n_comp);
+            for (uint32_t c = 0; c < p->n_comp; c++) {
+                cr_expect(same_str(p->comp_name[c], q->comp_name[c]));
+                cr_expect(same_bits(p->comp_value[c], q->comp_value[c]));
+            }
+        }
     } else if (kind == TERN_MSG_TRAIN) {
         const tern_train_msg *a = x, *b = y;
         cr_expect_eq(a->order, b->order);
@@ -445,6 +508,14 @@ static void round_trip(void *msg)
     tern_msg_free(back);
     expect_no_leak(heap, "a round trip");
     tern_msg_free(msg);
+}
+
+Test(wire, a_reward_ask_and_answer_round_trip)
+{
+    round_trip(make_reward_ask(0));
+    round_trip(make_reward_ask(3));
+    round_trip(make_reward_answer(0));
+    round_trip(make_reward_answer(4));
 }
 
 Test(wire, a_train_order_round_trips)
@@ -543,7 +614,7 @@ Test(wire, the_encoder_refuses_what_the_decoder_would)
     cr_expect_eq(tern_wire_encode(&bad, &buf, &len), TERN_EINVAL);
     cr_expect(buf == NULL && len == 0);
     cr_expect(strstr(tern_error_message(), "unknown kind"), "%s", tern_error_message());
-    bad = (tern_msg_kind)(TERN_MSG_TRAIN + 1);
+    bad = (tern_msg_kind)(TERN_MSG_REWARD_ANSWER + 1);
     cr_expect_eq(tern_wire_encode(&bad, &buf, &len), TERN_EINVAL);
 
     tern_step_msg *s = make_step(TERN_MSG_FAILED, 0);
@@ -603,7 +674,9 @@ static unsigned char *encode_kind(int which, size_t *len)
               : which == 2 ? (void *)make_rollout(2, 2)
               : which == 3 ? (void *)make_step(TERN_MSG_STEP_DONE, 1)
               : which == 4 ? (void *)make_train(TERN_TRAIN_SFT, 1)
-                           : (void *)make_train(TERN_TRAIN_STEP, 3);
+              : which == 5 ? (void *)make_train(TERN_TRAIN_STEP, 3)
+              : which == 6 ? (void *)make_reward_ask(2)
+                           : (void *)make_reward_answer(3);
     unsigned char *buf = encode(m, len);
     tern_msg_free(m);
     return buf;
@@ -611,7 +684,7 @@ static unsigned char *encode_kind(int which, size_t *len)
 
 Test(wire, every_truncation_is_refused)
 {
-    for (int which = 0; which < 6; which++) {
+    for (int which = 0; which < 8; which++) {
         size_t len;
         unsigned char *buf = encode_kind(which, &len);
         size_t heap = heap_in_use();
@@ -626,7 +699,7 @@ Test(wire, every_truncation_is_refused)
 Test(wire, a_flipped_byte_is_refused_or_decodes_to_a_whole_message)
 {
     const unsigned char flips[] = {0xff, 0x01, 0x80};
-    for (int which = 0; which < 6; which++) {
+    for (int which = 0; which < 8; which++) {
         size_t len;
         unsigned char *buf = encode_kind(which, &len);
         unsigned char *copy = malloc(len);
@@ -670,7 +743,7 @@ Test(wire, a_bad_header_or_trailing_bytes_are_refused)
     memcpy(b, buf, len);
     b[4] = 2; /* format 2 */
     expect_refused(b, len, "format 2");
-    const uint16_t kinds[] = {0, TERN_MSG_TRAIN + 1, 0xffff};
+    const uint16_t kinds[] = {0, TERN_MSG_REWARD_ANSWER + 1, 0xffff};
     for (size_t i = 0; i < 3; i++) {
         memcpy(b, buf, len);
         b[6] = (unsigned char)kinds[i], b[7] = (unsigned char)(kinds[i] >> 8);

@@ -37,6 +37,8 @@ typedef enum tern_link_tag {
     TERN_TAG_TRACE,       /* worker -> master at the end: its trace events (JSON) */
     TERN_TAG_LOG,         /* worker -> master: a log line for log.txt (text) */
     TERN_TAG_TRAIN,       /* leading trainer -> trainer ranks: an order (wire.h) */
+    TERN_TAG_REWARD_ASK,  /* master -> reward rank: responses to score (wire.h) */
+    TERN_TAG_REWARD_ANSWER, /* reward rank -> master: the verdicts (wire.h) */
     TERN_TAG_COUNT
 } tern_link_tag;
 

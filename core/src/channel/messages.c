@@ -29,6 +29,24 @@ void tern_msg_free(void *msg)
         free_strings(j->system, j->n);
         break;
     }
+    case TERN_MSG_REWARD_ASK: {
+        tern_reward_ask *a = msg;
+        free_strings(a->task, a->n);
+        free_strings(a->origin, a->n);
+        free_strings(a->response, a->n);
+        free(a->tokens);
+        break;
+    }
+    case TERN_MSG_REWARD_ANSWER: {
+        tern_reward_answer *a = msg;
+        for (uint32_t i = 0; a->reply && i < a->n; i++) {
+            free(a->reply[i].reason);
+            for (uint32_t c = 0; c < a->reply[i].n_comp && c < TERN_REWARD_MAX_COMPONENTS; c++)
+                free(a->reply[i].comp_name[c]);
+        }
+        free(a->reply);
+        break;
+    }
     case TERN_MSG_TRAIN: {
         tern_train_msg *t = msg;
         tern_msg_free(t->sft);

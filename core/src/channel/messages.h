@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "algo/policy_loss.h"
+#include "tern/reward.h"
 #include "weights/weights.h"
 
 typedef enum tern_msg_kind {
@@ -21,7 +22,9 @@ typedef enum tern_msg_kind {
     TERN_MSG_STOPPED,      /* trainer -> master: stopped on request after a checkpoint */
     TERN_MSG_SKIPPED,      /* trainer -> master: `stale` groups dropped as too stale (deal more) */
     TERN_MSG_FAILED,       /* any role -> master: it failed and stopped */
-    TERN_MSG_TRAIN         /* leading trainer rank -> the other trainer ranks: what to do */
+    TERN_MSG_TRAIN,        /* leading trainer rank -> the other trainer ranks: what to do */
+    TERN_MSG_REWARD_ASK,   /* master -> reward rank: responses for one reward route */
+    TERN_MSG_REWARD_ANSWER /* reward rank -> master: the route's verdicts on them */
 } tern_msg_kind;
 
 /* master -> explorer */
@@ -117,6 +120,36 @@ typedef struct tern_train_msg {
     unsigned char **group;   /* [n] each group's experience encoding (experience.h) */
     size_t *group_len;       /* [n] its bytes */
 } tern_train_msg;
+
+/* master -> reward-worker rank: the responses one reward route scores, as
+ * the isolated reward worker is sent them (reward/worker.h): each task as
+ * its JSON object and origin, the response's text and token count. */
+typedef struct tern_reward_ask {
+    tern_msg_kind kind;      /* TERN_MSG_REWARD_ASK */
+    uint32_t route;          /* which of the config's `rewards` entries (0-based) */
+    uint32_t n;
+    char **task;             /* [n] the task's JSON object */
+    char **origin;           /* [n] where it was read ("file:line"), NULL entries for none */
+    char **response;         /* [n] the response text */
+    uint32_t *tokens;        /* [n] its token count */
+} tern_reward_ask;
+
+/* One verdict of a route, as the isolated worker replies it. */
+typedef struct tern_reward_reply {
+    uint32_t failure;        /* a tern_reward_failure: 0 scored */
+    double reward;
+    char *reason;            /* never NULL once decoded */
+    uint32_t n_comp;         /* at most TERN_REWARD_MAX_COMPONENTS */
+    char *comp_name[TERN_REWARD_MAX_COMPONENTS];
+    double comp_value[TERN_REWARD_MAX_COMPONENTS];
+} tern_reward_reply;
+
+/* reward-worker rank -> master */
+typedef struct tern_reward_answer {
+    tern_msg_kind kind;      /* TERN_MSG_REWARD_ANSWER */
+    uint32_t n;
+    tern_reward_reply *reply; /* [n], in the ask's order */
+} tern_reward_answer;
 
 /* Free any message above (NULL is fine). */
 void tern_msg_free(void *msg);

@@ -64,6 +64,11 @@
 #define SNAPSHOT_FIXED 16u   /* version, count */
 #define TRAIN_FIXED 13u      /* order, step, has a warm-up job */
 #define GROUP_MIN 8u         /* a group: its length */
+#define ASK_FIXED 8u         /* route, n */
+#define ASK_ITEM_MIN (2 * STR_MIN + NULLABLE_MIN + 4u)
+#define REPLY_FIXED 12u      /* failure, reward */
+#define REPLY_MIN (REPLY_FIXED + STR_MIN + 4u)
+#define COMP_MIN (STR_MIN + 8u)
 
 /* The least bytes one entry of a counted list takes: what a count is
  * checked against before anything is allocated for it. */
@@ -381,12 +386,55 @@ static void encode_train(writer *w, const tern_train_msg *m)
     }
 }
 
+static void encode_reward_ask(writer *w, const tern_reward_ask *a)
+{
+    w_u32(w, a->route);
+    w_u32(w, a->n);
+    if (a->n && (!a->task || !a->origin || !a->response || !a->tokens)) {
+        w_fail(w, TERN_EINVAL, "cannot encode a reward ask of %u responses with a NULL array",
+               a->n);
+        return;
+    }
+    for (uint32_t i = 0; i < a->n && w->rc == TERN_OK; i++) {
+        w_str(w, a->task[i], 1, "a reward ask's task");
+        w_str(w, a->origin[i], 0, "a reward ask's task origin");
+        w_str(w, a->response[i], 1, "a reward ask's response");
+        w_u32(w, a->tokens[i]);
+    }
+}
+
+static void encode_reward_answer(writer *w, const tern_reward_answer *a)
+{
+    w_u32(w, a->n);
+    if (a->n && !a->reply) {
+        w_fail(w, TERN_EINVAL, "cannot encode a reward answer of %u verdicts with no array",
+               a->n);
+        return;
+    }
+    for (uint32_t i = 0; i < a->n && w->rc == TERN_OK; i++) {
+        const tern_reward_reply *r = &a->reply[i];
+        if (r->n_comp > TERN_REWARD_MAX_COMPONENTS) {
+            w_fail(w, TERN_EINVAL, "cannot encode a verdict of %u components (at most %d)",
+                   r->n_comp, TERN_REWARD_MAX_COMPONENTS);
+            return;
+        }
+        w_u32(w, r->failure);
+        w_f64(w, r->reward);
+        w_str(w, r->reason, 1, "a verdict's reason");
+        w_u32(w, r->n_comp);
+        for (uint32_t c = 0; c < r->n_comp; c++) {
+            w_str(w, r->comp_name[c], 1, "a verdict's component name");
+            w_f64(w, r->comp_value[c]);
+        }
+    }
+}
+
 int tern_wire_encode(const void *msg, unsigned char **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
     int kind = *(const tern_msg_kind *)msg;
-    if (kind < TERN_MSG_EXPLORE || kind > TERN_MSG_TRAIN)
+    if (kind < TERN_MSG_EXPLORE || kind > TERN_MSG_REWARD_ANSWER)
         return tern_errorf(TERN_EINVAL, "cannot encode a message of unknown kind %d", kind);
     writer w = {NULL, 0, 0, TERN_OK};
     w_bytes(&w, TERN_WIRE_MAGIC, 4);
@@ -400,6 +448,10 @@ int tern_wire_encode(const void *msg, unsigned char **buf, size_t *len)
         encode_rollout(&w, msg);
     else if (kind == TERN_MSG_TRAIN)
         encode_train(&w, msg);
+    else if (kind == TERN_MSG_REWARD_ASK)
+        encode_reward_ask(&w, msg);
+    else if (kind == TERN_MSG_REWARD_ANSWER)
+        encode_reward_answer(&w, msg);
     else
         encode_step(&w, msg);
     if (w.rc != TERN_OK) {
@@ -810,6 +862,66 @@ static int decode_train(reader *r, tern_train_msg *m)
     return TERN_OK;
 }
 
+static int decode_reward_ask(reader *r, tern_reward_ask *a)
+{
+    const unsigned char *q;
+    int rc;
+    TRY(take(r, ASK_FIXED, "a reward ask", &q));
+    a->route = ld_u32(&q);
+    uint32_t n = ld_u32(&q);
+    TRY(fits(r, n, ASK_ITEM_MIN, "reward ask responses"));
+    a->task = alloc_zero(n, sizeof *a->task);
+    a->origin = alloc_zero(n, sizeof *a->origin);
+    a->response = alloc_zero(n, sizeof *a->response);
+    a->tokens = alloc_zero(n, sizeof *a->tokens);
+    a->n = n;
+    if (!a->task || !a->origin || !a->response || !a->tokens)
+        return out_of_memory();
+    for (uint32_t i = 0; i < n; i++) {
+        TRY(r_str(r, 1, "reward ask task", &a->task[i]));
+        TRY(r_str(r, 0, "reward ask task origin", &a->origin[i]));
+        TRY(r_str(r, 1, "reward ask response", &a->response[i]));
+        TRY(take(r, 4, "a reward ask's token count", &q));
+        a->tokens[i] = ld_u32(&q);
+    }
+    return TERN_OK;
+}
+
+static int decode_reward_answer(reader *r, tern_reward_answer *a)
+{
+    const unsigned char *q;
+    int rc;
+    TRY(take(r, 4, "a reward answer", &q));
+    uint32_t n = ld_u32(&q);
+    TRY(fits(r, n, REPLY_MIN, "verdicts"));
+    if (!(a->reply = alloc_zero(n, sizeof *a->reply)))
+        return out_of_memory();
+    a->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        tern_reward_reply *v = &a->reply[i];
+        TRY(take(r, REPLY_FIXED, "a verdict", &q));
+        v->failure = ld_u32(&q);
+        v->reward = ld_f64(&q);
+        if (v->failure > 64)
+            return tern_errorf(TERN_EINVAL, "a wire message's verdict has failure code %u",
+                               v->failure);
+        TRY(r_str(r, 1, "verdict reason", &v->reason));
+        TRY(take(r, 4, "a verdict's component count", &q));
+        uint32_t c = ld_u32(&q);
+        if (c > TERN_REWARD_MAX_COMPONENTS)
+            return tern_errorf(TERN_EINVAL, "a wire message's verdict has %u components (at "
+                               "most %d)", c, TERN_REWARD_MAX_COMPONENTS);
+        TRY(fits(r, c, COMP_MIN, "verdict components"));
+        for (uint32_t k = 0; k < c; k++) {
+            TRY(r_str(r, 1, "verdict component name", &v->comp_name[k]));
+            v->n_comp = k + 1; /* freed from here on */
+            TRY(take(r, 8, "a verdict component's value", &q));
+            v->comp_value[k] = ld_f64(&q);
+        }
+    }
+    return TERN_OK;
+}
+
 int tern_wire_decode(const unsigned char *buf, size_t len, void **msg)
 {
     *msg = NULL;
@@ -838,6 +950,10 @@ int tern_wire_decode(const unsigned char *buf, size_t len, void **msg)
         m = calloc(1, sizeof(tern_rollout_msg));
     else if (kind == TERN_MSG_TRAIN)
         m = calloc(1, sizeof(tern_train_msg));
+    else if (kind == TERN_MSG_REWARD_ASK)
+        m = calloc(1, sizeof(tern_reward_ask));
+    else if (kind == TERN_MSG_REWARD_ANSWER)
+        m = calloc(1, sizeof(tern_reward_answer));
     else if (is_step_kind((int)kind))
         m = calloc(1, sizeof(tern_step_msg));
     else
@@ -853,6 +969,10 @@ int tern_wire_decode(const unsigned char *buf, size_t len, void **msg)
         rc = decode_rollout(&r, m);
     else if (kind == TERN_MSG_TRAIN)
         rc = decode_train(&r, m);
+    else if (kind == TERN_MSG_REWARD_ASK)
+        rc = decode_reward_ask(&r, m);
+    else if (kind == TERN_MSG_REWARD_ANSWER)
+        rc = decode_reward_answer(&r, m);
     else
         rc = decode_step(&r, m);
     if (rc == TERN_OK && r.at != len)

@@ -153,7 +153,11 @@ const tern_setting_spec tern_ranks_keys[] = {
     TERN_SETTING(.name = "explorers", .type = TERN_SETTING_INT, .def = "0", .min = 0,
                  .max = 4096, .aka = "explorer_ranks|rollout_workers",
                  .doc = "explorer ranks (rollout workers) after the master (rank 0) and the "
-                        "trainer ranks; 0: every rank after those"),
+                        "trainer ranks; 0: every rank after those but the reward ranks"),
+    TERN_SETTING(.name = "rewards", .type = TERN_SETTING_INT, .def = "0", .min = 0,
+                 .max = 4096, .aka = "reward_ranks|reward_workers",
+                 .doc = "reward-worker ranks, the last ranks: the master sends them the "
+                        "responses to score, split between them; 0: the master scores"),
     TERN_SETTINGS_END,
 };
 
@@ -317,6 +321,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->eval_limit = get_int(ev, "limit");
     s->rank_trainers = (uint32_t)get_int(rk, "trainers");
     s->rank_explorers = (uint32_t)get_int(rk, "explorers");
+    s->rank_rewards = (uint32_t)get_int(rk, "rewards");
     return d->n > before ? TERN_ECONFIG : TERN_OK;
 }
 

@@ -54,7 +54,9 @@ typedef struct tern_run_settings {
     int64_t eval_limit;
     /* ranks (a run on MPI ranks, docs/distributed.md) */
     uint32_t rank_trainers;     /* data-parallel trainer ranks (>= 1) */
-    uint32_t rank_explorers;    /* explorer ranks; 0: every rank after the trainers' */
+    uint32_t rank_explorers;    /* explorer ranks; 0: every rank after the trainers' but the
+                                   reward ranks */
+    uint32_t rank_rewards;      /* reward-worker ranks (the last ones) */
 } tern_run_settings;
 
 /* Make sure every loop section exists (with its defaults filled in, so the

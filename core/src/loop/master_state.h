@@ -88,6 +88,12 @@ int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int
  * (tern_run_resume_newest); TERN_ECONFIG for a refusal of the run (a changed
  * setting or task file, a step past trainer.steps, the reference). */
 int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt);
+/* The models of checkpoint `ckpt`: its policy with the optimiser state
+ * (CKPT/policy), and the frozen copy of a same_as reference once RL began
+ * (RUN_DIR/checkpoints/reference, one for every checkpoint). Each failure's
+ * message names the directory; the model's status is returned as it is. */
+int tern_run_load_policy(tern_run *run, const char *ckpt);
+int tern_run_load_reference(tern_run *run);
 /* summary.json */
 int tern_run_write_summary(tern_run *run, master *ms, int interrupted);
 

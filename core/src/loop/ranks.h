@@ -6,7 +6,8 @@
  * leads (it reads the buffer, publishes, saves and reports) and shares each
  * step's groups with the others (data_parallel.h); ranks T+1 .. T+E the
  * explorer ranks, which host the sync plugin's explorers round-robin
- * (explorer i on rank T + 1 + i mod E). The roles run the same code as in one process: each rank's
+ * (explorer i on rank T + 1 + i mod E); the last R ranks (ranks.rewards)
+ * score the responses the master sends them (ranks_reward.c). The roles run the same code as in one process: each rank's
  * queues are filled and drained by pump threads that carry the messages
  * (channel/wire.h) over the link (channel/link.h); the trainer reaches the
  * master's buffer through a forwarding buffer (buffer_forward.c) and sends
@@ -26,7 +27,8 @@ typedef enum tern_rank_role {
     TERN_RANK_UNSET = 0, /* a worker rank before the layout is read */
     TERN_RANK_MASTER = 1,
     TERN_RANK_TRAINER = 2,
-    TERN_RANK_EXPLORER = 3
+    TERN_RANK_EXPLORER = 3,
+    TERN_RANK_REWARD = 4
 } tern_rank_role;
 
 /* The leading trainer rank (the only one the master talks to). */
@@ -38,6 +40,7 @@ typedef struct tern_ranks {
     tern_rank_role role;
     uint32_t trainer_ranks;     /* T */
     uint32_t explorer_ranks;    /* E */
+    uint32_t reward_ranks;      /* R: the last ranks */
     /* the master's pumps (ranks_master.c) */
     pthread_t *threads;
     size_t n_threads;
@@ -55,11 +58,27 @@ static inline int tern_rank_explorers_at(const tern_ranks *r)
  * 2", "an explorer rank". */
 const char *tern_rank_name(const tern_ranks *r, int rank);
 
+/* The first reward-worker rank (== size when there are none). */
+static inline int tern_rank_rewards_at(const tern_ranks *r)
+{
+    return tern_rank_explorers_at(r) + (int)r->explorer_ranks;
+}
+
 /* The rank that hosts explorer i. */
 static inline int tern_rank_of_explorer(const tern_ranks *r, uint32_t i)
 {
     return tern_rank_explorers_at(r) + (int)(i % r->explorer_ranks);
 }
+
+/* The SETUP message (master -> workers) as JSON text: whether the run
+ * starts (`ok`), its directory, resume point and checkpoint, the master's
+ * trace clock and host. A new string (NULL out of memory). */
+char *tern_ranks_setup_text(const tern_run *run, int ok);
+/* Read one into run (dir, resuming, resume) and *clock_offset (the
+ * master's trace clock less ours, 0 on the same host, where every process
+ * shares the kernel's monotonic clock). TERN_OK; TERN_ECLOSED when the run
+ * does not start (not ok, or not a SETUP). */
+int tern_ranks_setup_read(tern_run *run, const void *text, size_t len, int64_t *clock_offset);
 
 /* `tern run` launched on several ranks (tern_link_launched > 1): this rank's
  * part of the run. Returns as tern_loop_run does; only rank 0 reports the
@@ -98,6 +117,16 @@ void tern_ranks_master_stop(tern_run *run);
 /* The run is over (status rc): tell every worker, stop the pumps, take in
  * the workers' trace events. */
 void tern_ranks_master_end(tern_run *run, int rc);
+
+/* ---- reward-worker ranks (ranks_reward.c) ----------------------------------------- */
+
+/* The master: score the reward routes on the reward ranks from now on (the
+ * rewarder's remote hook). TERN_ENOMEM only. */
+int tern_ranks_rewards_remote(tern_run *run);
+/* Undo it and free what it kept (after the run). */
+void tern_ranks_rewards_local(tern_run *run);
+/* A reward rank's thread: the master's asks until the link closes them. */
+void *tern_ranks_reward_main(void *arg);
 
 /* ---- the trainer rank's buffer (buffer_forward.c) -------------------------------- */
 

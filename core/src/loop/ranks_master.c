@@ -210,16 +210,7 @@ int tern_ranks_master_agree(tern_run *run, int rc)
 int tern_ranks_master_setup(tern_run *run, int rc)
 {
     tern_ranks *rk = run->ranks;
-    const tern_resume_point *r = &run->resume;
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    json_t *o = json_pack("{s:b, s:s, s:b, s:{s:I, s:I, s:b, s:s}, s:I, s:s}", "ok",
-                          rc == TERN_OK, "dir", run->dir, "resuming", run->resuming, "resume",
-                          "sft_step", (json_int_t)r->sft_step, "step", (json_int_t)r->step,
-                          "rl_started", r->rl_started, "checkpoint", r->checkpoint, "clock_ns",
-                          (json_int_t)tern_trace_clock(), "host", host);
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
+    char *text = tern_ranks_setup_text(run, rc == TERN_OK);
     int src = text ? TERN_OK : tern_errorf(TERN_ENOMEM, "out of memory");
     for (int i = 1; i < rk->size; i++) {
         /* an empty SETUP (out of memory here) also says: the run does not start */
@@ -245,6 +236,9 @@ int tern_ranks_master_start(tern_run *run, master *ms)
         rc = start_pump(run, buffer_main, "buffer");
     if (rc == TERN_OK)
         rc = start_pump(run, log_main, "log");
+    /* the responses are scored on the reward ranks, if any */
+    if (rc == TERN_OK)
+        rc = tern_ranks_rewards_remote(run);
     (void)rk;
     return rc;
 }
@@ -329,12 +323,14 @@ void tern_ranks_master_end(tern_run *run, int rc)
      * their order): every line is in */
     tern_link_close_tag(rk->link, TERN_TAG_LOG);
     tern_link_close_tag(rk->link, TERN_TAG_INBOX);
+    tern_link_close_tag(rk->link, TERN_TAG_REWARD_ANSWER);
     tern_link_close_tag(rk->link, TERN_TAG_BUFFER_ASK);
     for (size_t i = 0; i < rk->n_threads; i++)
         pthread_join(rk->threads[i], NULL);
     free(rk->threads);
     rk->threads = NULL;
     rk->n_threads = 0;
+    tern_ranks_rewards_local(run);
 }
 
 #endif

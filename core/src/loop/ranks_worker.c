@@ -124,51 +124,18 @@ static int take_setup(worker *w)
     int rc = tern_link_recv(w->rk->link, TERN_TAG_SETUP, -1, &buf, &len, NULL);
     if (rc != TERN_OK)
         return rc;
-    int64_t now = (int64_t)tern_trace_clock();
-    json_error_t err;
-    json_t *o = len ? json_loadb(buf, len, 0, &err) : NULL;
+    rc = tern_ranks_setup_read(run, buf, len, &w->clock_offset);
     free(buf);
-    int ok = 0, resuming = 0, rl_started = 0;
-    const char *dir = NULL, *ckpt = NULL, *host_name = NULL;
-    json_int_t sft_step = 0, step = 0, clock = 0;
-    if (!o || json_unpack(o, "{s:b, s:s, s:b, s:{s:I, s:I, s:b, s:s}, s:I, s:s}", "ok", &ok,
-                          "dir", &dir, "resuming", &resuming, "resume", "sft_step", &sft_step,
-                          "step", &step, "rl_started", &rl_started, "checkpoint", &ckpt,
-                          "clock_ns", &clock, "host", &host_name) != 0 || !ok) {
-        json_decref(o);
-        return TERN_ECLOSED;
-    }
-    snprintf(run->dir, sizeof run->dir, "%s", dir);
-    run->resuming = resuming;
-    run->resume.sft_step = sft_step;
-    run->resume.step = step;
-    run->resume.rl_started = rl_started;
-    snprintf(run->resume.checkpoint, sizeof run->resume.checkpoint, "%s", ckpt);
-    /* one clock on one machine (CLOCK_MONOTONIC is the kernel's); across
-     * machines the master's at sending, less ours at receiving (the message's
-     * time in flight, at most a few ms, is the error) */
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    w->clock_offset = host_name && strcmp(host, host_name) == 0 ? 0 : (int64_t)clock - now;
-    json_decref(o);
-    return TERN_OK;
+    return rc;
 }
 
-/* The trainer resumes from the checkpoint the master chose. */
+/* A trainer rank resumes from the checkpoint the master chose. */
 static int load_checkpoint(tern_run *run)
 {
     if (!run->resume.checkpoint[0])
         return TERN_OK;
-    char path[PATH_MAX + 32], what[PATH_MAX + 96];
-    snprintf(path, sizeof path, "%s/policy", run->resume.checkpoint);
-    snprintf(what, sizeof what, "trainer: %s: cannot load the policy", path);
-    int rc = tern_model_load(&run->policy, what, path, 1);
-    if (rc == TERN_OK && run->reference_is_copy && run->resume.rl_started) {
-        snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
-        snprintf(what, sizeof what, "trainer: %s: cannot load the reference", path);
-        rc = tern_model_load(&run->reference, what, path, 0);
-    }
-    return rc;
+    int rc = tern_run_load_policy(run, run->resume.checkpoint);
+    return rc == TERN_OK ? tern_run_load_reference(run) : rc;
 }
 
 static int open_weights(worker *w)
@@ -201,8 +168,9 @@ static int start_roles(worker *w, int roles)
     if (pthread_create(&w->out, NULL, out_main, w) != 0)
         return tern_errorf(TERN_ERR, "cannot start the outgoing pump");
     w->out_on = 1;
-    /* a following trainer rank hears only the leading trainer (TERN_TAG_TRAIN) */
-    if (!follows(rk)) {
+    /* a following trainer rank hears only the leading trainer (TERN_TAG_TRAIN),
+     * a reward rank only the master's asks */
+    if (!follows(rk) && rk->role != TERN_RANK_REWARD) {
         if (pthread_create(&w->in, NULL, in_main, w) != 0)
             return tern_errorf(TERN_ERR, "cannot start the incoming pump");
         w->in_on = 1;
@@ -213,6 +181,12 @@ static int start_roles(worker *w, int roles)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     if (!roles)
         return TERN_OK; /* set-up failed: only its report goes out */
+    if (rk->role == TERN_RANK_REWARD) {
+        if (pthread_create(&w->roles[0], NULL, tern_ranks_reward_main, run) != 0)
+            return tern_errorf(TERN_ERR, "cannot start the reward thread");
+        w->n_roles = 1;
+        return TERN_OK;
+    }
     if (rk->role == TERN_RANK_TRAINER) {
         tern_trace_name_lane(run->session->trace, "trainer");
         if (pthread_create(&w->roles[0], NULL,
@@ -276,6 +250,7 @@ static void wind_down(worker *w, int failed)
     }
     if (follows(rk))
         tern_dp_close(run->dp); /* no more orders: its thread ends */
+    tern_link_close_tag(rk->link, TERN_TAG_REWARD_ASK); /* a reward rank's too */
     tern_queue_close(&run->explorer_jobs);
     tern_queue_close(&run->trainer_jobs);
     if (run->weights)
@@ -351,6 +326,9 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     int rc = tern_run_check(run, &d);
     if (rc == TERN_OK)
         rc = tern_ranks_layout(run, rk);
+    /* a reward rank scores with its own instances (and isolated workers) */
+    if (rc == TERN_OK && rk->role == TERN_RANK_REWARD)
+        rc = tern_rewarder_open(&run->rewards, run->session);
     if (rc == TERN_OK)
         rc = tern_run_make_models(run);
     int who = -1, agreed = tern_link_agree(rk->link, rc, &who);
@@ -380,7 +358,8 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
         tern_error_clear(); /* the master reports why the run did not start */
         goto out;
     }
-    if ((rc = tern_link_weights_group(rk->link, !follows(rk), TERN_RANK_TRAINER_AT)) !=
+    if ((rc = tern_link_weights_group(rk->link, !follows(rk) && rk->role != TERN_RANK_REWARD,
+                                      TERN_RANK_TRAINER_AT)) !=
             TERN_OK ||
         (rc = tern_link_trainers_group(rk->link, rk->role == TERN_RANK_TRAINER)) != TERN_OK)
         goto out;
@@ -396,7 +375,7 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
         if (!run->buffer)
             rc = TERN_ENOMEM;
     }
-    if (rc == TERN_OK && !follows(rk))
+    if (rc == TERN_OK && !follows(rk) && rk->role != TERN_RANK_REWARD)
         rc = open_weights(w);
     if (rc == TERN_OK && rk->role == TERN_RANK_TRAINER)
         rc = load_checkpoint(run);
@@ -405,7 +384,10 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     if (rc == TERN_OK)
         rc = rrc;
     if (rc != TERN_OK)
-        tern_report_failure(run, rk->role == TERN_RANK_TRAINER ? "trainer" : "explorer", rc);
+        tern_report_failure(run, rk->role == TERN_RANK_TRAINER ? "trainer"
+                                 : rk->role == TERN_RANK_REWARD ? "reward"
+                                                                : "explorer",
+                            rc);
     int failed = follow_master(w);
     wind_down(w, failed || rc != TERN_OK);
     rc = TERN_OK; /* the master reports the run's outcome */

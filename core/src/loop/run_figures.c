@@ -53,6 +53,24 @@ static int tasks_mismatch(json_t *st, const char *key, const char *now, const ch
                        setting);
 }
 
+int tern_run_load_policy(tern_run *run, const char *ckpt)
+{
+    char path[PATH_MAX + 160], what[PATH_MAX + 200];
+    snprintf(path, sizeof path, "%s/policy", ckpt);
+    snprintf(what, sizeof what, "%s: cannot load the policy", path);
+    return tern_model_load(&run->policy, what, path, 1);
+}
+
+int tern_run_load_reference(tern_run *run)
+{
+    if (!run->reference_is_copy || !run->resume.rl_started)
+        return TERN_OK; /* a reference of its own loads as it was made */
+    char path[PATH_MAX + 160], what[PATH_MAX + 200];
+    snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
+    snprintf(what, sizeof what, "%s: cannot load the reference", path);
+    return tern_model_load(&run->reference, what, path, 0);
+}
+
 int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
 {
     json_t *st = NULL;
@@ -112,11 +130,7 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     }
     /* the policy before the figures: a checkpoint whose model does not load
      * leaves *ms as it was, for the resume to try the one before */
-    char path[PATH_MAX + 160];
-    snprintf(path, sizeof path, "%s/policy", ckpt);
-    char what[PATH_MAX + 200];
-    snprintf(what, sizeof what, "%s: cannot load the policy", path);
-    if ((rc = tern_model_load(&run->policy, what, path, 1)) != TERN_OK) {
+    if ((rc = tern_run_load_policy(run, ckpt)) != TERN_OK) {
         tern_ledger_free(&ledger);
         json_decref(st);
         /* files missing, cut short or garbled: the checkpoint is damaged */
@@ -145,14 +159,9 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     json_decref(st);
 
     /* (on MPI ranks the master has no reference: the trainer rank loads it) */
-    if (run->reference_is_copy && r->rl_started && run->reference.ops) {
+    if (run->reference.ops && (rc = tern_run_load_reference(run)) != TERN_OK)
         /* one reference for every checkpoint: not this checkpoint's damage */
-        snprintf(path, sizeof path, "%s/checkpoints/reference", run->dir);
-        snprintf(what, sizeof what, "%s: cannot load the reference", path);
-        if ((rc = tern_model_load(&run->reference, what, path, 0)) != TERN_OK)
-            return rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND ? TERN_ECONFIG
-                                                                                : rc;
-    }
+        return rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND ? TERN_ECONFIG : rc;
     ms->steps_done = r->step;
     ms->sft_done = r->sft_step;
     snprintf(r->checkpoint, sizeof r->checkpoint, "%s", ckpt);

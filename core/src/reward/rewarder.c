@@ -150,12 +150,16 @@ static void keep_reason(char *dst, const char *src)
 /* Run one route over its m items: in process (the whole batch in one call)
  * or in its worker. fail[k] says which items got no verdict. */
 static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_reward_item *items,
-                      tern_reward_result *res, tern_reward_failure *fail, size_t m)
+                      tern_reward_result *res, tern_reward_failure *fail, size_t m, int here)
 {
+    int rc = TERN_OK;
+    if (rw->remote && !here) {
+        rc = rw->remote(rw->remote_arg, (size_t)(rt - rw->routes), items, res, fail, m);
+        goto judged;
+    }
     int locked = rt->worker || !rt->thread_safe;
     if (locked)
         pthread_mutex_lock(&rt->lock);
-    int rc = TERN_OK;
     if (rt->worker) {
         uint64_t before = rw->restarts;
         rc = tern_reward_worker_score(rt->worker, items, res, fail, m, rt->timeout_ms,
@@ -183,6 +187,7 @@ static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_rewar
     }
     if (locked)
         pthread_mutex_unlock(&rt->lock);
+judged:
     for (size_t k = 0; k < m; k++)
         if (fail[k] == TERN_REWARD_OK && !isfinite(res[k].reward)) {
             fail[k] = TERN_REWARD_NONFINITE;
@@ -237,6 +242,12 @@ static void add_result(tern_verdict *v, int *have_acc, int first, const tern_rew
     }
 }
 
+int tern_rewarder_route_score(tern_rewarder *rw, size_t route, const tern_reward_item *items,
+                              tern_reward_result *res, tern_reward_failure *fail, size_t m)
+{
+    return call_route(rw, &rw->routes[route], items, res, fail, m, 1);
+}
+
 int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
                         const char *const *texts, const uint32_t *ntok, size_t n,
                         tern_verdict *out, uint64_t *failures, tern_metrics *observe)
@@ -270,7 +281,7 @@ int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
         }
         if (!m)
             continue;
-        rc = call_route(rw, rt, items, res, fail, m);
+        rc = call_route(rw, rt, items, res, fail, m, 0);
         for (size_t k = 0; k < m && rc == TERN_OK; k++) {
             size_t i = which[k];
             add_result(&out[i], &have_acc[i], !scored[i], rt, &res[k], fail[k], observe);

@@ -36,10 +36,21 @@ typedef struct tern_reward_route {
     pthread_mutex_t lock; /* one call at a time (not thread-safe, or isolated) */
 } tern_reward_route;
 
+/* Score route `route`'s m items somewhere else (a run's reward-worker ranks,
+ * loop/ranks_reward.c) instead of its own instance or worker: fill res[k]
+ * (reward, reason, components whose names stay valid until the hook is
+ * removed) and fail[k] as the isolated worker does. TERN_OK or TERN_ENOMEM;
+ * responses that get no verdict are failures, not an error. */
+typedef int (*tern_reward_remote_fn)(void *arg, size_t route, const tern_reward_item *items,
+                                     tern_reward_result *res, tern_reward_failure *fail,
+                                     size_t m);
+
 typedef struct tern_rewarder {
     tern_reward_route *routes;
     size_t n;
     uint64_t restarts; /* isolated workers restarted, all routes (under the locks) */
+    tern_reward_remote_fn remote; /* NULL: every route scores here */
+    void *remote_arg;
 } tern_rewarder;
 
 /* The verdict on one response. */
@@ -70,6 +81,13 @@ TERN_INTERNAL void tern_rewarder_close(tern_rewarder *rw);
 /* Check that every domain of `set` has a route: TERN_ECONFIG naming the
  * domain, how many tasks have it, and the fix. */
 int tern_rewarder_check_domains(const tern_rewarder *rw, const tern_task_set *set);
+/* Route `route`'s own instance (or isolated worker) on m items, as
+ * tern_rewarder_score calls it, never the remote hook: what a reward-worker
+ * rank runs for the master. TERN_OK or TERN_ENOMEM. */
+TERN_INTERNAL int tern_rewarder_route_score(tern_rewarder *rw, size_t route,
+                                            const tern_reward_item *items,
+                                            tern_reward_result *res, tern_reward_failure *fail,
+                                            size_t m);
 /* Score n responses. texts[i] answers tasks[i]; ntok[i] is its token count.
  * Each response without a verdict from one of its routes is marked failed
  * and counted in *failures; with `observe`, "reward/failed/<why>" is observed
