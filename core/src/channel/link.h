@@ -98,7 +98,9 @@ int tern_link_trainers_agree(tern_link *l, int status, int *who, const volatile 
 int tern_link_trainers_gather(tern_link *l, float *buf, const int *counts, const int *displs,
                               const volatile int *cancel);
 /* In place: buf[0..n) becomes the sum over the members, the same bits on
- * every member. */
+ * every member. Blocking (MPI_Allreduce), not polled: call it right after
+ * tern_link_trainers_agree, when every member is there; `cancel` is not
+ * read. */
 int tern_link_trainers_sum(tern_link *l, float *buf, size_t n, const volatile int *cancel);
 /* Whether every member holds the same `value` (*same 1) or not (0). */
 int tern_link_trainers_same(tern_link *l, uint64_t value, int *same,
