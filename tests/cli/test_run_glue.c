@@ -7,7 +7,10 @@
  *     current log-probs as logp_old has a ratio of exactly 1 at every step.)
  *   - KL in the reward is a penalty: with placement = "reward" the rewards the
  *     trainer uses are below the rewards as scored, once the policy has left
- *     the reference (k3 >= 0), never above. */
+ *     the reference (k3 >= 0), never above.
+ *   - Two reward routes on one domain combine by their weights: the reward
+ *     each step trains on is math's plus 0.5 x format's, from the components
+ *     the plugins gave (the hand-computed steps are tests/unit/test_step_loss.c). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -84,4 +87,36 @@ Test(glue, kl_in_the_reward_is_a_penalty, .timeout = 120)
                  "trainer's reward (largest gap %g)", below);
     json_decref(lines);
     run(&r, "rm -rf runs/glue-kl");
+}
+
+Test(glue, two_reward_routes_combine_by_weight, .timeout = 120)
+{
+    result r;
+    run(&r, "rm -rf runs/glue-routes && sed 's|{ domain = \"math\"; plugin = \"math\"; weight = "
+            "1.0; }|{ domain = \"math\"; plugin = \"math\"; weight = 1.0; },\\n  { domain = "
+            "\"math\"; plugin = \"format\"; weight = 0.5; regex = \"^[0-9]+$\"; component = "
+            "\"digits\"; }|' %s/etc/modes/synchronous.cfg > routes.cfg && "
+            "grep -q digits routes.cfg && %s run routes.cfg %s -o 'run.out_dir=\"runs\"' "
+            "-o 'run.name=\"glue-routes\"' -o 'data.train=\"%s/etc/data/arith-train.jsonl\"' "
+            "-o 'data.eval=\"%s/etc/data/arith-eval.jsonl\"'",
+        SRC, TERN, SHORT, SRC, SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    json_t *lines = rl_lines("glue-routes");
+    double digits_seen = 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(lines, i, o) {
+        /* math's reward is its accuracy component (1 right, 0 wrong), the
+         * format route's its digits component (1 all digits, 0 not) */
+        double want = num(o, "reward/accuracy") + 0.5 * num(o, "reward/digits");
+        cr_expect(fabs(num(o, "train_reward_mean") - want) < 1e-9, "step %zu: trained on "
+                  "%.12g, but 1.0 x accuracy %g + 0.5 x digits %g = %.12g", i + 1,
+                  num(o, "train_reward_mean"), num(o, "reward/accuracy"),
+                  num(o, "reward/digits"), want);
+        digits_seen += num(o, "reward/digits");
+    }
+    cr_expect_gt(digits_seen, 0, "the format route gave some reward (else its weight is "
+                 "untested)");
+    json_decref(lines);
+    run(&r, "rm -rf runs/glue-routes routes.cfg");
 }
