@@ -25,17 +25,6 @@
 #define SRC TERN_TEST_SOURCE_DIR
 #define MPIRUN test_mpirun()
 
-/* A figure that measures time, not learning: it differs between any two
- * runs. buffer_size too: whether the next batch's rollout reaches the
- * master before the step's report does is a race (on ranks they come from
- * two processes; the report carries the weights to evaluate). */
-static int is_timing(const char *key)
-{
-    size_t n = strlen(key);
-    return strncmp(key, "wait_s/", 7) == 0 || (n > 6 && strcmp(key + n - 6, "_per_s") == 0) ||
-           strcmp(key, "eval/seconds") == 0 || strcmp(key, "buffer_size") == 0;
-}
-
 /* Every figure of two metrics.jsonl files is the same, but the timings. */
 static void expect_same_metrics(const char *a_path, const char *b_path, const char *what)
 {
@@ -51,7 +40,7 @@ static void expect_same_metrics(const char *a_path, const char *b_path, const ch
         json_t *v;
         cr_expect_eq(json_object_size(x), json_object_size(y), "line %zu: keys differ", i + 1);
         json_object_foreach(x, key, v) {
-            if (is_timing(key))
+            if (is_timing_figure(key))
                 continue;
             json_t *w = json_object_get(y, key);
             char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));

@@ -26,15 +26,6 @@
 #define SRC TERN_TEST_SOURCE_DIR
 #define MPIRUN test_mpirun()
 
-/* A figure that measures time, not learning (buffer_size: a race between
- * the next rollout and the step's report, test_ranks.c). */
-static int is_timing(const char *key)
-{
-    size_t n = strlen(key);
-    return strncmp(key, "wait_s/", 7) == 0 || (n > 6 && strcmp(key + n - 6, "_per_s") == 0) ||
-           strcmp(key, "eval/seconds") == 0 || strcmp(key, "buffer_size") == 0;
-}
-
 /* a and b agree within float rounding of sums taken in another order */
 static int close_enough(double a, double b)
 {
@@ -53,7 +44,7 @@ static void expect_same_metrics(const char *one, const char *two)
         json_t *y = json_array_get(b, i), *v;
         const char *key;
         json_object_foreach(x, key, v) {
-            if (is_timing(key))
+            if (is_timing_figure(key))
                 continue;
             json_t *w = json_object_get(y, key);
             cr_assert_not_null(w, "line %zu lacks %s with 2 trainers", i + 1, key);

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "command.h"
 
@@ -29,4 +30,11 @@ void check_steps_once(const char *dir, int steps)
         cr_expect_eq(seen[s], 1, "%s: step %d appears %d times", dir, s, seen[s]);
     free(seen);
     json_decref(lines);
+}
+
+int is_timing_figure(const char *key)
+{
+    size_t n = strlen(key);
+    return strncmp(key, "wait_s/", 7) == 0 || (n > 6 && strcmp(key + n - 6, "_per_s") == 0) ||
+           strcmp(key, "eval/seconds") == 0 || strcmp(key, "buffer_size") == 0;
 }

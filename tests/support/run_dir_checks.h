@@ -7,4 +7,11 @@
  * once, and no batch is trained twice (a stopped or killed run, resumed). */
 void check_steps_once(const char *dir, int steps);
 
+/* 1 for a metrics.jsonl key that measures time, not learning, and differs
+ * between any two runs of one config: waits, rates per second, the
+ * evaluation's seconds, and buffer_size (whether the next batch's rollout
+ * reaches the master before the step's report does is a race; on MPI ranks
+ * they come from two processes). */
+int is_timing_figure(const char *key);
+
 #endif

@@ -19,16 +19,9 @@ int tern_dp_leads(const tern_dp *dp) { return !dp || dp->index == 0; }
 int tern_dp_index(const tern_dp *dp) { return dp ? dp->index : 0; }
 int tern_dp_size(const tern_dp *dp) { return dp ? dp->size : 1; }
 
-/* Member i's share of n units: [n i / T, n (i+1) / T). */
-static void share_of(size_t n, int i, int size, size_t *lo, size_t *hi)
-{
-    *lo = n * (size_t)i / (size_t)size;
-    *hi = n * (size_t)(i + 1) / (size_t)size;
-}
-
 void tern_dp_share(const tern_dp *dp, size_t n, size_t *lo, size_t *hi)
 {
-    share_of(n, tern_dp_index(dp), tern_dp_size(dp), lo, hi);
+    tern_share_of(n, tern_dp_index(dp), tern_dp_size(dp), lo, hi);
 }
 
 tern_dp *tern_dp_open(tern_link *l, int index, int size, int leader)
@@ -113,7 +106,7 @@ int tern_dp_gather(tern_dp *dp, float **arr, const tern_sequence *seq, size_t n,
     size_t units = per ? n / per : 0, total = 0;
     for (int r = 0; r < dp->size && rc == TERN_OK; r++) {
         size_t lo, hi, c = 0;
-        share_of(units, r, dp->size, &lo, &hi);
+        tern_share_of(units, r, dp->size, &lo, &hi);
         for (size_t i = lo * per; i < hi * per; i++)
             c += seq[i].len;
         if (total + c > INT_MAX) /* MPI counts are int */
@@ -127,7 +120,7 @@ int tern_dp_gather(tern_dp *dp, float **arr, const tern_sequence *seq, size_t n,
     if (rc == TERN_OK && !(buf = malloc((total ? total : 1) * sizeof *buf)))
         rc = tern_errorf(TERN_ENOMEM, "out of memory for %zu gathered scores", total);
     size_t lo, hi;
-    share_of(units, dp->index, dp->size, &lo, &hi);
+    tern_share_of(units, dp->index, dp->size, &lo, &hi);
     if (rc == TERN_OK) {
         float *p = buf + displs[dp->index];
         for (size_t i = lo * per; i < hi * per; i++) {

@@ -55,6 +55,16 @@ int tern_dp_leads(const tern_dp *dp);
 int tern_dp_index(const tern_dp *dp);
 int tern_dp_size(const tern_dp *dp);
 
+/* Member i's share [*lo, *hi) of n units split among `parts` members in
+ * order, contiguous and as even as can be: [n i / parts, n (i+1) / parts).
+ * How trainer ranks split a step's groups and how the master splits a
+ * route's responses among the reward ranks (ranks_reward.c). */
+static inline void tern_share_of(size_t n, int i, int parts, size_t *lo, size_t *hi)
+{
+    *lo = n * (size_t)i / (size_t)parts;
+    *hi = n * (size_t)(i + 1) / (size_t)parts;
+}
+
 /* This member's share [*lo, *hi) of n units (groups, or warm-up pairs). */
 void tern_dp_share(const tern_dp *dp, size_t n, size_t *lo, size_t *hi);
 

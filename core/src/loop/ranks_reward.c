@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "channel/wire.h"
 #include "data/task.h"
+#include "loop/data_parallel.h"
 #include "loop/ranks.h"
 #include "rundir/trace.h"
 
@@ -113,13 +114,6 @@ static int take_answer(remote *rm, const tern_reward_answer *a, tern_reward_resu
     return TERN_OK;
 }
 
-/* Items [lo, hi) are reward rank r's share of m. */
-static void share(size_t m, int r, int n, size_t *lo, size_t *hi)
-{
-    *lo = m * (size_t)r / (size_t)n;
-    *hi = m * (size_t)(r + 1) / (size_t)n;
-}
-
 /* The rewarder's remote hook (rewarder.h): each reward rank scores a share. */
 static int score_remote(void *arg, size_t route, const tern_reward_item *items,
                         tern_reward_result *res, tern_reward_failure *fail, size_t m)
@@ -132,7 +126,7 @@ static int score_remote(void *arg, size_t route, const tern_reward_item *items,
     size_t lo, hi;
     pthread_mutex_lock(&rm->lock);
     for (int r = 0; r < rm->n; r++) {
-        share(m, r, rm->n, &lo, &hi);
+        tern_share_of(m, r, rm->n, &lo, &hi);
         if (lo == hi)
             continue;
         if (ask(rm, rm->first + r, route, items + lo, hi - lo) == TERN_OK) {
@@ -155,7 +149,7 @@ static int score_remote(void *arg, size_t route, const tern_reward_item *items,
             continue;
         }
         waiting[r] = 0;
-        share(m, r, rm->n, &lo, &hi);
+        tern_share_of(m, r, rm->n, &lo, &hi);
         int st = tern_wire_decode(buf, len, &msg);
         free(buf);
         if (st == TERN_OK && *(tern_msg_kind *)msg != TERN_MSG_REWARD_ANSWER)
@@ -168,7 +162,7 @@ static int score_remote(void *arg, size_t route, const tern_reward_item *items,
     }
     for (int r = 0; r < rm->n; r++)
         if (waiting[r]) {
-            share(m, r, rm->n, &lo, &hi);
+            tern_share_of(m, r, rm->n, &lo, &hi);
             fail_share(res, fail, lo, hi, rm->first + r, "no answer: the run is ending");
         }
     pthread_mutex_unlock(&rm->lock);

@@ -250,7 +250,8 @@ static void wind_down(worker *w, int failed)
     }
     if (follows(rk))
         tern_dp_close(run->dp); /* no more orders: its thread ends */
-    tern_link_close_tag(rk->link, TERN_TAG_REWARD_ASK); /* a reward rank's too */
+    if (rk->role == TERN_RANK_REWARD)
+        tern_link_close_tag(rk->link, TERN_TAG_REWARD_ASK); /* no more asks: likewise */
     tern_queue_close(&run->explorer_jobs);
     tern_queue_close(&run->trainer_jobs);
     if (run->weights)
@@ -268,7 +269,6 @@ static void wind_down(worker *w, int failed)
         pthread_join(w->out, NULL);
     tern_link_close_tag(rk->link, rk->role == TERN_RANK_TRAINER ? TERN_TAG_SFT
                                                                 : TERN_TAG_EXPLORE);
-    tern_link_close_tag(rk->link, TERN_TAG_TRAIN);
     if (w->in_on)
         pthread_join(w->in, NULL);
     json_t *x = json_pack("{s:o?, s:I}", "trace", tern_trace_export(run->session->trace),
