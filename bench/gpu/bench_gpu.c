@@ -22,6 +22,8 @@
  *              transport's copy), GB/s
  *
  *   bench_gpu [--model gpt2s|bench] [--compute fp32|bf16] [--batch B] [--steps K]
+ *             [--part all|training|decode] [--new T]
+ * (--part and a short --new keep a profiler's run small: ncu replays every kernel)
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -108,7 +110,8 @@ static double copy_bandwidth(void)
 int main(int argc, char **argv)
 {
     const char *model = "gpt2s", *compute = "bf16";
-    int batch = 8, steps = 10;
+    const char *part = "all";
+    int batch = 8, steps = 10, new_tokens = 128;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model"))
             model = argv[i + 1];
@@ -118,9 +121,13 @@ int main(int argc, char **argv)
             batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps"))
             steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--part"))
+            part = argv[i + 1];
+        else if (!strcmp(argv[i], "--new"))
+            new_tokens = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: bench_gpu [--model gpt2s|bench] [--compute fp32|bf16] "
-                    "[--batch B] [--steps K]\n");
+                    "[--batch B] [--steps K] [--part all|training|decode] [--new T]\n");
             return 2;
         }
     }
@@ -153,6 +160,7 @@ int main(int argc, char **argv)
         return 1;
     }
     const double N = (double)hm.n_params, T = c.max_positions;
+    const int do_train = strcmp(part, "decode") != 0, do_decode = strcmp(part, "training") != 0;
     double bf16_peak = gemm_peak(1), fp32_peak = gemm_peak(0), bw = copy_bandwidth();
     printf("model: %s, %.1fM parameters, context %d, %s products\n", model, N / 1e6,
            c.max_positions, compute);
@@ -179,7 +187,7 @@ int main(int argc, char **argv)
     adamw_hparams hp = {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                         .weight_decay = 0.1, .grad_clip = 1.0};
     double norm, t_train = 0;
-    for (int it = 0; it <= steps; it++) {
+    for (int it = 0; do_train && it <= steps; it++) {
         double t0 = now();
         if (cuda_model_forward(&m, &b, lp, NULL, err, sizeof err) ||
             cuda_model_backward(&m, &b, dlp, NULL, err, sizeof err) ||
@@ -192,17 +200,18 @@ int main(int argc, char **argv)
     }
     double tps = steps * (double)rows / t_train;
     double flops_tok = 6 * N + 12.0 * c.n_layers * c.hidden_size * T;
-    printf("training %d x %d: %.0f tokens/s, %.1f ms/step, MFU %.1f%% of the bf16 peak\n", batch,
+    if (do_train)
+        printf("training %d x %d: %.0f tokens/s, %.1f ms/step, MFU %.1f%% of the bf16 peak\n", batch,
            c.max_positions, tps, 1e3 * t_train / steps, 100 * tps * flops_tok / (bf16_peak * 1e12));
 
     /* decode */
     const int sizes[] = {1, 64, 256};
-    for (size_t si = 0; si < 3; si++) {
+    for (size_t si = 0; do_decode && si < 3; si++) {
         int B = sizes[si];
         int32_t prompt[16];
         for (int i = 0; i < 16; i++)
             prompt[i] = (int32_t)((i * 31 + 7) % c.vocab_size);
-        gen_params gp = {.temperature = 0, .top_k = 0, .top_p = 1, .max_new = 128, .seed = 1};
+        gen_params gp = {.temperature = 0, .top_k = 0, .top_p = 1, .max_new = new_tokens, .seed = 1};
         gen_prompt pr = {.tokens = prompt, .len = 16, .n_samples = B, .params = &gp};
         gen_sample *out = calloc((size_t)B, sizeof *out);
         double t0 = now();

@@ -73,6 +73,30 @@ static const char *missing_line(const char *lines, const char *text)
     return NULL;
 }
 
+static void check_rows(const refusal *rows, size_t n)
+{
+    char cfg[700];
+    snprintf(cfg, sizeof cfg, "%s/c.cfg", dir);
+    for (size_t i = 0; i < n; i++) {
+        write_file(cfg, rows[i].config);
+        result by_run, by_check;
+        run(&by_run, "cd '%s' && %s run c.cfg", dir, TERN);
+        cr_expect_eq(by_run.code, 2, "row %zu: run exits 2: %s", i, by_run.err);
+        cr_expect(strstr(by_run.err, rows[i].message), "row %zu: run says \"%s\": %s", i,
+                  rows[i].message, by_run.err);
+        run(&by_check, "cd '%s' && %s check c.cfg", dir, TERN);
+        cr_expect_eq(by_check.code, 2, "row %zu: check exits 2: %s", i, by_check.err);
+        const char *line = missing_line(by_run.err, by_check.err);
+        cr_expect_null(line, "row %zu: run's line \"%s\" is not in check's: %s", i,
+                       line ? line : "", by_check.err);
+        cr_expect_null(strstr(by_check.out, "ok: "), "row %zu: %s", i, by_check.out);
+        struct stat st;
+        char runs[700];
+        snprintf(runs, sizeof runs, "%s/runs", dir);
+        cr_expect_neq(stat(runs, &st), 0, "row %zu: no run directory", i);
+    }
+}
+
 Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout = 240)
 {
     make_dir();
@@ -106,27 +130,39 @@ Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout =
          "none.jsonl: cannot open"},
         {RUN MODEL REF DATA "explorer = { temperature = 0.0; };\n" TRAIN BUFFER SYNC REWARDS,
          "explorer.temperature = 0 samples greedily"},
+        /* weight transports a plugin brings (ABI 1.8) */
+        {RUN MODEL REF DATA LOOP BUFFER "sync = { plugin = \"synchronous\"; method = \"nccl\"; };\n"
+             REWARDS,
+         "weight transport \"nccl\" is not one of tern's own (memory, mpi, checkpoint): a "
+         "transport plugin brings it; add transport = { plugin = \"nccl\"; };"},
     };
-    char cfg[700];
-    snprintf(cfg, sizeof cfg, "%s/c.cfg", dir);
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        write_file(cfg, rows[i].config);
-        result by_run, by_check;
-        run(&by_run, "cd '%s' && %s run c.cfg", dir, TERN);
-        cr_expect_eq(by_run.code, 2, "row %zu: run exits 2: %s", i, by_run.err);
-        cr_expect(strstr(by_run.err, rows[i].message), "row %zu: run says \"%s\": %s", i,
-                  rows[i].message, by_run.err);
-        run(&by_check, "cd '%s' && %s check c.cfg", dir, TERN);
-        cr_expect_eq(by_check.code, 2, "row %zu: check exits 2: %s", i, by_check.err);
-        const char *line = missing_line(by_run.err, by_check.err);
-        cr_expect_null(line, "row %zu: run's line \"%s\" is not in check's: %s", i,
-                       line ? line : "", by_check.err);
-        cr_expect_null(strstr(by_check.out, "ok: "), "row %zu: %s", i, by_check.out);
-        struct stat st;
-        char runs[700];
-        snprintf(runs, sizeof runs, "%s/runs", dir);
-        cr_expect_neq(stat(runs, &st), 0, "row %zu: no run directory", i);
+    check_rows(rows, sizeof rows / sizeof rows[0]);
+    remove_dir();
+}
+
+/* A transport plugin's section and sync's method must agree, and a plugin
+ * transport moves weights between ranks (the nccl plugin: built beside CUDA). */
+Test(check_run, a_transport_plugin_is_checked_like_the_rest, .timeout = 120)
+{
+    struct stat st;
+    if (stat(TERN_TEST_PLUGIN_DIR "/nccl.so", &st) != 0) {
+        fprintf(stderr, "check_run::a_transport_plugin_is_checked_like_the_rest: skipped: the "
+                "nccl plugin is not built here (no CUDA toolkit with NCCL)\n");
+        cr_skip_test("the nccl plugin is not built here");
     }
+    make_dir();
+    const refusal rows[] = {
+        {RUN MODEL REF DATA LOOP BUFFER SYNC "transport = { plugin = \"nccl\"; };\n" REWARDS,
+         "transport: plugin 'nccl' is configured but sync's method is \"memory\""},
+        {RUN MODEL REF DATA LOOP BUFFER "sync = { plugin = \"synchronous\"; method = \"nccl\"; "
+                                        "};\ntransport = { plugin = \"nccl\"; };\n" REWARDS,
+         "sync: method \"nccl\" moves weights between MPI ranks, and this run is one process"},
+        {RUN MODEL REF DATA LOOP BUFFER "sync = { plugin = \"synchronous\"; method = \"nccl\"; "
+                                        "};\ntransport = { plugin = \"nccl\"; timeout_s = 0; "
+                                        "};\n" REWARDS,
+         "transport.timeout_s"},
+    };
+    check_rows(rows, sizeof rows / sizeof rows[0]);
     remove_dir();
 }
 

@@ -6,7 +6,8 @@
  *   - backward + step: the weights move the same way (AdamW with eps far
  *     above |g|, so each update is lr·g/(|g| + eps): the gradients compared);
  *   - a checkpoint saved from the GPU loads on the CPU and scores the same;
- *   - generate's log-probs equal score's on the GPU, and training learns.
+ *   - generate's log-probs equal score's on the GPU, and training learns;
+ *   - device_tensors hand one instance's weights to another on the device.
  * Without a GPU these report "skipped: no GPU", except the test of the
  * message a user gets then.
  */
@@ -181,3 +182,60 @@ Test(cuda, a_missing_device_is_one_clear_message)
                   h.error);
     harness_close(&h);
 }
+
+/* The weights on the device (device_tensors, ABI 1.8), as a transport plugin
+ * moves them: a fresh instance given another's device weights, then told
+ * (device_tensors_written), scores as that one, in fp32 and in bf16 (whose
+ * bf16 copy must follow); and its host copy (tensors) is the new weights. */
+static void check_device_tensors(const char *compute)
+{
+    need_gpu();
+    make_batch();
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "path = \"%s\"; compute = \"%s\";", FIXTURE, compute);
+    harness a, b;
+    cr_assert_eq(harness_open(&a, "transformer_cuda", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 a.error);
+    const tern_model_ops *o = harness_ops(&a);
+    cr_assert(o->device_tensors && o->device_tensors_written);
+    /* b: the fixture's shape from other weights (the fixture's config, fresh) */
+    snprintf(cfg, sizeof cfg, "path = \"%s\"; compute = \"%s\";", FIXTURE, compute);
+    cr_assert_eq(harness_open(&b, "transformer_cuda", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 b.error);
+    const tern_tensor *tb;
+    size_t nb;
+    int32_t dev = -1;
+    cr_assert_eq(o->device_tensors(b.state, &tb, &nb, &dev), TERN_OK, "%s", b.error);
+    cr_expect_eq(dev, 0);
+    for (size_t i = 0; i < nb; i++) /* zero b's weights on the device */
+        cr_assert_eq(cudaMemset(tb[i].data, 0, tb[i].bytes), cudaSuccess);
+    cr_assert_eq(o->device_tensors_written(b.state), TERN_OK, "%s", b.error);
+    cr_expect_gt(score_diff(o, b.state, o, a.state), 1e-3, "zeroed weights score otherwise");
+
+    const tern_tensor *ta;
+    size_t na;
+    cr_assert_eq(o->device_tensors(a.state, &ta, &na, &dev), TERN_OK, "%s", a.error);
+    cr_assert_eq(o->device_tensors(b.state, &tb, &nb, &dev), TERN_OK, "%s", b.error);
+    cr_assert_eq(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        cr_assert_str_eq(ta[i].name, tb[i].name);
+        cr_assert_eq(ta[i].bytes, tb[i].bytes);
+        cr_assert_eq(cudaMemcpy(tb[i].data, ta[i].data, ta[i].bytes, cudaMemcpyDeviceToDevice),
+                     cudaSuccess);
+    }
+    cr_assert_eq(o->device_tensors_written(b.state), TERN_OK, "%s", b.error);
+    double d = score_diff(o, b.state, o, a.state);
+    cr_expect_lt(d, 1e-6, "%s: the copied weights score alike (differ by %g)", compute, d);
+    /* the host copies agree too (tensors() pulls what the device holds) */
+    const tern_tensor *ha, *hb;
+    size_t n;
+    cr_assert_eq(o->tensors(a.state, &ha, &n), TERN_OK);
+    cr_assert_eq(o->tensors(b.state, &hb, &n), TERN_OK);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(memcmp(ha[i].data, hb[i].data, ha[i].bytes), 0, "%s", ha[i].name);
+    harness_close(&b);
+    harness_close(&a);
+}
+
+Test(cuda, device_tensors_carry_weights_between_instances_fp32) { check_device_tensors("fp32"); }
+Test(cuda, device_tensors_carry_weights_between_instances_bf16) { check_device_tensors("bf16"); }

@@ -98,9 +98,9 @@ Test(multi_explorer, max_staleness_accept_rule)
 Test(multi_explorer, bad_settings)
 {
     const char *bad[] = {"explorers = 0;", "explorers = 65;", "num_explorer = 3;", "offset = 1;",
-                         "method = \"nccl\";"};
+                         "method = 3;"};
     const char *want[] = {"out of range", "out of range", "did you mean 'explorers'?",
-                          "no fixed offset", "not one of memory|mpi|checkpoint"};
+                          "no fixed offset", "expected a string"};
     for (int i = 0; i < 5; i++) {
         harness h;
         cr_expect_neq(harness_open(&h, "multi_explorer", TERN_KIND_SYNC, bad[i]), TERN_OK, "%s",

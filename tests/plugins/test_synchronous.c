@@ -87,9 +87,9 @@ Test(synchronous, refuses_offset_with_pointer_to_one_step_off)
 
 Test(synchronous, bad_settings_are_config_errors)
 {
-    const char *bad[] = {"interval = 0;", "method = \"nccl\";", "interval = 2.0;",
+    const char *bad[] = {"interval = 0;", "method = 3;", "interval = 2.0;",
                          "sync_intervl = 2;"};
-    const char *want[] = {"out of range", "not one of memory", "expected an integer",
+    const char *want[] = {"out of range", "expected a string", "expected an integer",
                           "did you mean 'interval'?"};
     for (int i = 0; i < 4; i++) {
         harness h;

@@ -27,7 +27,7 @@
 #include "base/errmsg.h"
 #include "weights/transport.h"
 
-static const tern_transport_ops *const T = &tern_transport_checkpoint;
+static const tern_store_transport *const T = &tern_transport_checkpoint;
 
 static void sleep_ms(long ms)
 {

@@ -199,6 +199,25 @@ typedef struct tern_model_ops {
      * trains on one trainer rank only, and a run with ranks.trainers > 1
      * refuses it. TERN_ENOMEM, or a plugin status with a message. */
     int (*gradients)(void *state, const tern_tensor **out, size_t *n);
+
+    /* ---- appended in ABI 1.8 (check TERN_HAS(ops, device_tensors)) ---- */
+
+    /* The parameter tensors where the model computes on an accelerator, for
+     * a weight transport plugin (tern/transport.h) that moves them without
+     * a host copy: n entries in the order, names, dtypes and shapes of
+     * tensors(), whose `data` are device pointers (CUDA: on the device
+     * *device). The model finishes its queued device work first, so they are
+     * current, and makes them current if a caller wrote the host copy that
+     * tensors() hands out. The caller may read them, or overwrite them and
+     * then call device_tensors_written before the model's next op. The
+     * array stays valid until the model's next op other than these two.
+     * Optional (NULL): the model computes in host memory, and its weights
+     * travel through tensors(). TERN_ERR with a message (a device failure). */
+    int (*device_tensors)(void *state, const tern_tensor **out, size_t *n, int32_t *device);
+    /* The caller wrote new weights into device_tensors(): the model refreshes
+     * what it derives from them (reduced-precision copies; its host copy is
+     * stale from now on). TERN_ERR with a message. */
+    int (*device_tensors_written)(void *state);
 } tern_model_ops;
 
 #ifdef __cplusplus

@@ -44,7 +44,8 @@ typedef enum tern_plugin_kind {
     TERN_KIND_MODEL = 1,
     TERN_KIND_REWARD = 2,
     TERN_KIND_BUFFER = 3,
-    TERN_KIND_SYNC = 4
+    TERN_KIND_SYNC = 4,
+    TERN_KIND_TRANSPORT = 5 /* ABI 1.8: a weight transport (tern/transport.h) */
 } tern_plugin_kind;
 
 /* Capability flags (descriptor.caps). Unknown bits are ignored by the core. */

@@ -322,6 +322,16 @@ int tern_link_weights_group(tern_link *l, int member, int root)
     return TERN_OK;
 }
 
+int tern_link_weights_place(tern_link *l, int *index, int *size)
+{
+    if (l->weights == MPI_COMM_NULL)
+        return tern_errorf(TERN_EINVAL, "MPI: rank %d is not in the weights group (a bug)",
+                           l->rank);
+    MPI_Comm_rank(l->weights, index);
+    MPI_Comm_size(l->weights, size);
+    return TERN_OK;
+}
+
 int tern_link_bcast(tern_link *l, void *buf, size_t len, const volatile int *cancel)
 {
     if (l->weights == MPI_COMM_NULL)

@@ -75,6 +75,9 @@ int tern_link_agree(tern_link *l, int status, int *rank);
  * communicator made at the same point on every rank (a collective; `member`
  * says whether this rank takes part, `root` is the world rank of the root). */
 int tern_link_weights_group(tern_link *l, int member, int root);
+/* This rank's index in the weights group (the root is 0) and the group's
+ * size; TERN_EINVAL when this rank is not a member. */
+int tern_link_weights_place(tern_link *l, int *index, int *size);
 /* Broadcast len bytes from the group's root (in chunks of at most 1 GiB),
  * polling: every member calls it in the same order. `cancel` (may be NULL)
  * is read between polls: once set the wait gives up with TERN_ECLOSED (the

@@ -102,7 +102,7 @@ static void send_destroy(void *impl)
     free(w);
 }
 
-static const tern_transport_ops sender_ops = {
+static const tern_store_transport sender_ops = {
     .method = "mpi",
     .publish = send_publish,
     .load = send_load,
@@ -226,7 +226,7 @@ static void recv_destroy(void *impl)
     free(w);
 }
 
-static const tern_transport_ops receiver_ops = {
+static const tern_store_transport receiver_ops = {
     .method = "mpi",
     .publish = recv_publish,
     .load = recv_load,

@@ -68,6 +68,8 @@ const tern_setting_spec tern_core_schema[] = {
                  .doc = "the experience buffer plugin and its settings"),
     TERN_SETTING(.name = "sync", .type = TERN_SETTING_GROUP, .aka = "synchronization|schedule",
                  .doc = "the synchronisation strategy plugin and its settings"),
+    TERN_SETTING(.name = "transport", .type = TERN_SETTING_GROUP, .aka = "weight_transport",
+                 .doc = "a weight transport plugin (sync's method names it: nccl)"),
     TERN_SETTING(.name = "rewards", .type = TERN_SETTING_LIST, .aka = "reward",
                  .doc = "reward plugins, each routed by task domain"),
     TERN_SETTING(.name = "data", .type = TERN_SETTING_GROUP, .children = tern_data_keys,
@@ -90,6 +92,7 @@ const tern_slot_def tern_slots[] = {
     {"reference", TERN_KIND_MODEL, 0, reference_slot_keys},
     {"buffer", TERN_KIND_BUFFER, 0, plugin_slot_keys},
     {"sync", TERN_KIND_SYNC, 0, plugin_slot_keys},
+    {"transport", TERN_KIND_TRANSPORT, 0, plugin_slot_keys},
     {"rewards", TERN_KIND_REWARD, 1, reward_slot_keys},
 };
 const size_t tern_n_slots = sizeof tern_slots / sizeof tern_slots[0];
@@ -101,6 +104,7 @@ const char *tern_kind_name(uint32_t kind)
     case TERN_KIND_REWARD: return "reward";
     case TERN_KIND_BUFFER: return "buffer";
     case TERN_KIND_SYNC: return "sync";
+    case TERN_KIND_TRANSPORT: return "transport";
     default: return "unknown";
     }
 }

@@ -12,6 +12,7 @@
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
+#include "tern/transport.h"
 
 /* ABI 1.0 sizes. When a member is appended to one of these structs, replace
  * its sizeof here by offsetof(the first appended member), so that plugins
@@ -26,6 +27,7 @@ size_t tern_ops_min_size(uint32_t kind)
     case TERN_KIND_REWARD: return sizeof(tern_reward_ops);
     case TERN_KIND_BUFFER: return offsetof(tern_buffer_ops, advance); /* 1.2 appended it */
     case TERN_KIND_SYNC: return sizeof(tern_sync_ops);
+    case TERN_KIND_TRANSPORT: return sizeof(tern_transport_ops);
     default: return 0;
     }
 }
@@ -52,6 +54,12 @@ static const op_def sync_ops[] = {
     OP(tern_sync_ops, create),        OP(tern_sync_ops, destroy),
     OP(tern_sync_ops, describe),      OP(tern_sync_ops, explorer_plan),
     OP(tern_sync_ops, trainer_publishes), OP(tern_sync_ops, accept), {0, NULL}};
+static const op_def transport_ops[] = {
+    OP(tern_transport_ops, create),   OP(tern_transport_ops, destroy),
+    OP(tern_transport_ops, connect),  OP(tern_transport_ops, publish),
+    OP(tern_transport_ops, finish),   OP(tern_transport_ops, receive),
+    OP(tern_transport_ops, copy_out), OP(tern_transport_ops, release),
+    OP(tern_transport_ops, cancel),   {0, NULL}};
 #undef OP
 
 static const op_def *required_ops(uint32_t kind)
@@ -61,6 +69,7 @@ static const op_def *required_ops(uint32_t kind)
     case TERN_KIND_REWARD: return reward_ops;
     case TERN_KIND_BUFFER: return buffer_ops;
     case TERN_KIND_SYNC: return sync_ops;
+    case TERN_KIND_TRANSPORT: return transport_ops;
     default: return NULL;
     }
 }
@@ -136,7 +145,7 @@ static int check_descriptor(const tern_plugin_descriptor *d)
     const op_def *req = required_ops(d->kind);
     if (!req)
         return tern_errorf(TERN_EINVAL, "plugin '%s' has unknown kind %u; use TERN_KIND_MODEL, "
-                           "_REWARD, _BUFFER or _SYNC", d->name, d->kind);
+                           "_REWARD, _BUFFER, _SYNC or _TRANSPORT", d->name, d->kind);
     const char *kind = tern_kind_name(d->kind);
     if (!d->ops)
         return tern_errorf(TERN_EINVAL, "plugin '%s' has no ops table; point .ops at its "

@@ -19,6 +19,7 @@
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "channel/transport_mpi.h"
+#include "channel/transport_plugin.h"
 #include "channel/wire.h"
 #include "loop/data_parallel.h"
 #include "loop/master_state.h"
@@ -148,15 +149,22 @@ static int open_weights(worker *w)
         snprintf(dir, sizeof dir, "%s/weights", run->dir);
         run->weights = tern_weights_open("checkpoint", dir, tr);
     } else if (w->rk->role == TERN_RANK_TRAINER) {
-        run->weights = tern_transport_mpi_sender(w->rk->link, tr);
+        run->weights = run->transport_plugin.ops
+                           ? tern_transport_plugin_sender(w->rk->link, &run->transport_plugin,
+                                                          &run->policy, tr)
+                           : tern_transport_mpi_sender(w->rk->link, tr);
     } else {
         const tern_model *like = NULL;
         for (uint32_t i = 0; i < run->n_explorers && !like; i++)
             if (run->explorers[i].ops)
                 like = &run->explorers[i];
-        run->weights = like ? tern_transport_mpi_receiver(w->rk->link, like, tr) : NULL;
         if (!like)
             tern_errorf(TERN_ERR, "explorer rank %d hosts no explorer (a bug)", w->rk->rank);
+        else if (run->transport_plugin.ops)
+            run->weights = tern_transport_plugin_receiver(w->rk->link, &run->transport_plugin,
+                                                          like, tr);
+        else
+            run->weights = tern_transport_mpi_receiver(w->rk->link, like, tr);
     }
     return run->weights ? TERN_OK : TERN_ERR;
 }

@@ -19,6 +19,7 @@
 #include "channel/messages.h"
 #include "data/task_file.h"
 #include "channel/queue.h"
+#include "channel/transport_plugin.h"
 #include "config/run_settings.h"
 #include "weights/weights.h"
 #include "reward/rewarder.h"
@@ -60,6 +61,7 @@ typedef struct tern_run {
     const tern_sync_ops *sync_ops;
     void *sync;
     char transport[32];      /* the sync plugin's weight transport ("memory", ...) */
+    tern_transport_plugin transport_plugin; /* its plugin (transport section), else ops NULL */
     int64_t max_staleness;   /* the sync plugin's bound, -1 unbounded */
     int async;               /* the explorers never wait for weights (USE_NEWEST plans) */
     tern_rewarder rewards;

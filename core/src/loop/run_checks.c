@@ -96,14 +96,44 @@ static int check_plugins(tern_run *run, tern_diag *d)
         tern_diag_addf(d, "%s: sync: plugin '%s' asks for %u explorers; tern runs 1 to 64",
                        tern_config_where(&s->config, sync->group, where, sizeof where),
                        sync->entry->name, info.explorers);
-    if (!info.transport ||
-        (strcmp(info.transport, "memory") != 0 && strcmp(info.transport, "checkpoint") != 0 &&
-         strcmp(info.transport, "mpi") != 0))
-        tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not available in this tern: "
-                       "use method = \"memory\", \"mpi\" or \"checkpoint\" (NCCL needs the "
-                       "CUDA build)",
+    tern_instance *tp = tern_run_instance(s, "transport");
+    int core_transport = info.transport && (strcmp(info.transport, "memory") == 0 ||
+                                            strcmp(info.transport, "checkpoint") == 0 ||
+                                            strcmp(info.transport, "mpi") == 0);
+    if (!info.transport || !info.transport[0])
+        tern_diag_addf(d, "%s: sync: plugin '%s' names no weight transport (a bug in it)",
                        tern_config_where(&s->config, sync->group, where, sizeof where),
-                       info.transport ? info.transport : "(none)");
+                       sync->entry->name);
+    else if (!core_transport && !live(tp))
+        tern_diag_addf(d, "%s: sync: weight transport \"%s\" is not one of tern's own "
+                       "(memory, mpi, checkpoint): a transport plugin brings it; add "
+                       "transport = { plugin = \"%s\"; }; (docs/sync.md \"Weight transports\")",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.transport, info.transport);
+    else if (!core_transport && strcmp(info.transport, tp->entry->name) != 0)
+        tern_diag_addf(d, "%s: sync: method \"%s\" does not name the transport plugin '%s' of "
+                       "the transport section: set method = \"%s\", or remove the transport "
+                       "section", tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.transport, tp->entry->name, tp->entry->name);
+    else if (core_transport && live(tp))
+        tern_diag_addf(d, "%s: transport: plugin '%s' is configured but sync's method is \"%s\": "
+                       "set method = \"%s\" in sync to use it, or remove the transport section",
+                       tern_config_where(&s->config, tp->group, where, sizeof where),
+                       tp->entry->name, info.transport, tp->entry->name);
+    else if (!core_transport && !run->ranks)
+        tern_diag_addf(d, "%s: sync: method \"%s\" moves weights between MPI ranks, and this "
+                       "run is one process: launch it on ranks (mpirun -np 3 tern run ..., "
+                       "docs/distributed.md), or use method = \"memory\" in one process",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.transport);
+    else if (!core_transport && model->created &&
+             !tern_model_has_device_tensors(&(tern_model){
+                 .ops = model->entry->plugin->desc->ops, .state = model->state}))
+        tern_diag_addf(d, "%s: sync: method \"%s\" moves device tensors, and model plugin "
+                       "'%s' computes in host memory (no device_tensors op, ABI 1.8): use a GPU "
+                       "model (plugin = \"transformer_cuda\") or method = \"mpi\"",
+                       tern_config_where(&s->config, sync->group, where, sizeof where),
+                       info.transport, model->entry->name);
     else
         snprintf(run->transport, sizeof run->transport, "%s", info.transport);
     /* the memory of one process is not shared by ranks: across ranks weights
@@ -112,6 +142,9 @@ static int check_plugins(tern_run *run, tern_diag *d)
         snprintf(run->transport, sizeof run->transport, "mpi");
     else if (!run->ranks && strcmp(run->transport, "mpi") == 0)
         snprintf(run->transport, sizeof run->transport, "memory");
+    if (!core_transport && live(tp))
+        run->transport_plugin = (tern_transport_plugin){
+            .ops = tp->entry->plugin->desc->ops, .state = tp->state, .name = tp->entry->name};
     run->n_explorers = info.explorers;
     run->max_staleness = info.max_staleness;
     /* the first plan tells the kind of schedule: fixed (wait) or asynchronous */

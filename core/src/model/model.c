@@ -189,6 +189,31 @@ int tern_model_gradients(const tern_model *m, const char *what, const tern_tenso
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "gradients");
 }
 
+int tern_model_has_device_tensors(const tern_model *m)
+{
+    return m->ops && TERN_HAS(m->ops, device_tensors_written) && m->ops->device_tensors &&
+           m->ops->device_tensors_written;
+}
+
+int tern_model_device_tensors(const tern_model *m, const char *what, const tern_tensor **t,
+                              size_t *n, int32_t *device)
+{
+    if (!tern_model_has_device_tensors(m))
+        return tern_errorf(TERN_EUNSUPPORTED, "%s: the model plugin computes in host memory "
+                           "(no device_tensors op, ABI 1.8)", what);
+    tern_error_clear();
+    *device = 0;
+    int rc = m->ops->device_tensors(m->state, t, n, device);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "device_tensors");
+}
+
+int tern_model_device_tensors_written(const tern_model *m, const char *what)
+{
+    tern_error_clear();
+    int rc = m->ops->device_tensors_written(m->state);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "device_tensors_written");
+}
+
 int tern_model_save(const tern_model *m, const char *what, const char *dir, int with_optimizer)
 {
     tern_error_clear();

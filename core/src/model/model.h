@@ -87,6 +87,15 @@ TERN_INTERNAL int tern_model_has_gradients(const tern_model *m);
 TERN_INTERNAL int tern_model_gradients(const tern_model *m, const char *what,
                                        const tern_tensor **t, size_t *n);
 
+/* 1 when the model has the device_tensors ops (ABI 1.8). */
+TERN_INTERNAL int tern_model_has_device_tensors(const tern_model *m);
+/* The parameters on the model's accelerator (tern/model.h, device_tensors),
+ * *device its ordinal; and the note that a caller wrote them. A model
+ * without the ops: TERN_EUNSUPPORTED with a message. */
+TERN_INTERNAL int tern_model_device_tensors(const tern_model *m, const char *what,
+                                            const tern_tensor **t, size_t *n, int32_t *device);
+TERN_INTERNAL int tern_model_device_tensors_written(const tern_model *m, const char *what);
+
 /* save() and load() of a model directory. */
 TERN_INTERNAL int tern_model_save(const tern_model *m, const char *what, const char *dir,
                                   int with_optimizer);

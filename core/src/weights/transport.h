@@ -20,8 +20,12 @@
 
 #include "tern/model.h"
 
-typedef struct tern_transport_ops {
-    const char *method; /* "memory", "checkpoint" */
+typedef struct tern_store_transport {
+    const char *method; /* "memory", "checkpoint", "mpi", or a transport plugin's name */
+    /* 1: publish and load take a model's device tensors (tern_model_device_tensors,
+     * a transport plugin's), and a load is followed by device_tensors_written;
+     * 0: its host tensors (tensors()) */
+    int device;
 
     /* Make `version` of the weights t[0..n) (a model's tensors, or a
      * snapshot's) available to loaders. TERN_EINVAL if version <= the newest
@@ -49,16 +53,16 @@ typedef struct tern_transport_ops {
     void (*close)(void *impl);
 
     void (*destroy)(void *impl);
-} tern_transport_ops;
+} tern_store_transport;
 
 /* transport_memory.c */
-extern const tern_transport_ops tern_transport_memory;
+extern const tern_store_transport tern_transport_memory;
 /* NULL with a message on failure. */
 void *tern_transport_memory_new(void);
 
 /* transport_checkpoint.c: files live in `dir` (created if missing, with
  * parents); `dir` is copied. NULL with a message on failure. */
-extern const tern_transport_ops tern_transport_checkpoint;
+extern const tern_store_transport tern_transport_checkpoint;
 void *tern_transport_checkpoint_new(const char *dir);
 
 #endif

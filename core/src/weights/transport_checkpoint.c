@@ -381,7 +381,7 @@ void *tern_transport_checkpoint_new(const char *dir)
     return c;
 }
 
-const tern_transport_ops tern_transport_checkpoint = {
+const tern_store_transport tern_transport_checkpoint = {
     .method = "checkpoint",
     .publish = ckpt_publish,
     .load = ckpt_load,

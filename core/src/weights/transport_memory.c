@@ -173,7 +173,7 @@ static void memory_close(void *impl)
     pthread_mutex_unlock(&m->lock);
 }
 
-const tern_transport_ops tern_transport_memory = {
+const tern_store_transport tern_transport_memory = {
     .method = "memory",
     .publish = memory_publish,
     .load = memory_load,

@@ -166,7 +166,7 @@ int tern_snapshot_retake(tern_snapshot **s, const tern_tensor *t, size_t n, int6
 #define WRITER_SLOTS 2
 
 struct tern_weight_store {
-    const tern_transport_ops *ops;
+    const tern_store_transport *ops;
     void *impl;
     tern_trace *trace;
 
@@ -232,7 +232,7 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-tern_weight_store *tern_weights_open_transport(const tern_transport_ops *ops, void *impl,
+tern_weight_store *tern_weights_open_transport(const tern_store_transport *ops, void *impl,
                                                int writer, tern_trace *trace)
 {
     if (!impl)
@@ -307,14 +307,26 @@ void tern_weights_free(tern_weight_store *w)
 
 const char *tern_weights_method(const tern_weight_store *w) { return w->ops->method; }
 
+/* The tensors a transport moves: the model's host tensors, or its device
+ * tensors for a transport plugin's (device) store. */
+static int moved_tensors_of(const tern_weight_store *w, const tern_model *m, const tern_tensor **t,
+                            size_t *n)
+{
+    int32_t device;
+    if (w->ops->device)
+        return tern_model_device_tensors(m, "the model cannot hand out its device tensors", t,
+                                         n, &device);
+    return tensors_of(m, t, n);
+}
+
 int tern_weights_publish(tern_weight_store *w, const tern_model *m, int64_t version)
 {
     const tern_tensor *t;
     size_t n;
-    int rc = tensors_of(m, &t, &n);
+    int rc = moved_tensors_of(w, m, &t, &n);
     if (rc != TERN_OK)
         return rc;
-    if (!w->writer_on) {
+    if (!w->writer_on) { /* always so for a device store: the model's own memory goes out */
         rc = w->ops->publish(w->impl, t, n, version);
         if (rc == TERN_OK)
             note_published(w, version);
@@ -363,8 +375,12 @@ int tern_weights_load(tern_weight_store *w, const tern_model *m, int64_t version
 {
     const tern_tensor *t;
     size_t n;
-    int rc = tensors_of(m, &t, &n);
-    return rc == TERN_OK ? w->ops->load(w->impl, t, n, version, loaded, waited_ns) : rc;
+    int rc = moved_tensors_of(w, m, &t, &n);
+    if (rc == TERN_OK)
+        rc = w->ops->load(w->impl, t, n, version, loaded, waited_ns);
+    if (rc == TERN_OK && w->ops->device)
+        rc = tern_model_device_tensors_written(m, "the model cannot take new device weights");
+    return rc;
 }
 
 void tern_weights_forget_before(tern_weight_store *w, int64_t version)

@@ -59,8 +59,8 @@ tern_weight_store *tern_weights_open(const char *method, const char *dir, tern_t
  * tern_weights_free, or at once on failure). `writer`: publish returns once
  * the weights are copied and a thread of the store hands them to the
  * transport (for a slow publish). NULL with a message on failure. */
-struct tern_transport_ops;
-tern_weight_store *tern_weights_open_transport(const struct tern_transport_ops *ops, void *impl,
+struct tern_store_transport;
+tern_weight_store *tern_weights_open_transport(const struct tern_store_transport *ops, void *impl,
                                                int writer, tern_trace *trace);
 /* Wait until every published version is loadable (a no-op for memory). */
 int tern_weights_flush(tern_weight_store *w);

@@ -48,6 +48,7 @@ typedef struct transformer {
     adamw opt;        /* allocated at the first step or optimizer load */
     tern_tensor *tensors;       /* built at the first tensors() call */
     tern_tensor *grad_tensors;  /* the same over the gradients, at the first gradients() */
+    tern_tensor *dev_tensors;   /* the same over the device weights, at the first device_tensors() */
     char (*tensor_names)[96];  /* their names (both tables') */
     packed pk;                 /* score/backward batch buffers */
     char err[1024];
@@ -224,6 +225,7 @@ void front_destroy(void *state)
     adamw_free(&t->opt);
     free(t->tensors);
     free(t->grad_tensors);
+    free(t->dev_tensors);
     free(t->tensor_names);
     packed_free(&t->pk);
     free(t);
@@ -535,6 +537,39 @@ int front_tensors(void *state, const tern_tensor **out, size_t *n)
     t->host_written = 1;
     *out = t->tensors;
     *n = llama_tensor_count(&t->m.cfg);
+    return TERN_OK;
+}
+
+int front_device_tensors(void *state, const tern_tensor **out, size_t *n, int32_t *device)
+{
+    transformer *t = state;
+    if (!t->engine->device_params)
+        return host->fail(t->ctx, TERN_EUNSUPPORTED, "device_tensors: the %s engine computes "
+                          "in host memory", t->engine->name);
+    /* a host copy handed out and written goes to the device first */
+    int rc = sync_engine(t);
+    if (rc != TERN_OK)
+        return rc;
+    float *base = t->engine->device_params(t->eng, device, t->err, sizeof t->err);
+    if (!base)
+        return host->fail(t->ctx, TERN_ERR, "device_tensors: %s", t->err);
+    /* the table's pointers are offsets from base, which stays put */
+    if (!t->dev_tensors && (rc = tensor_table(t, base, &t->dev_tensors)) != TERN_OK)
+        return rc;
+    *out = t->dev_tensors;
+    *n = llama_tensor_count(&t->m.cfg);
+    return TERN_OK;
+}
+
+int front_device_tensors_written(void *state)
+{
+    transformer *t = state;
+    if (!t->engine->device_written)
+        return host->fail(t->ctx, TERN_EUNSUPPORTED, "device_tensors_written: the %s engine "
+                          "computes in host memory", t->engine->name);
+    if (t->engine->device_written(t->eng, t->err, sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_ERR, "device_tensors_written: %s", t->err);
+    t->host_written = 0; /* tensors() pulls the new weights before handing them out */
     return TERN_OK;
 }
 

@@ -62,6 +62,14 @@ typedef struct tf_engine {
      * copy. NULL op: the engine cannot expose them (tern_model_ops.gradients
      * is then NULL too). */
     float *(*grads)(void *eng);
+    /* The engine's weights on its accelerator, laid out as params (float32),
+     * current once it returns (queued work finished); *device its ordinal.
+     * NULL (and a message) on failure. NULL op: the engine computes on the
+     * host copy (tern_model_ops.device_tensors is then NULL too). */
+    float *(*device_params)(void *eng, int32_t *device, char *err, size_t errn);
+    /* A caller overwrote the device weights: refresh what derives from them
+     * (reduced-precision copies). 0, or -1 with a message. */
+    int (*device_written)(void *eng, char *err, size_t errn);
 } tf_engine;
 
 /* Call first, from tern_plugin_entry. */
@@ -89,17 +97,23 @@ int front_load(void *state, const char *dir, int with_optimizer);
 int front_special_tokens(void *state, tern_special_tokens *out);
 /* tern_model_ops.gradients, for an engine with the grads op. */
 int front_gradients(void *state, const tern_tensor **out, size_t *n);
+/* tern_model_ops.device_tensors and device_tensors_written, for an engine
+ * with device_params and device_written. */
+int front_device_tensors(void *state, const tern_tensor **out, size_t *n, int32_t *device);
+int front_device_tensors_written(void *state);
 
-/* tern_model_ops with every op but create and gradients (a plugin's ops
- * table starts from this: front_gradients for an engine with host gradients,
- * else NULL). */
-#define FRONT_OPS(create_fn, gradients_fn)                                                       \
+/* tern_model_ops with every op but create, gradients and the device ops (a
+ * plugin's ops table starts from this: front_gradients for an engine with
+ * host gradients, else NULL; FRONT_DEVICE_OPS for an engine on a device). */
+#define FRONT_OPS(create_fn, gradients_fn, ...)                                                  \
     {.size = sizeof(tern_model_ops), .create = (create_fn), .destroy = front_destroy,          \
      .free_buffer = front_free_buffer, .tokenize = front_tokenize,                              \
      .detokenize = front_detokenize, .generate = front_generate, .score = front_score,         \
      .backward = front_backward, .step = front_step, .tensors = front_tensors,                 \
      .save = front_save, .load = front_load, .special_tokens = front_special_tokens,           \
-     .encode_chat = front_encode_chat, .gradients = (gradients_fn)}
+     .encode_chat = front_encode_chat, .gradients = (gradients_fn), __VA_ARGS__}
+#define FRONT_DEVICE_OPS                                                                         \
+    .device_tensors = front_device_tensors, .device_tensors_written = front_device_tensors_written
 
 /* The `init` group's keys (fresh weights), shared by the plugins. */
 extern const tern_setting_spec front_init_keys[];

@@ -107,7 +107,7 @@ static const tf_engine cpu_engine = {
 
 static int tf_create(tern_ctx *ctx, void **state) { return front_create(&cpu_engine, ctx, state); }
 
-static const tern_model_ops ops = FRONT_OPS(tf_create, front_gradients);
+static const tern_model_ops ops = FRONT_OPS(tf_create, front_gradients, .device_tensors = NULL);
 
 static const tern_setting_spec settings[] = {
     FRONT_SETTINGS,

@@ -11,6 +11,7 @@
  *   device = 0;                   the CUDA device ordinal
  *   compute = "fp32";             or "bf16": bf16 operands, float32 sums
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,32 @@ static int cu_push(void *eng, const float *params, const adamw *opt, char *err, 
     return opt ? cuda_model_upload_opt(eng, opt, err, errn) : 0;
 }
 
+static float *cu_device_params(void *eng, int32_t *device, char *err, size_t errn)
+{
+    cuda_model *m = eng;
+    /* the tensors are read or written from other streams: finish ours */
+    cudaError_t e = cudaSetDevice(m->device);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(m->st);
+    if (e != cudaSuccess) {
+        snprintf(err, errn, "%s: %s", m->where, cudaGetErrorString(e));
+        return NULL;
+    }
+    *device = m->device;
+    return m->params;
+}
+
+static int cu_device_written(void *eng, char *err, size_t errn)
+{
+    cuda_model *m = eng;
+    cudaError_t e = cudaSetDevice(m->device);
+    if (e != cudaSuccess) {
+        snprintf(err, errn, "%s: %s", m->where, cudaGetErrorString(e));
+        return -1;
+    }
+    return cuda_refresh_bf16(m, err, errn);
+}
+
 static const tf_engine cuda_engine = {
     .name = "CUDA",
     .host_optimizer = 0,
@@ -109,13 +136,15 @@ static const tf_engine cuda_engine = {
     .generate = cu_generate,
     .pull = cu_pull,
     .push = cu_push,
+    .device_params = cu_device_params,
+    .device_written = cu_device_written,
 };
 
 static int tc_create(tern_ctx *ctx, void **state) { return front_create(&cuda_engine, ctx, state); }
 
 /* gradients: NULL, they live on the GPU (summing them across trainer ranks is
- * NCCL's work) */
-static const tern_model_ops ops = FRONT_OPS(tc_create, NULL);
+ * NCCL's work); the weights on the GPU go to a transport plugin (nccl) */
+static const tern_model_ops ops = FRONT_OPS(tc_create, NULL, FRONT_DEVICE_OPS);
 
 static const tern_setting_spec settings[] = {
     FRONT_SETTINGS,

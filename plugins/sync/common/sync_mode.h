@@ -165,9 +165,10 @@ static inline int sync_mode_accept(void *state, int64_t experience_version,
  * and offset (`bound`: the schedule's staleness bound, as the doc writes it). */
 #define FIXED_MODE_SETTINGS(bound)                                                               \
     TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"memory\"",             \
-                 .choices = "memory|mpi|checkpoint", .aka = "transport|weight_sync",                 \
+                 .aka = "transport|weight_sync",                                                  \
                  .doc = "how weights reach the explorer: memory (a copy between threads of one " \
-                        "process) or checkpoint (atomically written weight files)"),             \
+                        "process; mpi across ranks), checkpoint (atomically written weight "    \
+                        "files), or a transport plugin's name (nccl)"),                         \
     TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,      \
                  .max = 1e9, .aka = "staleness|max_stale",                                       \
                  .doc = "versions an experience may lag the trainer: -1 = the schedule's bound " \
@@ -185,9 +186,10 @@ static inline int sync_mode_accept(void *state, int64_t experience_version,
                  .doc = "must be 0: asynchronous modes have no fixed offset (bound staleness "  \
                         "with max_staleness; a fixed lead is the one_step_off mode)"),          \
     TERN_SETTING(.name = "method", .type = TERN_SETTING_STRING, .def = "\"checkpoint\"",        \
-                 .choices = "memory|mpi|checkpoint", .aka = "transport|weight_sync",                \
+                 .aka = "transport|weight_sync",                                                 \
                  .doc = "how weights reach the " who ": checkpoint (atomically written "       \
-                        "weight files) or memory (a copy between threads of one process)"),     \
+                        "weight files), memory (a copy between threads of one process; mpi "   \
+                        "across ranks), or a transport plugin's name (nccl)"),                  \
     TERN_SETTING(.name = "max_staleness", .type = TERN_SETTING_INT, .def = "-1", .min = -1,     \
                  .max = 1e9, .aka = "staleness|max_stale",                                      \
                  .doc = "-1 = unbounded; else the trainer at version w trains an experience "   \

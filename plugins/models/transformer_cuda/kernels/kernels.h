@@ -111,7 +111,8 @@ cudaError_t k_attention_forward(cudaStream_t st, float *out, float *lse, const f
  *   dk_j (set) = Σ_{i >= j, same sequence, heads of j's group} p_ij (dout_i·v_j − delta_i) q_i / sqrt(HD)
  *   dv_j (set) = Σ_{same} p_ij dout_i
  * row_end[r]: one past the last row of r's sequence. No atomics: each output
- * row is written by one warp, so results do not depend on scheduling. */
+ * element is written by one thread of one block (a warp per row, or tiles
+ * for head dims 64 and 128), so results do not depend on scheduling. */
 cudaError_t k_attention_delta(cudaStream_t st, float *delta, const float *dout, const float *out,
                               int n, int h, int hd);
 cudaError_t k_attention_backward_dq(cudaStream_t st, float *dq, const float *dout,
