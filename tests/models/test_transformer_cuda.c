@@ -77,12 +77,12 @@ static double score_diff(const tern_model_ops *oa, void *a, const tern_model_ops
     return worst;
 }
 
-static void check_against_cpu(const char *compute, double tol)
+static void check_against_cpu(const char *fixture, const char *compute, double tol)
 {
     need_gpu();
     make_batch();
     char cfg[512];
-    snprintf(cfg, sizeof cfg, "path = \"%s\"; compute = \"%s\";", FIXTURE, compute);
+    snprintf(cfg, sizeof cfg, "path = \"%s\"; compute = \"%s\";", fixture, compute);
     harness cpu, gpu;
     cr_assert_eq(harness_open(&cpu, "transformer", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
                  cpu.error);
@@ -151,8 +151,60 @@ static void check_against_cpu(const char *compute, double tol)
     harness_close(&cpu);
 }
 
-Test(cuda, fp32_matches_the_cpu_plugin) { check_against_cpu("fp32", 1e-4); }
-Test(cuda, bf16_within_bf16_of_the_cpu_plugin) { check_against_cpu("bf16", 2e-2); }
+Test(cuda, fp32_matches_the_cpu_plugin) { check_against_cpu(FIXTURE, "fp32", 1e-4); }
+Test(cuda, bf16_within_bf16_of_the_cpu_plugin) { check_against_cpu(FIXTURE, "bf16", 2e-2); }
+/* Qwen2: q/k/v biases, whose gradients the bias kernels sum */
+Test(cuda, qwen2_biases_match_the_cpu_plugin)
+{
+    check_against_cpu(TERN_TEST_SOURCE_DIR "/tests/fixtures/qwen2_micro", "fp32", 1e-4);
+}
+
+/* Training repeats bit for bit: every gradient sum is taken in a fixed order
+ * (no atomics: the embedding's repeated tokens, RMSNorm's and the biases'
+ * column sums, the gradient norm), so two instances given the same batches
+ * end with the same weights, and a run's figures repeat on the same GPU. */
+Test(cuda, training_repeats_bit_for_bit)
+{
+    need_gpu();
+    make_batch();
+    const char *cfgs[] = {"path = \"" TERN_TEST_SOURCE_DIR "/tests/fixtures/qwen2_micro\";",
+                          "path = \"" FIXTURE "\"; compute = \"bf16\";"};
+    for (int c = 0; c < 2; c++) {
+        harness a, b;
+        cr_assert_eq(harness_open(&a, "transformer_cuda", TERN_KIND_MODEL, cfgs[c]), TERN_OK,
+                     "%s", a.error);
+        cr_assert_eq(harness_open(&b, "transformer_cuda", TERN_KIND_MODEL, cfgs[c]), TERN_OK,
+                     "%s", b.error);
+        const tern_model_ops *o = harness_ops(&a);
+        float *dl[NSEQ], dlbuf[NSEQ][24];
+        for (int s = 0; s < NSEQ; s++) {
+            dl[s] = dlbuf[s];
+            for (size_t i = 0; i < seqs[s].len; i++)
+                dlbuf[s][i] = i >= seqs[s].start ? -1.0f / (float)(i + 1) : 0;
+        }
+        const float *const *dlc = (const float *const *)dl;
+        for (int step = 0; step < 3; step++) {
+            tern_optim_step sa = {.size = sizeof sa, .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95,
+                                  .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0};
+            tern_optim_step sb = sa;
+            cr_assert_eq(o->backward(a.state, seqs, NSEQ, dlc, NULL), TERN_OK, "%s", a.error);
+            cr_assert_eq(o->step(a.state, &sa), TERN_OK, "%s", a.error);
+            cr_assert_eq(o->backward(b.state, seqs, NSEQ, dlc, NULL), TERN_OK, "%s", b.error);
+            cr_assert_eq(o->step(b.state, &sb), TERN_OK, "%s", b.error);
+            cr_expect_eq(sa.grad_norm, sb.grad_norm, "%s step %d: gradient norms %.17g, %.17g",
+                         cfgs[c], step, sa.grad_norm, sb.grad_norm);
+        }
+        const tern_tensor *ta, *tb;
+        size_t n;
+        cr_assert_eq(o->tensors(a.state, &ta, &n), TERN_OK);
+        cr_assert_eq(o->tensors(b.state, &tb, &n), TERN_OK);
+        for (size_t i = 0; i < n; i++)
+            cr_expect_eq(memcmp(ta[i].data, tb[i].data, ta[i].bytes), 0,
+                         "%s: %s differs between two identical trainings", cfgs[c], ta[i].name);
+        harness_close(&b);
+        harness_close(&a);
+    }
+}
 
 Test(cuda, generate_and_score_agree)
 {
@@ -239,3 +291,76 @@ static void check_device_tensors(const char *compute)
 
 Test(cuda, device_tensors_carry_weights_between_instances_fp32) { check_device_tensors("fp32"); }
 Test(cuda, device_tensors_carry_weights_between_instances_bf16) { check_device_tensors("bf16"); }
+
+/* The gradients on the device (device_gradients, ABI 1.8), as data-parallel
+ * trainer ranks sum them (nccl): after the same backward they equal the CPU
+ * plugin's host gradients (gradients op), and step() uses what the caller
+ * leaves there: doubled gradients move the weights as a doubled batch does. */
+Test(cuda, device_gradients_are_the_gradients_step_uses)
+{
+    need_gpu();
+    make_batch();
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "path = \"%s\";", FIXTURE);
+    harness cpu, gpu;
+    cr_assert_eq(harness_open(&cpu, "transformer", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 cpu.error);
+    cr_assert_eq(harness_open(&gpu, "transformer_cuda", TERN_KIND_MODEL, cfg), TERN_OK, "%s",
+                 gpu.error);
+    const tern_model_ops *oc = harness_ops(&cpu), *og = harness_ops(&gpu);
+    cr_assert(og->device_gradients);
+    float *dl[NSEQ], dlbuf[NSEQ][24];
+    for (int s = 0; s < NSEQ; s++) {
+        dl[s] = dlbuf[s];
+        for (size_t i = 0; i < seqs[s].len; i++)
+            dlbuf[s][i] = i >= seqs[s].start ? -1.0f / (float)(i + 1) : 0;
+    }
+    const float *const *dlc = (const float *const *)dl;
+    cr_assert_eq(oc->backward(cpu.state, seqs, NSEQ, dlc, NULL), TERN_OK);
+    cr_assert_eq(og->backward(gpu.state, seqs, NSEQ, dlc, NULL), TERN_OK, "%s", gpu.error);
+    const tern_tensor *gc, *gg;
+    size_t nc, ng;
+    int32_t dev = -1;
+    cr_assert_eq(oc->gradients(cpu.state, &gc, &nc), TERN_OK);
+    cr_assert_eq(og->device_gradients(gpu.state, &gg, &ng, &dev), TERN_OK, "%s", gpu.error);
+    cr_assert_eq(ng, nc);
+    cr_expect_eq(dev, 0);
+    for (size_t i = 0; i < nc; i++) {
+        cr_assert_str_eq(gg[i].name, gc[i].name);
+        cr_assert_eq(gg[i].bytes, gc[i].bytes);
+        size_t k = gc[i].bytes / sizeof(float);
+        float *h = malloc(gc[i].bytes);
+        cr_assert_eq(cudaMemcpy(h, gg[i].data, gc[i].bytes, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+        const float *c = gc[i].data;
+        double num = 0, den = 0;
+        for (size_t j = 0; j < k; j++) {
+            num += ((double)h[j] - c[j]) * ((double)h[j] - c[j]);
+            den += (double)c[j] * c[j];
+        }
+        double e = den > 0 ? sqrt(num / den) : sqrt(num);
+        cr_expect_lt(e, 1e-4, "%s: device gradient relative error %g", gc[i].name, e);
+        /* double both sides' gradients where the caller may write them */
+        for (size_t j = 0; j < k; j++) {
+            h[j] *= 2;
+            ((float *)gc[i].data)[j] *= 2;
+        }
+        cr_assert_eq(cudaMemcpy(gg[i].data, h, gc[i].bytes, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+        free(h);
+    }
+    /* SGD-like step (beta 0, eps >> |g|): the update is lr·g/eps, so the
+     * doubled gradients must show on both sides alike */
+    tern_optim_step st = {.size = sizeof st, .lr = 1.0, .beta1 = 0, .beta2 = 0, .eps = 1e3,
+                          .weight_decay = 0, .grad_clip = 0};
+    tern_optim_step sg = st;
+    cr_assert_eq(oc->step(cpu.state, &st), TERN_OK);
+    cr_assert_eq(og->step(gpu.state, &sg), TERN_OK, "%s", gpu.error);
+    cr_expect_lt(fabs(sg.grad_norm - st.grad_norm) / st.grad_norm, 1e-4,
+                 "the step saw the doubled gradients: norm %g on the GPU, %g on the CPU",
+                 sg.grad_norm, st.grad_norm);
+    double d = score_diff(og, gpu.state, oc, cpu.state);
+    cr_expect_lt(d, 1e-4, "after the step the two score alike (differ by %g)", d);
+    harness_close(&gpu);
+    harness_close(&cpu);
+}

@@ -218,6 +218,14 @@ typedef struct tern_model_ops {
      * what it derives from them (reduced-precision copies; its host copy is
      * stale from now on). TERN_ERR with a message. */
     int (*device_tensors_written)(void *state);
+    /* The gradients backward() accumulated since the last step(), on the
+     * device, as gradients() hands them out on the host: n float32 tensors
+     * in the order, names and shapes of tensors(), device pointers (on
+     * *device), current when it returns; the caller may overwrite them
+     * (data-parallel trainer ranks sum them with a transport plugin's sum)
+     * and step() uses what is there. Valid until the next backward, step,
+     * load or destroy. Optional (NULL). TERN_ERR with a message. */
+    int (*device_gradients)(void *state, const tern_tensor **out, size_t *n, int32_t *device);
 } tern_model_ops;
 
 #ifdef __cplusplus

@@ -105,6 +105,22 @@ typedef struct tern_transport_ops {
     /* Make blocked and later connect/publish/receive calls return
      * TERN_ECLOSED soon: the run is ending. Any thread. */
     void (*cancel)(void *state);
+
+    /* ---- optional (NULL): gradients of data-parallel trainer ranks ---- */
+
+    /* Join the trainer ranks' group (ranks.trainers > 1): every trainer rank
+     * calls it once, at the same point; group->rank 0 is the leading
+     * trainer, bootstrap_bcast broadcasts from it to the other trainer
+     * ranks, group->role is TERN_TRANSPORT_SENDER on the leader and
+     * TERN_TRANSPORT_RECEIVER on the others. Errors as connect(). */
+    int (*join_trainers)(void *state, const tern_transport_group *group);
+    /* In place, over the trainer ranks: each tensor of t[0..n) (float32
+     * device tensors on group->device, a model's device_gradients) becomes
+     * the sum of every rank's, the same bits on every rank. A collective:
+     * every trainer rank calls it in the same order. Returns once the sums
+     * are in t. TERN_ETIMEDOUT (a trainer rank is gone), TERN_ECLOSED after
+     * cancel. */
+    int (*sum)(void *state, const tern_tensor *t, size_t n);
 } tern_transport_ops;
 
 #ifdef __cplusplus

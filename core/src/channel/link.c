@@ -1,6 +1,7 @@
 /* link.c: the rank-to-rank link over MPI (see link.h). */
 #include "channel/link.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +414,27 @@ int tern_link_trainers_gather(tern_link *l, float *buf, const int *counts, const
     rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT,
                          l->trainers, &req);
     return trainers_wait(&req, rc, cancel, "gathering the trainer ranks' scores");
+}
+
+int tern_link_trainers_bcast(tern_link *l, void *buf, size_t len)
+{
+    int rc = in_trainers(l);
+    if (rc != TERN_OK)
+        return rc;
+    if (len > (size_t)INT_MAX)
+        return tern_errorf(TERN_EINVAL, "MPI: a bootstrap of %zu bytes (a bug)", len);
+    rc = MPI_Bcast(buf, (int)len, MPI_BYTE, 0, l->trainers);
+    return rc == MPI_SUCCESS ? TERN_OK : mpi_error(rc, "broadcasting among the trainer ranks");
+}
+
+int tern_link_trainers_place(tern_link *l, int *index, int *size)
+{
+    int rc = in_trainers(l);
+    if (rc != TERN_OK)
+        return rc;
+    MPI_Comm_rank(l->trainers, index);
+    MPI_Comm_size(l->trainers, size);
+    return TERN_OK;
 }
 
 int tern_link_trainers_sum(tern_link *l, float *buf, size_t n, const volatile int *cancel)

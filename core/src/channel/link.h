@@ -108,6 +108,11 @@ int tern_link_trainers_sum(tern_link *l, float *buf, size_t n, const volatile in
 /* Whether every member holds the same `value` (*same 1) or not (0). */
 int tern_link_trainers_same(tern_link *l, uint64_t value, int *same,
                             const volatile int *cancel);
+/* Broadcast len bytes from the leading trainer (member 0), blocking: a
+ * transport plugin's bootstrap (join_trainers). */
+int tern_link_trainers_bcast(tern_link *l, void *buf, size_t len);
+/* This rank's index among the trainer ranks and their number. */
+int tern_link_trainers_place(tern_link *l, int *index, int *size);
 
 /* Wait until every rank calls this (a barrier, polling), stop the post
  * office and finalize MPI. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "channel/transport_plugin.h"
 #include "channel/wire.h"
 
 struct tern_dp {
@@ -13,6 +14,7 @@ struct tern_dp {
     int index, size;
     int leader;          /* the leader's world rank; member i is leader + i */
     volatile int cancel; /* tern_dp_cancel */
+    const tern_transport_plugin *tp; /* sums on the device when set */
 };
 
 int tern_dp_leads(const tern_dp *dp) { return !dp || dp->index == 0; }
@@ -58,6 +60,11 @@ int tern_dp_gather(tern_dp *dp, float **arr, const tern_sequence *seq, size_t n,
 int tern_dp_sum_gradients(tern_dp *dp, const tern_model *m)
 {
     (void)m;
+    return dp ? no_mpi() : TERN_OK;
+}
+int tern_dp_use_transport(tern_dp *dp, const struct tern_transport_plugin *p, const tern_model *m)
+{
+    (void)p, (void)m;
     return dp ? no_mpi() : TERN_OK;
 }
 int tern_dp_check_same(tern_dp *dp, const tern_model *m, int64_t step)
@@ -143,12 +150,60 @@ int tern_dp_gather(tern_dp *dp, float **arr, const tern_sequence *seq, size_t n,
     return rc;
 }
 
+static int trainers_bootstrap(void *user, void *buf, size_t bytes)
+{
+    return tern_link_trainers_bcast(user, buf, bytes);
+}
+
+int tern_dp_use_transport(tern_dp *dp, const tern_transport_plugin *p, const tern_model *m)
+{
+    if (!dp)
+        return TERN_OK;
+    const tern_tensor *g;
+    size_t n;
+    int32_t device = 0;
+    int rc = tern_model_device_gradients(m, "trainer: the model's gradients on its device", &g,
+                                         &n, &device);
+    int index = 0, size = 0;
+    if (rc == TERN_OK)
+        rc = tern_link_trainers_place(dp->link, &index, &size);
+    if (rc != TERN_OK)
+        return rc;
+    tern_transport_group grp = {.size = sizeof grp,
+                                .role = index == 0 ? TERN_TRANSPORT_SENDER
+                                                   : TERN_TRANSPORT_RECEIVER,
+                                .rank = index, .n_ranks = size, .device = device,
+                                .bootstrap_bcast = trainers_bootstrap, .user = dp->link};
+    tern_error_clear();
+    rc = p->ops->join_trainers(p->state, &grp);
+    if (rc != TERN_OK)
+        return tern_errorf(rc, "transport '%s': joining the trainer ranks (%d of %d): %s",
+                           p->name, index, size,
+                           *tern_error_message() ? tern_error_message() : "no reason given");
+    dp->tp = p;
+    return TERN_OK;
+}
+
 int tern_dp_sum_gradients(tern_dp *dp, const tern_model *m)
 {
     if (!dp || dp->size == 1)
         return TERN_OK;
     const tern_tensor *g;
     size_t n;
+    if (dp->tp) {
+        /* on the device: the plugin's allreduce (nccl) */
+        int32_t device;
+        int rc = tern_model_device_gradients(m, "trainer: summing gradients", &g, &n, &device);
+        if (rc != TERN_OK)
+            return rc;
+        tern_error_clear();
+        rc = dp->tp->ops->sum(dp->tp->state, g, n);
+        if (rc != TERN_OK)
+            return tern_errorf(rc, "transport '%s': summing the trainer ranks' gradients: %s",
+                               dp->tp->name,
+                               *tern_error_message() ? tern_error_message() : "no reason given");
+        return TERN_OK;
+    }
     int rc = tern_model_gradients(m, "trainer: summing gradients", &g, &n);
     /* one sum over each run of tensors that lie end to end in memory (the
      * transformer plugin's are one block) */

@@ -45,6 +45,12 @@ typedef struct tern_dp tern_dp;
  * NULL with a message when out of memory. */
 tern_dp *tern_dp_open(tern_link *l, int index, int size, int leader);
 void tern_dp_free(tern_dp *dp);
+/* Sum the gradients on the device with a transport plugin (its optional
+ * join_trainers and sum: nccl) instead of MPI on the host: joins the
+ * plugin's trainer group (a collective of the trainer ranks), on the device
+ * of `m`'s gradients. The plugin instance outlives dp. */
+struct tern_transport_plugin;
+int tern_dp_use_transport(tern_dp *dp, const struct tern_transport_plugin *p, const tern_model *m);
 /* The run is ending after a failure: a pending collective gives up
  * (TERN_ECLOSED) instead of waiting for a member that will not come. */
 void tern_dp_cancel(tern_dp *dp);

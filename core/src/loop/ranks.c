@@ -40,11 +40,16 @@ int tern_ranks_layout(const tern_run *run, tern_ranks *r)
                            "explorer%s: a rank would have nothing to do; launch mpirun -np %u, "
                            "or raise the sync plugin's explorers", e, run->n_explorers,
                            run->n_explorers == 1 ? "" : "s", 1 + t + run->n_explorers + rw);
-    if (t > 1 && !tern_model_has_gradients(&run->policy))
+    const tern_transport_ops *tp = run->transport_plugin.ops;
+    int device_sum = tp && TERN_HAS(tp, sum) && tp->join_trainers && tp->sum &&
+                     tern_model_has_device_gradients(&run->policy);
+    if (t > 1 && !device_sum && !tern_model_has_gradients(&run->policy))
         return tern_errorf(TERN_ECONFIG, "ranks.trainers = %u: data-parallel trainers sum their "
-                           "gradients, but the model plugin does not expose them (the gradients "
-                           "op of ABI 1.7; transformer_cuda keeps them on the GPU): set "
-                           "ranks.trainers = 1, or use the transformer plugin", t);
+                           "gradients, but the model plugin does not hand them out on the host "
+                           "(the gradients op of ABI 1.7), and no transport plugin sums them on "
+                           "its device: for transformer_cuda use method = \"nccl\" with "
+                           "transport = { plugin = \"nccl\"; }, else set ranks.trainers = 1",
+                           t);
     r->trainer_ranks = t;
     r->explorer_ranks = e;
     r->reward_ranks = rw;

@@ -385,6 +385,16 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     }
     if (rc == TERN_OK && !follows(rk) && rk->role != TERN_RANK_REWARD)
         rc = open_weights(w);
+    /* gradients summed on the device by the transport plugin (nccl), when
+     * it can and the model keeps them there: the trainer ranks first agree
+     * (the leader's weights connect may have failed), then join its group */
+    const tern_transport_ops *tp = run->transport_plugin.ops;
+    if (run->dp && tp && tp->join_trainers && tp->sum &&
+        tern_model_has_device_gradients(&run->policy)) {
+        rc = tern_dp_agree(run->dp, rc);
+        if (rc == TERN_OK)
+            rc = tern_dp_use_transport(run->dp, &run->transport_plugin, &run->policy);
+    }
     if (rc == TERN_OK && rk->role == TERN_RANK_TRAINER)
         rc = load_checkpoint(run);
     /* from here on a failure is a message to the master, who ends the run */

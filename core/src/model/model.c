@@ -214,6 +214,23 @@ int tern_model_device_tensors_written(const tern_model *m, const char *what)
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "device_tensors_written");
 }
 
+int tern_model_has_device_gradients(const tern_model *m)
+{
+    return m->ops && TERN_HAS(m->ops, device_gradients) && m->ops->device_gradients;
+}
+
+int tern_model_device_gradients(const tern_model *m, const char *what, const tern_tensor **t,
+                                size_t *n, int32_t *device)
+{
+    if (!tern_model_has_device_gradients(m))
+        return tern_errorf(TERN_EUNSUPPORTED, "%s: the model plugin has no gradients on a "
+                           "device (no device_gradients op, ABI 1.8)", what);
+    tern_error_clear();
+    *device = 0;
+    int rc = m->ops->device_gradients(m->state, t, n, device);
+    return rc == TERN_OK ? TERN_OK : failed(rc, what, "device_gradients");
+}
+
 int tern_model_save(const tern_model *m, const char *what, const char *dir, int with_optimizer)
 {
     tern_error_clear();

@@ -95,6 +95,11 @@ TERN_INTERNAL int tern_model_has_device_tensors(const tern_model *m);
 TERN_INTERNAL int tern_model_device_tensors(const tern_model *m, const char *what,
                                             const tern_tensor **t, size_t *n, int32_t *device);
 TERN_INTERNAL int tern_model_device_tensors_written(const tern_model *m, const char *what);
+/* 1 when the model has device_gradients (ABI 1.8); the gradients on the
+ * device (tern/model.h). Without the op: TERN_EUNSUPPORTED with a message. */
+TERN_INTERNAL int tern_model_has_device_gradients(const tern_model *m);
+TERN_INTERNAL int tern_model_device_gradients(const tern_model *m, const char *what,
+                                              const tern_tensor **t, size_t *n, int32_t *device);
 
 /* save() and load() of a model directory. */
 TERN_INTERNAL int tern_model_save(const tern_model *m, const char *what, const char *dir,

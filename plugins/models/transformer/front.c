@@ -49,6 +49,7 @@ typedef struct transformer {
     tern_tensor *tensors;       /* built at the first tensors() call */
     tern_tensor *grad_tensors;  /* the same over the gradients, at the first gradients() */
     tern_tensor *dev_tensors;   /* the same over the device weights, at the first device_tensors() */
+    tern_tensor *dev_grads;     /* ... and the device gradients, at the first device_gradients() */
     char (*tensor_names)[96];  /* their names (both tables') */
     packed pk;                 /* score/backward batch buffers */
     char err[1024];
@@ -226,6 +227,7 @@ void front_destroy(void *state)
     free(t->tensors);
     free(t->grad_tensors);
     free(t->dev_tensors);
+    free(t->dev_grads);
     free(t->tensor_names);
     packed_free(&t->pk);
     free(t);
@@ -570,6 +572,23 @@ int front_device_tensors_written(void *state)
     if (t->engine->device_written(t->eng, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_ERR, "device_tensors_written: %s", t->err);
     t->host_written = 0; /* tensors() pulls the new weights before handing them out */
+    return TERN_OK;
+}
+
+int front_device_gradients(void *state, const tern_tensor **out, size_t *n, int32_t *device)
+{
+    transformer *t = state;
+    if (!t->engine->device_grads)
+        return host->fail(t->ctx, TERN_EUNSUPPORTED, "device_gradients: the %s engine computes "
+                          "in host memory", t->engine->name);
+    float *base = t->engine->device_grads(t->eng, device, t->err, sizeof t->err);
+    if (!base)
+        return host->fail(t->ctx, TERN_ERR, "device_gradients: %s", t->err);
+    int rc = t->dev_grads ? TERN_OK : tensor_table(t, base, &t->dev_grads);
+    if (rc != TERN_OK)
+        return rc;
+    *out = t->dev_grads;
+    *n = llama_tensor_count(&t->m.cfg);
     return TERN_OK;
 }
 

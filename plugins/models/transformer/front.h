@@ -70,6 +70,9 @@ typedef struct tf_engine {
     /* A caller overwrote the device weights: refresh what derives from them
      * (reduced-precision copies). 0, or -1 with a message. */
     int (*device_written)(void *eng, char *err, size_t errn);
+    /* The gradients on the device, laid out as params, current once it
+     * returns; NULL (and a message) on failure. NULL op: none on a device. */
+    float *(*device_grads)(void *eng, int32_t *device, char *err, size_t errn);
 } tf_engine;
 
 /* Call first, from tern_plugin_entry. */
@@ -101,6 +104,7 @@ int front_gradients(void *state, const tern_tensor **out, size_t *n);
  * with device_params and device_written. */
 int front_device_tensors(void *state, const tern_tensor **out, size_t *n, int32_t *device);
 int front_device_tensors_written(void *state);
+int front_device_gradients(void *state, const tern_tensor **out, size_t *n, int32_t *device);
 
 /* tern_model_ops with every op but create, gradients and the device ops (a
  * plugin's ops table starts from this: front_gradients for an engine with
@@ -113,7 +117,8 @@ int front_device_tensors_written(void *state);
      .save = front_save, .load = front_load, .special_tokens = front_special_tokens,           \
      .encode_chat = front_encode_chat, .gradients = (gradients_fn), __VA_ARGS__}
 #define FRONT_DEVICE_OPS                                                                         \
-    .device_tensors = front_device_tensors, .device_tensors_written = front_device_tensors_written
+    .device_tensors = front_device_tensors, .device_tensors_written = front_device_tensors_written, \
+    .device_gradients = front_device_gradients
 
 /* The `init` group's keys (fresh weights), shared by the plugins. */
 extern const tern_setting_spec front_init_keys[];

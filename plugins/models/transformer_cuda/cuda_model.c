@@ -474,7 +474,7 @@ int cuda_model_backward(cuda_model *m, const llama_batch *b, const float *dlogp,
         CU_TRY(k_rmsnorm_backward(st, m->dx, gw->attn_norm, m->dxn, x, w->attn_norm, a->rstd1, N,
                                   D));
     }
-    CU_TRY(k_embedding_backward(st, m->g.embed, m->tokens, m->dx, N, D));
+    CU_TRY(k_embedding_backward(st, m->g.embed, b->tokens, m->dx, N, D));
     /* the next forward overwrites the (now gradient) logits; surface errors here */
     CU_TRY(cudaStreamSynchronize(st));
     return 0;

@@ -114,6 +114,21 @@ static float *cu_device_params(void *eng, int32_t *device, char *err, size_t err
     return m->params;
 }
 
+static float *cu_device_grads(void *eng, int32_t *device, char *err, size_t errn)
+{
+    cuda_model *m = eng;
+    /* backward's kernels must be done before another stream sums them */
+    cudaError_t e = cudaSetDevice(m->device);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(m->st);
+    if (e != cudaSuccess) {
+        snprintf(err, errn, "%s: %s", m->where, cudaGetErrorString(e));
+        return NULL;
+    }
+    *device = m->device;
+    return m->grads;
+}
+
 static int cu_device_written(void *eng, char *err, size_t errn)
 {
     cuda_model *m = eng;
@@ -138,12 +153,14 @@ static const tf_engine cuda_engine = {
     .push = cu_push,
     .device_params = cu_device_params,
     .device_written = cu_device_written,
+    .device_grads = cu_device_grads,
 };
 
 static int tc_create(tern_ctx *ctx, void **state) { return front_create(&cuda_engine, ctx, state); }
 
-/* gradients: NULL, they live on the GPU (summing them across trainer ranks is
- * NCCL's work); the weights on the GPU go to a transport plugin (nccl) */
+/* gradients: NULL, they live on the GPU: device_gradients hands them to a
+ * transport plugin's sum (nccl) on data-parallel trainer ranks, as
+ * device_tensors hands the weights to its broadcast */
 static const tern_model_ops ops = FRONT_OPS(tc_create, NULL, FRONT_DEVICE_OPS);
 
 static const tern_setting_spec settings[] = {

@@ -28,6 +28,10 @@
  * detected"); connect then says so (one GPU per rank: CUDA_VISIBLE_DEVICES
  * or the model's device setting).
  *
+ * join_trainers and sum: data-parallel trainer ranks (ranks.trainers > 1)
+ * sum their gradients in place on their GPUs with ncclAllReduce, on a second
+ * communicator and stream, between backward and the AdamW step.
+ *
  * Settings: timeout_s (default 300), bucket_mb (default 64).
  */
 #include <cuda_runtime_api.h>
@@ -64,8 +68,12 @@ typedef struct nccl_state {
     size_t bucket;
     /* after connect */
     int connected, sender, device;
-    ncclComm_t comm;
+    ncclComm_t comm;     /* the weights group: the trainer rank and the explorer ranks */
     cudaStream_t st;
+    /* join_trainers: the trainer ranks' group, summing gradients */
+    int dp_joined;
+    ncclComm_t dp_comm;
+    cudaStream_t dp_st;
     header *dev_header;  /* one device header the broadcasts go through */
     volatile int cancelled;
     int aborted;
@@ -129,30 +137,36 @@ static int nccl_fail(nccl_state *s, ncclResult_t r, const char *what)
                       last && *last ? ": " : "", last && *last ? last : "");
 }
 
-/* Abort the communicator: the peers' pending calls end with an error. */
+/* Abort the communicators: the peers' pending calls end with an error. A
+ * failure ends the run, so both go. */
 static void abort_comm(nccl_state *s)
 {
-    if (s->comm && !s->aborted) {
+    if (s->comm) {
         ncclCommAbort(s->comm);
-        s->aborted = 1;
         s->comm = NULL;
     }
+    if (s->dp_comm) {
+        ncclCommAbort(s->dp_comm);
+        s->dp_comm = NULL;
+    }
+    s->aborted = 1;
 }
 
-/* Wait for the stream's work (and the communicator's pending state), until
+/* Wait for a stream's work (and its communicator's pending state), until
  * `limit` seconds (< 0: no limit) or a cancel. */
-static int wait_stream(nccl_state *s, double limit, const char *what)
+static int wait_on(nccl_state *s, cudaStream_t st, ncclComm_t comm, double limit,
+                   const char *what)
 {
     double t0 = now_s();
     for (;;) {
-        cudaError_t e = cudaStreamQuery(s->st);
+        cudaError_t e = cudaStreamQuery(st);
         if (e == cudaSuccess)
             return TERN_OK;
         if (e != cudaErrorNotReady)
             return cuda_fail(s, e, what);
         ncclResult_t async = ncclSuccess;
-        if (ncclCommGetAsyncError(s->comm, &async) == ncclSuccess && async != ncclSuccess &&
-            async != ncclInProgress) {
+        if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+            async != ncclSuccess && async != ncclInProgress) {
             int rc = nccl_fail(s, async, what);
             abort_comm(s);
             return rc;
@@ -171,6 +185,12 @@ static int wait_stream(nccl_state *s, double limit, const char *what)
         }
         sleep_us(100);
     }
+}
+
+/* The weights group's stream. */
+static int wait_stream(nccl_state *s, double limit, const char *what)
+{
+    return wait_on(s, s->st, s->comm, limit, what);
 }
 
 /* ---- create / destroy ------------------------------------------------------- */
@@ -208,26 +228,81 @@ static void nc_destroy(void *state)
                 abort_comm(s);
             else
                 ncclCommDestroy(s->comm);
+            s->comm = NULL;
+        }
+        if (s->dp_comm) {
+            if (s->cancelled)
+                abort_comm(s);
+            else
+                ncclCommDestroy(s->dp_comm);
         }
         cudaFree(s->send_buf);
         cudaFree(s->dev_header);
         for (int i = 0; i < MAX_SLOTS; i++)
             cudaFree(s->slots[i].data);
         cudaStreamDestroy(s->st);
+        cudaStreamDestroy(s->dp_st);
     }
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
+/* Join a communicator of g->n_ranks with the id the group's rank 0 made:
+ * nonblocking init, polled, so a rank that never joins is a timeout. */
+static int init_comm(nccl_state *s, const tern_transport_group *g, ncclUniqueId id,
+                     ncclComm_t *comm)
+{
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(comm, g->n_ranks, id, g->rank, &cfg);
+    double t0 = now_s();
+    while (r == ncclInProgress || r == ncclSuccess) {
+        ncclResult_t st = ncclInProgress;
+        if (ncclCommGetAsyncError(*comm, &st) != ncclSuccess)
+            st = ncclSystemError;
+        if (st == ncclSuccess)
+            break;
+        if (st != ncclInProgress) {
+            r = st;
+            break;
+        }
+        if (s->cancelled || now_s() - t0 > s->timeout_s) {
+            ncclCommAbort(*comm);
+            *comm = NULL;
+            return host->fail(s->ctx, s->cancelled ? TERN_ECLOSED : TERN_ETIMEDOUT,
+                              "nccl: the communicator of %d ranks did not form within %.0f s "
+                              "(rank %d waiting): a rank is gone, or NCCL cannot reach it "
+                              "(NCCL_DEBUG=INFO says why)", g->n_ranks, s->timeout_s, g->rank);
+        }
+        sleep_us(1000);
+    }
+    if (r != ncclSuccess && r != ncclInProgress) {
+        const char *last = ncclGetLastError(*comm);
+        int dup = last && strstr(last, "Duplicate GPU");
+        int rc = host->fail(s->ctx, TERN_ERR, "nccl: joining the communicator (rank %d of %d, "
+                            "CUDA device %d): %s%s%s%s", g->rank, g->n_ranks, s->device,
+                            ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "",
+                            dup ? ". NCCL needs one GPU per rank: give each rank its own "
+                                  "(CUDA_VISIBLE_DEVICES, or the model's device setting), or "
+                                  "use method = \"mpi\" for ranks that share a GPU" : "");
+        ncclCommAbort(*comm);
+        *comm = NULL;
+        return rc;
+    }
+    return TERN_OK;
+}
+
 /* ---- connect ------------------------------------------------------------------ */
 
-static int nc_connect(void *state, const tern_transport_group *g)
+/* The device, its streams and the header word, once for both groups. */
+static int open_device(nccl_state *s, int device)
 {
-    nccl_state *s = state;
     if (s->connected)
-        return host->fail(s->ctx, TERN_EINVAL, "nccl: connect called twice");
-    s->sender = g->role == TERN_TRANSPORT_SENDER;
-    s->device = g->device;
+        return device == s->device ? TERN_OK
+                                   : host->fail(s->ctx, TERN_EINVAL, "nccl: the trainer's "
+                                                "weights and gradients are on different devices "
+                                                "(%d and %d)", s->device, device);
+    s->device = device;
     int n_dev = 0;
     cudaError_t e = cudaGetDeviceCount(&n_dev);
     if (e != cudaSuccess || n_dev == 0) {
@@ -240,58 +315,90 @@ static int nc_connect(void *state, const tern_transport_group *g)
         return cuda_fail(s, e, "selecting the device");
     if ((e = cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking)) != cudaSuccess)
         return cuda_fail(s, e, "making a stream");
+    if ((e = cudaStreamCreateWithFlags(&s->dp_st, cudaStreamNonBlocking)) != cudaSuccess) {
+        cudaStreamDestroy(s->st);
+        return cuda_fail(s, e, "making a stream");
+    }
     if ((e = cudaMalloc((void **)&s->dev_header, sizeof(header))) != cudaSuccess) {
         cudaStreamDestroy(s->st);
+        cudaStreamDestroy(s->dp_st);
         return cuda_fail(s, e, "allocating the header");
     }
-    s->connected = 1; /* destroy frees the stream and header from here on */
+    s->connected = 1; /* destroy frees the streams and header from here on */
+    return TERN_OK;
+}
 
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
+/* The group's rank 0 makes the id; it reaches the others over MPI. */
+static int share_id(nccl_state *s, const tern_transport_group *g, ncclUniqueId *id)
+{
+    memset(id, 0, sizeof *id);
     ncclResult_t r;
-    if (s->sender && (r = ncclGetUniqueId(&id)) != ncclSuccess)
+    if (g->rank == 0 && (r = ncclGetUniqueId(id)) != ncclSuccess)
         return nccl_fail(s, r, "making the unique id");
-    int rc = g->bootstrap_bcast(g->user, &id, sizeof id);
+    int rc = g->bootstrap_bcast(g->user, id, sizeof *id);
     if (rc != TERN_OK)
         return host->fail(s->ctx, rc, "nccl: sharing the unique id over MPI failed");
-
-    /* nonblocking init, polled: a rank that never joins is a timeout */
-    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-    cfg.blocking = 0;
-    r = ncclCommInitRankConfig(&s->comm, g->n_ranks, id, g->rank, &cfg);
-    double t0 = now_s();
-    while (r == ncclInProgress || r == ncclSuccess) {
-        ncclResult_t st = ncclInProgress;
-        if (ncclCommGetAsyncError(s->comm, &st) != ncclSuccess)
-            st = ncclSystemError;
-        if (st == ncclSuccess)
-            break;
-        if (st != ncclInProgress) {
-            r = st;
-            break;
-        }
-        if (s->cancelled || now_s() - t0 > s->timeout_s) {
-            abort_comm(s);
-            return host->fail(s->ctx, s->cancelled ? TERN_ECLOSED : TERN_ETIMEDOUT,
-                              "nccl: the communicator of %d ranks did not form within %.0f s "
-                              "(rank %d waiting): a rank is gone, or NCCL cannot reach it "
-                              "(NCCL_DEBUG=INFO says why)", g->n_ranks, s->timeout_s, g->rank);
-        }
-        sleep_us(1000);
-    }
-    if (r != ncclSuccess && r != ncclInProgress) {
-        const char *last = ncclGetLastError(s->comm);
-        int dup = last && strstr(last, "Duplicate GPU");
-        rc = host->fail(s->ctx, TERN_ERR, "nccl: joining the communicator (rank %d of %d, CUDA "
-                        "device %d): %s%s%s%s", g->rank, g->n_ranks, s->device,
-                        ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "",
-                        dup ? ". NCCL needs one GPU per rank: give each rank its own "
-                              "(CUDA_VISIBLE_DEVICES, or the model's device setting), or use "
-                              "method = \"mpi\" for ranks that share a GPU" : "");
-        abort_comm(s);
-        return rc;
-    }
     return TERN_OK;
+}
+
+static int nc_connect(void *state, const tern_transport_group *g)
+{
+    nccl_state *s = state;
+    if (s->comm)
+        return host->fail(s->ctx, TERN_EINVAL, "nccl: connect called twice");
+    s->sender = g->role == TERN_TRANSPORT_SENDER;
+    int rc = open_device(s, g->device);
+    if (rc != TERN_OK)
+        return rc;
+    ncclUniqueId id;
+    if ((rc = share_id(s, g, &id)) != TERN_OK)
+        return rc;
+    return init_comm(s, g, id, &s->comm);
+}
+
+static int nc_join_trainers(void *state, const tern_transport_group *g)
+{
+    nccl_state *s = state;
+    if (s->dp_comm)
+        return host->fail(s->ctx, TERN_EINVAL, "nccl: join_trainers called twice");
+    int rc = open_device(s, g->device);
+    if (rc != TERN_OK)
+        return rc;
+    ncclUniqueId id;
+    if ((rc = share_id(s, g, &id)) != TERN_OK)
+        return rc;
+    if ((rc = init_comm(s, g, id, &s->dp_comm)) != TERN_OK)
+        return rc;
+    s->dp_joined = 1;
+    return TERN_OK;
+}
+
+/* The gradients, summed in place: one ncclAllReduce per run of tensors that
+ * lie end to end (the CUDA model's are one block), on the trainers' stream. */
+static int nc_sum(void *state, const tern_tensor *t, size_t n)
+{
+    nccl_state *s = state;
+    if (!s->dp_joined || !s->dp_comm)
+        return host->fail(s->ctx, s->cancelled ? TERN_ECLOSED : TERN_EINVAL,
+                          "nccl: sum on a rank that did not join the trainer ranks");
+    cudaError_t e = cudaSetDevice(s->device);
+    if (e != cudaSuccess)
+        return cuda_fail(s, e, "selecting the device");
+    for (size_t i = 0; i < n;) {
+        if (t[i].dtype != TERN_DTYPE_F32)
+            return host->fail(s->ctx, TERN_EINVAL, "nccl: gradient %s is not float32 (a bug "
+                              "in the model plugin)", t[i].name);
+        char *start = t[i].data;
+        size_t bytes = t[i].bytes, j = i + 1;
+        while (j < n && t[j].dtype == TERN_DTYPE_F32 && (char *)t[j].data == start + bytes)
+            bytes += t[j++].bytes;
+        ncclResult_t r = ncclAllReduce(start, start, bytes / sizeof(float), ncclFloat, ncclSum,
+                                       s->dp_comm, s->dp_st);
+        if (r != ncclSuccess && r != ncclInProgress)
+            return nccl_fail(s, r, "enqueueing the gradients' allreduce");
+        i = j;
+    }
+    return wait_on(s, s->dp_st, s->dp_comm, s->timeout_s, "summing the trainer ranks' gradients");
 }
 
 /* ---- the sender ------------------------------------------------------------- */
@@ -511,6 +618,8 @@ static const tern_transport_ops ops = {
     .copy_out = nc_copy_out,
     .release = nc_release,
     .cancel = nc_cancel,
+    .join_trainers = nc_join_trainers,
+    .sum = nc_sum,
 };
 
 static const tern_setting_spec settings[] = {

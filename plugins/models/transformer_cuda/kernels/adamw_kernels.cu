@@ -11,8 +11,9 @@
  *   precomputed by the caller.
  *
  * sumsq: grid-stride, each thread sums in double, a block reduction (warp
- * shuffles + shared memory), then one double atomicAdd per block (sm_60+);
- * the order of those adds depends on scheduling, in the last bits only.
+ * shuffles + shared memory) into one partial per block; then one block sums
+ * the partials in a fixed order. No atomics: the norm, and so the clipping,
+ * are the same bits on every run.
  */
 #include "kernels/kernels.h"
 #include "kernels/reduce.cuh"
@@ -23,7 +24,7 @@
 #define AW_MAX_BLOCKS 65536
 
 static __global__ void __launch_bounds__(SS_THREADS)
-    sumsq_kernel(double *__restrict__ acc, const float *__restrict__ g, size_t n)
+    sumsq_kernel(double *__restrict__ part, const float *__restrict__ g, size_t n)
 {
     __shared__ double sh[32];
     const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -32,7 +33,21 @@ static __global__ void __launch_bounds__(SS_THREADS)
         s += (double)g[i] * g[i];
     s = block_sum(s, sh);
     if (threadIdx.x == 0)
-        atomicAdd(acc, s);
+        part[blockIdx.x] = s;
+}
+
+/* One block: *acc += Σ part[0 .. parts) (each thread a strided run, then the
+ * block's tree: the same order every time). */
+static __global__ void __launch_bounds__(SS_THREADS)
+    sum_parts_kernel(double *__restrict__ acc, const double *__restrict__ part, int parts)
+{
+    __shared__ double sh[32];
+    double s = 0;
+    for (int i = threadIdx.x; i < parts; i += blockDim.x)
+        s += part[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0)
+        *acc += s;
 }
 
 static __global__ void __launch_bounds__(AW_THREADS)
@@ -59,8 +74,15 @@ cudaError_t k_sumsq(cudaStream_t st, double *acc, const float *g, size_t n)
     size_t blocks = (n + SS_THREADS - 1) / SS_THREADS;
     if (blocks > SS_MAX_BLOCKS)
         blocks = SS_MAX_BLOCKS;
-    sumsq_kernel<<<(unsigned)blocks, SS_THREADS, 0, st>>>(acc, g, n);
-    return cudaGetLastError();
+    double *part = NULL; /* [blocks], stream-ordered */
+    cudaError_t err = cudaMallocAsync((void **)&part, blocks * sizeof(double), st);
+    if (err != cudaSuccess)
+        return err;
+    sumsq_kernel<<<(unsigned)blocks, SS_THREADS, 0, st>>>(part, g, n);
+    sum_parts_kernel<<<1, SS_THREADS, 0, st>>>(acc, part, (int)blocks);
+    err = cudaGetLastError();
+    cudaError_t f = cudaFreeAsync(part, st);
+    return err != cudaSuccess ? err : f;
 }
 
 cudaError_t k_adamw(cudaStream_t st, float *p, float *g, float *m, float *v, size_t n, float k,

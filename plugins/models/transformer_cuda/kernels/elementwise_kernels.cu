@@ -7,13 +7,14 @@
  *
  * Elementwise ones: one thread per element, grid-stride, 64-bit indices.
  * Bias backward: thread = column j (coalesced across the threads), block y
- * sums a chunk of rows in a register, then one float atomicAdd per column
- * per block; the order of those adds depends on scheduling, so the last
- * bits of db may differ from run to run (acceptable for a gradient).
+ * sums a chunk of rows into its row of partials; then one thread per column
+ * adds the partials in chunk order (column_parts_sum_kernel). No atomics:
+ * db is the same bits on every run.
  */
 #include <cuda_bf16.h>
 
 #include "kernels/kernels.h"
+#include "kernels/reduce.cuh"
 
 #define EW_THREADS 256
 #define EW_MAX_BLOCKS 65536
@@ -35,9 +36,9 @@ static __global__ void __launch_bounds__(EW_THREADS)
         out[i] += b[i % (size_t)o];
 }
 
-/* grid: (ceil(O / DB_THREADS), row chunks of rows_per rows) */
+/* grid: (ceil(O / DB_THREADS), row chunks of rows_per rows); part[y, j] (set) */
 static __global__ void __launch_bounds__(DB_THREADS)
-    bias_backward_kernel(float *__restrict__ db, const float *__restrict__ dout, int n, int o,
+    bias_backward_kernel(float *__restrict__ part, const float *__restrict__ dout, int n, int o,
                          long long rows_per)
 {
     const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -45,12 +46,10 @@ static __global__ void __launch_bounds__(DB_THREADS)
         return;
     const long long r0 = (long long)blockIdx.y * rows_per;
     const long long r1 = r0 + rows_per < n ? r0 + rows_per : n;
-    if (r0 >= r1)
-        return;
-    float acc = 0;
+    float acc = 0; /* an empty last chunk writes 0 */
     for (long long r = r0; r < r1; r++)
         acc += dout[(size_t)r * o + j];
-    atomicAdd(&db[j], acc);
+    part[(size_t)blockIdx.y * o + j] = acc;
 }
 
 /* y may equal x (then y doubles): each thread reads and writes only index i */
@@ -89,9 +88,17 @@ cudaError_t k_bias_backward(cudaStream_t st, float *db, const float *dout, int n
     if (gy > MAX_GRID_Y)
         gy = MAX_GRID_Y;
     const long long rows_per = ((long long)n + gy - 1) / gy;
-    const dim3 grid((unsigned)(((long long)o + DB_THREADS - 1) / DB_THREADS), (unsigned)gy);
-    bias_backward_kernel<<<grid, DB_THREADS, 0, st>>>(db, dout, n, o, rows_per);
-    return cudaGetLastError();
+    const unsigned gx = (unsigned)(((long long)o + DB_THREADS - 1) / DB_THREADS);
+    float *part = NULL; /* [gy, O], stream-ordered */
+    cudaError_t err = cudaMallocAsync((void **)&part, (size_t)gy * o * sizeof(float), st);
+    if (err != cudaSuccess)
+        return err;
+    bias_backward_kernel<<<dim3(gx, (unsigned)gy), DB_THREADS, 0, st>>>(part, dout, n, o,
+                                                                        rows_per);
+    column_parts_sum_kernel<<<gx, DB_THREADS, 0, st>>>(db, part, (int)gy, o);
+    err = cudaGetLastError();
+    cudaError_t f = cudaFreeAsync(part, st);
+    return err != cudaSuccess ? err : f;
 }
 
 cudaError_t k_add(cudaStream_t st, float *y, const float *x, size_t n)

@@ -30,8 +30,10 @@ extern "C" {
 /* out[N, D] = E[tokens[r]]   (set) */
 cudaError_t k_embedding_forward(cudaStream_t st, float *out, const int32_t *tokens,
                                 const float *e, int n, int d);
-/* dE[tokens[r], :] += dout[r, :]   (atomicAdd: rows may share a token) */
-cudaError_t k_embedding_backward(cudaStream_t st, float *de, const int32_t *tokens,
+/* dE[tokens[r], :] += dout[r, :], host_tokens[N] in HOST memory: the rows
+ * are grouped by token on the host, so each token's rows add in row order
+ * (no atomics, the same bits every run) */
+cudaError_t k_embedding_backward(cudaStream_t st, float *de, const int32_t *host_tokens,
                                  const float *dout, int n, int d);
 
 /* ---- rmsnorm_kernels.cu: y = x / sqrt(mean(x²) + eps) · w ----------------------- */
@@ -63,7 +65,7 @@ cudaError_t k_swiglu_backward(cudaStream_t st, float *dgate, float *dup, const f
 /* ---- elementwise_kernels.cu ------------------------------------------------------- */
 /* out[r, :] += b[O] for each of N rows */
 cudaError_t k_bias_forward(cudaStream_t st, float *out, const float *b, int n, int o);
-/* db[O] += Σ_r dout[r, :] */
+/* db[O] += Σ_r dout[r, :] (partials per chunk of rows, added in order) */
 cudaError_t k_bias_backward(cudaStream_t st, float *db, const float *dout, int n, int o);
 /* y[n] += x[n] */
 cudaError_t k_add(cudaStream_t st, float *y, const float *x, size_t n);
@@ -85,7 +87,7 @@ cudaError_t k_logprob_backward(cudaStream_t st, float *dlogits, const float *log
                                const float *dent, int n, int v);
 
 /* ---- adamw_kernels.cu ---------------------------------------------------------------- */
-/* *acc += Σ g[i]² in double (acc zeroed by the caller) */
+/* *acc += Σ g[i]² in double (acc zeroed by the caller), in a fixed order */
 cudaError_t k_sumsq(cudaStream_t st, double *acc, const float *g, size_t n);
 /* One AdamW step on n elements, as ../../transformer/decoder/adamw.c:
  *   g ← g·k;  m ← b1 m + (1−b1) g;  v ← b2 v + (1−b2) g²;

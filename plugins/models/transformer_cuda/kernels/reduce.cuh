@@ -16,6 +16,22 @@
 #define REDUCE_WARP 32
 #define REDUCE_FULL_MASK 0xffffffffu
 
+/* dst[j] += Σ_y part[y·d + j] over y = 0 .. parts−1, in that order: the
+ * second pass of a column sum whose first pass wrote one row of partial
+ * sums per block of rows (set, never atomically added), so the result does
+ * not depend on scheduling. One thread per column. */
+static __global__ void column_parts_sum_kernel(float *__restrict__ dst,
+                                               const float *__restrict__ part, int parts, int d)
+{
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= d)
+        return;
+    float acc = 0;
+    for (int y = 0; y < parts; y++)
+        acc += part[(size_t)y * d + j];
+    dst[j] += acc;
+}
+
 /* Sum over the warp; every lane gets the total. */
 template <typename T> static __device__ __forceinline__ T warp_sum(T v)
 {

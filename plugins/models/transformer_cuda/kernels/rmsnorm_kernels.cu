@@ -11,9 +11,10 @@
  * double (as the CPU layer does: a long row of squares loses bits in float),
  * per thread then over the block with warp shuffles + shared memory.
  * The dw part: a separate kernel, each thread one column over a chunk of
- * rows (coalesced across the threads), then one float atomicAdd per column
- * per block; the order of those adds depends on scheduling, so the last
- * bits of dw may differ from run to run (acceptable for a gradient).
+ * rows (coalesced across the threads), writing its chunk's partial sum;
+ * then one thread per column adds the chunks' partials in chunk order
+ * (column_parts_sum_kernel). No atomics: dw is the same bits on every run,
+ * so a run's figures repeat.
  */
 #include "kernels/kernels.h"
 #include "kernels/reduce.cuh"
@@ -66,10 +67,9 @@ static __global__ void __launch_bounds__(RMS_THREADS)
 }
 
 /* grid: (ceil(D / DW_THREADS), row chunks). Thread = column j; block y
- * sums rows [y·rows_per, min(N, (y+1)·rows_per)) into a register, then
- * one atomicAdd into dw[j]. */
+ * sums rows [y·rows_per, min(N, (y+1)·rows_per)) into part[y, j] (set). */
 static __global__ void __launch_bounds__(DW_THREADS)
-    rmsnorm_backward_dw_kernel(float *__restrict__ dw, const float *__restrict__ dout,
+    rmsnorm_backward_dw_kernel(float *__restrict__ part, const float *__restrict__ dout,
                                const float *__restrict__ in, const float *__restrict__ rstd, int n,
                                int d, long long rows_per)
 {
@@ -78,14 +78,12 @@ static __global__ void __launch_bounds__(DW_THREADS)
         return;
     const long long r0 = (long long)blockIdx.y * rows_per;
     const long long r1 = r0 + rows_per < n ? r0 + rows_per : n;
-    if (r0 >= r1)
-        return;
-    float acc = 0;
+    float acc = 0; /* an empty last chunk writes 0 */
     for (long long r = r0; r < r1; r++) {
         const size_t o = (size_t)r * d + j;
         acc += dout[o] * in[o] * rstd[r];
     }
-    atomicAdd(&dw[j], acc);
+    part[(size_t)blockIdx.y * d + j] = acc;
 }
 
 cudaError_t k_rmsnorm_forward(cudaStream_t st, float *out, float *rstd, const float *in,
@@ -111,7 +109,16 @@ cudaError_t k_rmsnorm_backward(cudaStream_t st, float *din, float *dw, const flo
     if (gy > MAX_GRID_Y)
         gy = MAX_GRID_Y;
     const long long rows_per = ((long long)n + gy - 1) / gy;
-    const dim3 grid((unsigned)(((long long)d + DW_THREADS - 1) / DW_THREADS), (unsigned)gy);
-    rmsnorm_backward_dw_kernel<<<grid, DW_THREADS, 0, st>>>(dw, dout, in, rstd, n, d, rows_per);
-    return cudaGetLastError();
+    const unsigned gx = (unsigned)(((long long)d + DW_THREADS - 1) / DW_THREADS);
+    float *part = NULL; /* [gy, D], stream-ordered: freed once the sum has run */
+    if ((err = cudaMallocAsync((void **)&part, (size_t)gy * d * sizeof(float), st)) !=
+        cudaSuccess)
+        return err;
+    rmsnorm_backward_dw_kernel<<<dim3(gx, (unsigned)gy), DW_THREADS, 0, st>>>(part, dout, in,
+                                                                              rstd, n, d,
+                                                                              rows_per);
+    column_parts_sum_kernel<<<gx, DW_THREADS, 0, st>>>(dw, part, (int)gy, d);
+    err = cudaGetLastError();
+    cudaError_t f = cudaFreeAsync(part, st);
+    return err != cudaSuccess ? err : f;
 }
