@@ -186,6 +186,12 @@ Test(check_run, the_quickstart_passes_check_and_run, .timeout = 240)
     cr_expect_eq(r.code, 0, "%s", r.err);
     snprintf(path, sizeof path, "%s/qs/quickstart/summary.json", dir);
     cr_expect_eq(stat(path, &st), 0, "the run finished: %s", r.err);
+    /* an off-policy correction on a synchronous run passes, with a warning
+     * naming its line */
+    run(&r, "cd '%s' && %s check %s/etc/quickstart.cfg %s -o 'algorithm.off_policy=\"tis\"'",
+        dir, TERN, SRC, opts);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "never stale") && strstr(r.err, "algorithm.off_policy"), "%s", r.err);
     remove_dir();
 }
 

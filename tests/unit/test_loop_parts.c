@@ -683,6 +683,46 @@ Test(run_settings, dual_clip_must_exceed_one)
     settings_done(&k);
 }
 
+/* clip-higher widens the upper bound: clip_high below clip is refused at its
+ * line; Dr. GRPO's aggregation takes L_max from explorer.max_tokens */
+Test(run_settings, clip_high_not_below_clip_and_dr_grpo)
+{
+    settings_case k;
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "algorithm = { clip = 0.2;\n clip_high = 0.1; };\n",
+                               "dir/x.cfg"),
+                 TERN_ECONFIG);
+    cr_expect(diag_has(&k.d, "algorithm.clip_high = 0.1 is below clip = 0.2", "dir/x.cfg:3"),
+              "diag: %s", diag_first(&k.d));
+    settings_done(&k);
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "explorer = { max_tokens = 12; };\n"
+                                   "algorithm = { clip = 0.2; clip_high = 0.28; loss = \"gspo\";"
+                                   " std_normalize = false; aggregation = \"token_sum_norm\"; };\n",
+                               "dir/x.cfg"),
+                 TERN_OK, "%s", diag_first(&k.d));
+    cr_expect_eq(k.s.loss.kind, TERN_LOSS_GSPO);
+    cr_expect_eq(k.s.loss.agg, TERN_AGG_TOKEN_SUM_NORM);
+    cr_expect_float_eq(k.s.loss.norm_len, 12.0, 0);
+    cr_expect_float_eq(k.s.loss.clip_high, 0.28, 1e-12);
+    settings_done(&k);
+    /* an off-policy correction of another loss is refused at its line */
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "algorithm = { loss = \"kimi\";\n off_policy = \"tis\"; };\n",
+                               "dir/x.cfg"),
+                 TERN_ECONFIG);
+    cr_expect(diag_has(&k.d, "corrects the ppo loss only", "dir/x.cfg:3"), "diag: %s",
+              diag_first(&k.d));
+    settings_done(&k);
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "algorithm = { off_policy = \"tis\"; tis_cap = 3.0; };\n",
+                               "dir/x.cfg"),
+                 TERN_OK, "%s", diag_first(&k.d));
+    cr_expect_eq(k.s.loss.off_policy, TERN_OFF_POLICY_TIS);
+    cr_expect_float_eq(k.s.loss.tis_cap, 3.0, 0);
+    settings_done(&k);
+}
+
 Test(run_settings, rloo_needs_two_samples_per_task)
 {
     settings_case k;

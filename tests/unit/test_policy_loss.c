@@ -1,4 +1,4 @@
-/* test_policy_loss.c: the PPO / Kimi / SFT losses, KL estimators, entropy
+/* test_policy_loss.c: the PPO / Kimi / GSPO / SFT losses, KL estimators, entropy
  * bonus and aggregation against values worked out by hand; their gradients
  * against central finite differences of the loss itself; and the messages of
  * the inputs they refuse. */
@@ -42,6 +42,12 @@ Test(policy_loss, parse_names)
     cr_expect_eq(tern_loss_kind_parse(NULL), 0);
     cr_expect_eq(tern_loss_agg_parse("token_mean"), TERN_AGG_TOKEN_MEAN);
     cr_expect_eq(tern_loss_agg_parse("seq_mean"), TERN_AGG_SEQ_MEAN);
+    cr_expect_eq(tern_loss_agg_parse("token_sum_norm"), TERN_AGG_TOKEN_SUM_NORM);
+    cr_expect_eq(tern_loss_kind_parse("gspo"), TERN_LOSS_GSPO);
+    cr_expect_eq(tern_off_policy_parse("none"), TERN_OFF_POLICY_NONE);
+    cr_expect_eq(tern_off_policy_parse("tis"), TERN_OFF_POLICY_TIS);
+    cr_expect_eq(tern_off_policy_parse("decoupled"), TERN_OFF_POLICY_DECOUPLED);
+    cr_expect_eq(tern_off_policy_parse("is"), -1);
     cr_expect_eq(tern_loss_agg_parse("mean"), 0);
     cr_expect_eq(tern_kl_estimator_parse("none"), TERN_KL_NONE);
     cr_expect_eq(tern_kl_estimator_parse("k1"), TERN_KL_K1);
@@ -306,6 +312,127 @@ Test(policy_loss, aggregation)
     for (int t = 0; t < 3; t++)
         expect_near(db[t], -1.0 / 6, 1e-8, "seq_mean db");
     cr_expect_eq(st.tokens, 4);
+}
+
+/* Dr. GRPO's aggregation: L = sum of every token's loss / (N L_max), with
+ * N = 2 non-empty responses and L_max = 5: (1 + 2 + 3 + 4) / 10 = 1, and
+ * each token's gradient -1/10 whatever its response's length. */
+Test(policy_loss, token_sum_norm)
+{
+    float a[1] = {-1}, b[3] = {-2, -3, -4}, da[1], db[3];
+    tern_loss_seq s[3] = {
+        {.n = 1, .logp = a, .dlogp = da},
+        {.n = 0},
+        {.n = 3, .logp = b, .dlogp = db},
+    };
+    tern_loss_params p = {.kind = TERN_LOSS_SFT, .agg = TERN_AGG_TOKEN_SUM_NORM, .norm_len = 5};
+    tern_loss_stats st;
+    cr_assert_eq(tern_policy_loss(&p, s, 3, &st), TERN_OK, "%s", tern_error_message());
+    expect_near(st.loss, 1.0, TOL, "token_sum_norm L");
+    expect_near(da[0], -0.1, 1e-8, "token_sum_norm da");
+    for (int t = 0; t < 3; t++)
+        expect_near(db[t], -0.1, 1e-8, "token_sum_norm db");
+    /* a sequence term (Kimi) weighs 1 / (N L_max) too: one response, tau 0,
+     * A = 1: pg = -sum logp = 3 over N L_max = 5 */
+    float lp[2] = {-1, -2}, d[2];
+    tern_loss_seq k = {.n = 2, .logp = lp, .logp_old = lp, .advantage = 1, .dlogp = d};
+    p.kind = TERN_LOSS_KIMI;
+    cr_assert_eq(tern_policy_loss(&p, &k, 1, &st), TERN_OK, "%s", tern_error_message());
+    expect_near(st.loss, 3.0 / 5, TOL, "kimi token_sum_norm L");
+    expect_near(d[0], -1.0 / 5, 1e-8, "kimi token_sum_norm d");
+    p.norm_len = 0;
+    expect_error(tern_policy_loss(&p, &k, 1, &st), "L_max");
+}
+
+/* GSPO: one ratio per response, r = exp(mean_t (logp - logp_old)), clipped
+ * as PPO's; the gradient -A r / n reaches every token on the unclipped branch
+ * and none on the clipped one. */
+Test(policy_loss, gspo)
+{
+    tern_loss_params p = {.kind = TERN_LOSS_GSPO, .agg = TERN_AGG_TOKEN_MEAN, .clip_low = 0.2,
+                          .clip_high = 0.2};
+    tern_loss_stats st;
+    /* log-ratios 0.5 and 0.5: r = e^0.5 = 1.65 > 1.2, A = 0.5 > 0: clipped,
+     * pg = -0.5 * 1.2 = -0.6, over T = 2 tokens: L = -0.3, no gradient */
+    float lp[2] = {-1, -2}, lo[2] = {-1.5f, -2.5f}, d[2];
+    tern_loss_seq s = {.n = 2, .logp = lp, .logp_old = lo, .advantage = 0.5, .dlogp = d};
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK, "%s", tern_error_message());
+    expect_near(st.loss, -0.3, TOL, "clipped L");
+    expect_near(d[0], 0, 0, "clipped d0");
+    expect_near(d[1], 0, 0, "clipped d1");
+    expect_near(st.clip_frac, 1.0, 0, "clip_frac");
+    expect_near(st.ratio_mean, exp(0.5), 1e-12, "ratio_mean");
+
+    /* log-ratios 0.05 and 0.05 (in float), A = -1: r = e^m inside [0.8, 1.2],
+     * pg = -A r = r, d pg / d logp_t = r / 2, over T = 2: L = r / 2, d = r / 4 */
+    float lo2[2] = {-1.05f, -2.05f};
+    s.logp_old = lo2;
+    s.advantage = -1;
+    double m = (((double)lp[0] - lo2[0]) + ((double)lp[1] - lo2[1])) / 2, r = exp(m);
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK);
+    expect_near(st.loss, r / 2, TOL, "unclipped L");
+    expect_near(d[0], r / 4, 1e-7, "unclipped d0");
+    expect_near(d[1], r / 4, 1e-7, "unclipped d1");
+    cr_expect_eq(st.clip_frac, 0.0);
+
+    /* the ratio is of the sequence, not of a token: log-ratios +0.3 and -0.3
+     * give r = 1 (a token-level PPO with clip 0.2 would clip the first) */
+    float lo3[2] = {-1.3f, -1.7f};
+    s.logp_old = lo3;
+    s.advantage = 1;
+    m = (((double)lp[0] - lo3[0]) + ((double)lp[1] - lo3[1])) / 2;
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK);
+    expect_near(st.loss, -exp(m) / 2, TOL, "mixed L");
+    expect_near(d[0], -exp(m) / 4, 1e-7, "mixed d0");
+    cr_expect_eq(st.clip_frac, 0.0, "a sequence ratio of 1 is not clipped");
+}
+
+/* Off-policy correction: one token whose trainer/explorer ratio is 3, A = 2.
+ * TIS caps the weight at 2: pg = -A min(3, 2) = -4; decoupled keeps it:
+ * pg = -6; the gradient equals pg (T = 1, d pg / d logp = -A w). The mismatch
+ * k3 = 3 - 1 - log 3 is reported whatever the correction; plain PPO clips
+ * (rho = 3 > 1.2, A > 0): no gradient. */
+Test(policy_loss, off_policy_corrections_and_mismatch)
+{
+    float lp[1] = {-1}, lo[1] = {(float)(-1 - log(3.0))}, d[1];
+    double x = (double)lp[0] - lo[0], w = exp(x); /* 3, to float rounding */
+    tern_loss_seq s = {.n = 1, .logp = lp, .logp_old = lo, .advantage = 2, .dlogp = d};
+    tern_loss_params p = ppo_params();
+    tern_loss_stats st;
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK);
+    expect_near(d[0], 0, 0, "ppo clipped");
+    expect_near(st.mismatch_kl, w - 1 - x, 1e-9, "mismatch_kl");
+    expect_near(st.is_weight_mean, 1, 0, "no correction: weight 1");
+
+    p.off_policy = TERN_OFF_POLICY_TIS;
+    p.tis_cap = 2;
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK, "%s", tern_error_message());
+    expect_near(st.loss, -4, TOL, "tis L");
+    expect_near(d[0], -4, 1e-6, "tis gradient");
+    expect_near(st.is_weight_mean, 2, 0, "tis weight");
+    expect_near(st.ratio_mean, 1, 0, "the proximal ratio");
+    expect_near(st.clip_frac, 0, 0, "never clipped");
+
+    p.off_policy = TERN_OFF_POLICY_DECOUPLED;
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK);
+    expect_near(st.loss, -2 * w, TOL, "decoupled L");
+    expect_near(d[0], -2 * w, 1e-6, "decoupled gradient");
+    expect_near(st.mismatch_kl, w - 1 - x, 1e-9, "mismatch_kl again");
+
+    /* a weight below the cap is left alone; a negative advantage pushes down */
+    float lo2[1] = {(float)(-1 + log(2.0))};
+    s.logp_old = lo2;
+    s.advantage = -1;
+    p.off_policy = TERN_OFF_POLICY_TIS;
+    cr_assert_eq(tern_policy_loss(&p, &s, 1, &st), TERN_OK);
+    expect_near(d[0], exp((double)lp[0] - lo2[0]), 1e-6, "tis under the cap: -A w");
+
+    /* refused: another loss, a cap below 1 */
+    p.kind = TERN_LOSS_KIMI;
+    expect_error(tern_policy_loss(&p, &s, 1, &st), "corrects the ppo loss only");
+    p.kind = TERN_LOSS_PPO;
+    p.tis_cap = 0.5;
+    expect_error(tern_policy_loss(&p, &s, 1, &st), "tis_cap");
 }
 
 /* entropy bonus: l = -logp - c H, dL/dH = -c / T (token_mean) or -c / (N n_i) */

@@ -267,7 +267,8 @@ static tern_step_msg *make_step(tern_msg_kind kind, int full)
     m->rl_fresh = 2;
     m->loss = (tern_loss_stats){.loss = 0.1, .pg_loss = -2.5e17, .kl = 1e-300, .entropy = NAN,
                                 .clip_frac = bits_double(0x7ff0000000000001ull),
-                                .ratio_mean = -0.0, .tokens = SIZE_MAX};
+                                .ratio_mean = -0.0, .mismatch_kl = 7e-5,
+                                .is_weight_mean = 1.25, .tokens = SIZE_MAX};
     m->grad_norm = INFINITY;
     m->lr = 3e-6;
     m->reward_mean = -1.0 / 7.0;
@@ -466,6 +467,8 @@ static void expect_same(const void *x, const void *y)
         cr_expect(same_bits(a->loss.entropy, b->loss.entropy));
         cr_expect(same_bits(a->loss.clip_frac, b->loss.clip_frac));
         cr_expect(same_bits(a->loss.ratio_mean, b->loss.ratio_mean));
+        cr_expect(same_bits(a->loss.mismatch_kl, b->loss.mismatch_kl));
+        cr_expect(same_bits(a->loss.is_weight_mean, b->loss.is_weight_mean));
         cr_expect_eq(a->loss.tokens, b->loss.tokens);
         cr_expect(same_bits(a->grad_norm, b->grad_norm));
         cr_expect(same_bits(a->lr, b->lr));
@@ -872,7 +875,7 @@ Test(wire, a_forged_count_is_refused_before_anything_is_allocated)
     s->eval = make_snapshot();
     buf = encode(s, &len);
     tern_msg_free(s);
-    size_t snap = 8 + 40 + 1 + 1 + 144; /* header, head, NULL figures and groups, fixed */
+    size_t snap = 8 + 40 + 1 + 1 + 160; /* header, head, NULL figures and groups, fixed */
     cr_assert_eq(buf[snap], 1);
     for (size_t i = 0; i < 3; i++) {
         put64(buf + snap + 1 + 8, counts[i]);

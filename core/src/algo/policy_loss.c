@@ -1,4 +1,4 @@
-/* policy_loss.c: PPO / Kimi / SFT losses with KL and entropy terms, and their
+/* policy_loss.c: PPO / Kimi / GSPO / SFT losses with KL and entropy terms, and their
  * gradients per response token (see policy_loss.h for the maths).
  *
  * One validation pass (nothing is written on failure), then one pass that
@@ -24,6 +24,8 @@ tern_loss_kind tern_loss_kind_parse(const char *name)
         return TERN_LOSS_KIMI;
     if (strcmp(name, "sft") == 0)
         return TERN_LOSS_SFT;
+    if (strcmp(name, "gspo") == 0)
+        return TERN_LOSS_GSPO;
     return 0;
 }
 
@@ -35,7 +37,22 @@ tern_loss_agg tern_loss_agg_parse(const char *name)
         return TERN_AGG_TOKEN_MEAN;
     if (strcmp(name, "seq_mean") == 0)
         return TERN_AGG_SEQ_MEAN;
+    if (strcmp(name, "token_sum_norm") == 0)
+        return TERN_AGG_TOKEN_SUM_NORM;
     return 0;
+}
+
+int tern_off_policy_parse(const char *name)
+{
+    if (name == NULL)
+        return -1;
+    if (strcmp(name, "none") == 0)
+        return TERN_OFF_POLICY_NONE;
+    if (strcmp(name, "tis") == 0)
+        return TERN_OFF_POLICY_TIS;
+    if (strcmp(name, "decoupled") == 0)
+        return TERN_OFF_POLICY_DECOUPLED;
+    return -1;
 }
 
 int tern_kl_estimator_parse(const char *name)
@@ -118,6 +135,41 @@ static double ppo_token(const tern_loss_params *p, double lr, double A, double *
     return pg;
 }
 
+/* GSPO per response, m = (1/n) sum_t (logp - logp_old):
+ *   r = exp(clamp(m)),  u = -A r,  c = -A clip(r, 1 - clip_low, 1 + clip_high)
+ *   pg = max(u, c): d pg/d logp_t = -A (dr/dm) / n on u (ties take u), 0 on c */
+static double gspo_seq(const tern_loss_params *p, const tern_loss_seq *s, double A, double *dpg_t,
+                       double *r_out, int *clipped)
+{
+    double m = 0.0;
+    for (size_t t = 0; t < s->n; t++)
+        m += (double)s->logp[t] - (double)s->logp_old[t];
+    m /= (double)s->n;
+    double dr;
+    double r = exp_clamped(m, &dr);
+    double u = -A * r;
+    double c = -A * clamp(r, 1.0 - p->clip_low, 1.0 + p->clip_high);
+    *clipped = c > u;
+    *dpg_t = *clipped ? 0.0 : -A * dr / (double)s->n;
+    *r_out = r;
+    return *clipped ? c : u;
+}
+
+/* Off-policy PPO per token, lr = logp - logp_old: w = exp(clamp(lr)), capped
+ * for TIS, a constant; pg = -A w, d pg / d logp = -A w (the proximal ratio is
+ * 1 at the one step, see policy_loss.h) */
+static double off_policy_token(const tern_loss_params *p, double lr, double A, double *dpg,
+                               double *w_out)
+{
+    double dw;
+    double w = exp_clamped(lr, &dw);
+    if (p->off_policy == TERN_OFF_POLICY_TIS && w > p->tis_cap)
+        w = p->tis_cap;
+    *w_out = w;
+    *dpg = -A * w;
+    return -A * w;
+}
+
 static int kl_in_loss(const tern_loss_params *p)
 {
     return p->kl != TERN_KL_NONE && p->kl_in_loss && p->kl_coef != 0.0;
@@ -145,15 +197,21 @@ static int check_array(const float *x, size_t n, size_t i, const char *what)
 
 static int check_params(const tern_loss_params *p)
 {
-    if (p->kind != TERN_LOSS_PPO && p->kind != TERN_LOSS_KIMI && p->kind != TERN_LOSS_SFT)
-        return tern_errorf(TERN_EINVAL, "unknown loss %d: use ppo, kimi or sft", (int)p->kind);
-    if (p->agg != TERN_AGG_TOKEN_MEAN && p->agg != TERN_AGG_SEQ_MEAN)
-        return tern_errorf(TERN_EINVAL,
-                           "unknown loss aggregation %d: use token_mean or seq_mean", (int)p->agg);
+    if (p->kind != TERN_LOSS_PPO && p->kind != TERN_LOSS_KIMI && p->kind != TERN_LOSS_SFT &&
+        p->kind != TERN_LOSS_GSPO)
+        return tern_errorf(TERN_EINVAL, "unknown loss %d: use ppo, kimi, gspo or sft",
+                           (int)p->kind);
+    if (p->agg != TERN_AGG_TOKEN_MEAN && p->agg != TERN_AGG_SEQ_MEAN &&
+        p->agg != TERN_AGG_TOKEN_SUM_NORM)
+        return tern_errorf(TERN_EINVAL, "unknown loss aggregation %d: use token_mean, seq_mean "
+                           "or token_sum_norm", (int)p->agg);
+    if (p->agg == TERN_AGG_TOKEN_SUM_NORM && !(p->norm_len >= 1.0 && isfinite(p->norm_len)))
+        return tern_errorf(TERN_EINVAL, "token_sum_norm needs the constant response length "
+                           "L_max >= 1 (got %g): the explorer's max_tokens", p->norm_len);
     if ((int)p->kl < TERN_KL_NONE || (int)p->kl > TERN_KL_K3)
         return tern_errorf(TERN_EINVAL, "unknown KL estimator %d: use none, k1, k2 or k3",
                            (int)p->kl);
-    if (p->kind == TERN_LOSS_PPO) {
+    if (p->kind == TERN_LOSS_PPO || p->kind == TERN_LOSS_GSPO) {
         if (!(p->clip_low >= 0.0 && p->clip_low < 1.0))
             return tern_errorf(TERN_EINVAL,
                                "algorithm.clip_low must be in [0, 1) (got %g): the ratio is kept "
@@ -170,6 +228,15 @@ static int check_params(const tern_loss_params *p)
                                "3 is usual",
                                p->dual_clip);
     }
+    if ((int)p->off_policy < TERN_OFF_POLICY_NONE || (int)p->off_policy > TERN_OFF_POLICY_DECOUPLED)
+        return tern_errorf(TERN_EINVAL, "unknown off-policy correction %d: use none, tis or "
+                           "decoupled", (int)p->off_policy);
+    if (p->off_policy != TERN_OFF_POLICY_NONE && p->kind != TERN_LOSS_PPO)
+        return tern_errorf(TERN_EINVAL, "algorithm.off_policy corrects the ppo loss only: set "
+                           "loss = \"ppo\", or off_policy = \"none\"");
+    if (p->off_policy == TERN_OFF_POLICY_TIS && !(p->tis_cap >= 1.0 && isfinite(p->tis_cap)))
+        return tern_errorf(TERN_EINVAL, "algorithm.tis_cap must be a finite number >= 1 (got %g): "
+                           "2 is usual", p->tis_cap);
     if (p->kind == TERN_LOSS_KIMI && !(p->kimi_tau >= 0.0 && isfinite(p->kimi_tau)))
         return tern_errorf(TERN_EINVAL,
                            "algorithm.kimi_tau must be a finite number >= 0 (got %g)",
@@ -189,7 +256,7 @@ static int check_params(const tern_loss_params *p)
 
 static int check_seq(const tern_loss_params *p, const tern_loss_seq *s, size_t i)
 {
-    static const char *const loss_name[] = {"", "PPO", "Kimi", "SFT"};
+    static const char *const loss_name[] = {"", "PPO", "Kimi", "SFT", "GSPO"};
     if (s->n == 0)
         return TERN_OK;
     if (s->logp == NULL || s->dlogp == NULL)
@@ -253,7 +320,8 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
 
     int kl_loss = kl_in_loss(p);
     double beta = p->kl_coef, ent = p->entropy_coef;
-    double L = 0.0, L_pg = 0.0, kl_sum = 0.0, h_sum = 0.0, rho_sum = 0.0;
+    double L = 0.0, L_pg = 0.0, kl_sum = 0.0, h_sum = 0.0, rho_sum = 0.0, mm_sum = 0.0,
+           w_sum = 0.0;
     size_t kl_tokens = 0, h_tokens = 0, clipped_tokens = 0;
     for (size_t i = 0; i < n; i++) {
         tern_loss_seq *s = &seqs[i];
@@ -261,13 +329,15 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
             continue;
         double A = s->advantage;
         /* w: weight of one token's l_it in L; w_seq: weight of a whole-response term */
-        double w_seq = p->agg == TERN_AGG_TOKEN_MEAN ? 1.0 / (double)T : 1.0 / (double)N;
-        double w = p->agg == TERN_AGG_TOKEN_MEAN ? w_seq : w_seq / (double)s->n;
+        double w_seq = p->agg == TERN_AGG_TOKEN_MEAN ? 1.0 / (double)T
+                       : p->agg == TERN_AGG_SEQ_MEAN ? 1.0 / (double)N
+                                                     : 1.0 / ((double)N * p->norm_len);
+        double w = p->agg == TERN_AGG_SEQ_MEAN ? w_seq / (double)s->n : w_seq;
         int with_kl = s->logp_ref != NULL && p->kl != TERN_KL_NONE;
 
         /* Kimi: s_i = sum_t (logp - logp_old) (unclamped), pg_i = -A sum_t logp + tau/2 s_i^2,
          * d pg_i / d logp_t = -A + tau s_i, the same for every token of the response */
-        double kimi_grad = 0.0;
+        double seq_grad = 0.0; /* a sequence term's d/dlogp_t (Kimi, GSPO), weighted */
         if (p->kind == TERN_LOSS_KIMI) {
             double s_i = 0.0, sum_logp = 0.0;
             for (size_t t = 0; t < s->n; t++) {
@@ -277,13 +347,35 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
             double pg_i = -A * sum_logp + 0.5 * p->kimi_tau * s_i * s_i;
             L_pg += w_seq * pg_i;
             L += w_seq * pg_i;
-            kimi_grad = w_seq * (-A + p->kimi_tau * s_i);
+            seq_grad = w_seq * (-A + p->kimi_tau * s_i);
+        }
+        /* GSPO: one clipped sequence ratio; its gradient is the same for every token */
+        double gspo_r = 1.0;
+        int gspo_clipped = 0;
+        if (p->kind == TERN_LOSS_GSPO) {
+            double dpg_t;
+            double pg_i = gspo_seq(p, s, A, &dpg_t, &gspo_r, &gspo_clipped);
+            L_pg += w_seq * pg_i;
+            L += w_seq * pg_i;
+            seq_grad = w_seq * dpg_t;
         }
 
         for (size_t t = 0; t < s->n; t++) {
             double logp = s->logp[t];
             double l = 0.0, g = 0.0; /* l_it without the Kimi sequence term; dl/dlogp */
-            if (p->kind == TERN_LOSS_PPO) {
+            if (p->kind != TERN_LOSS_SFT) { /* the trainer-vs-explorer mismatch, k3 */
+                double lr = logp - (double)s->logp_old[t], d;
+                mm_sum += exp_clamped(lr, &d) - 1.0 - lr;
+            }
+            if (p->kind == TERN_LOSS_PPO && p->off_policy != TERN_OFF_POLICY_NONE) {
+                double dpg, wt;
+                double pg = off_policy_token(p, logp - (double)s->logp_old[t], A, &dpg, &wt);
+                l += pg;
+                g += dpg;
+                L_pg += w * pg;
+                rho_sum += 1.0; /* the proximal ratio */
+                w_sum += wt;
+            } else if (p->kind == TERN_LOSS_PPO) {
                 double dpg, rho;
                 int clipped;
                 double pg = ppo_token(p, logp - (double)s->logp_old[t], A, &dpg, &rho, &clipped);
@@ -295,6 +387,9 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
             } else if (p->kind == TERN_LOSS_KIMI) {
                 double drho;
                 rho_sum += exp_clamped(logp - (double)s->logp_old[t], &drho);
+            } else if (p->kind == TERN_LOSS_GSPO) {
+                rho_sum += gspo_r;
+                clipped_tokens += (size_t)gspo_clipped;
             } else { /* SFT: pg = -logp */
                 l += -logp;
                 g += -1.0;
@@ -316,7 +411,7 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
                 l -= ent * (double)s->entropy[t];
             }
             L += w * l;
-            s->dlogp[t] = (float)(w * g + kimi_grad);
+            s->dlogp[t] = (float)(w * g + seq_grad);
             if (s->dentropy != NULL)
                 s->dentropy[t] = ent != 0.0 ? (float)(-ent * w) : 0.0f;
         }
@@ -330,6 +425,8 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
         st->entropy = h_tokens ? h_sum / (double)h_tokens : 0.0;
         st->clip_frac = (double)clipped_tokens / (double)T;
         st->ratio_mean = rho_sum / (double)T;
+        st->mismatch_kl = mm_sum / (double)T;
+        st->is_weight_mean = p->off_policy != TERN_OFF_POLICY_NONE ? w_sum / (double)T : 1.0;
         st->tokens = T;
     }
     return TERN_OK;

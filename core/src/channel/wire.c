@@ -30,7 +30,7 @@
  *               json figures (an object), json groups (an array),
  *               i32 published, i32 in_rl, i32 rl_fresh, i64 sft_step,
  *               loss: f64 loss, pg_loss, kl, entropy, clip_frac, ratio_mean,
- *                     u64 tokens,
+ *                     mismatch_kl, is_weight_mean, u64 tokens,
  *               f64 grad_norm, f64 lr, f64 reward_mean, f64 staleness,
  *               u64 stale, u64 train_tokens, f64 train_seconds,
  *               f64 wait_seconds, i32 status,
@@ -59,7 +59,7 @@
 #define PROMPT_FIXED 8u      /* task_index, prompt_len */
 #define RESPONSE_FIXED 8u    /* len, finish */
 #define STEP_HEAD 40u        /* step, version, batch, rollout_version, n_consumed */
-#define STEP_FIXED 144u      /* published .. status */
+#define STEP_FIXED 160u      /* published .. status */
 #define TENSOR_FIXED 48u     /* dtype, ndim, shape[4], bytes */
 #define SNAPSHOT_FIXED 16u   /* version, count */
 #define TRAIN_FIXED 13u      /* order, step, has a warm-up job */
@@ -339,6 +339,8 @@ static void encode_step(writer *w, const tern_step_msg *m)
     w_f64(w, m->loss.entropy);
     w_f64(w, m->loss.clip_frac);
     w_f64(w, m->loss.ratio_mean);
+    w_f64(w, m->loss.mismatch_kl);
+    w_f64(w, m->loss.is_weight_mean);
     w_u64(w, m->loss.tokens);
     w_f64(w, m->grad_norm);
     w_f64(w, m->lr);
@@ -788,6 +790,8 @@ static int decode_step(reader *r, tern_step_msg *m)
     m->loss.entropy = ld_f64(&q);
     m->loss.clip_frac = ld_f64(&q);
     m->loss.ratio_mean = ld_f64(&q);
+    m->loss.mismatch_kl = ld_f64(&q);
+    m->loss.is_weight_mean = ld_f64(&q);
     uint64_t tokens = ld_u64(&q);
 #if SIZE_MAX < UINT64_MAX
     if (tokens > SIZE_MAX)

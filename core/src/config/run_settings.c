@@ -107,8 +107,9 @@ const tern_setting_spec tern_algorithm_keys[] = {
                  .choices = "grpo|rloo|reinforce++|reinforce_pp|kimi", .aka = "estimator|name",
                  .doc = "advantage estimator"),
     TERN_SETTING(.name = "loss", .type = TERN_SETTING_STRING, .def = "\"ppo\"",
-                 .choices = "ppo|kimi", .aka = "policy_loss",
-                 .doc = "policy loss: ppo (clipped ratio) or kimi (mirror descent)"),
+                 .choices = "ppo|kimi|gspo", .aka = "policy_loss",
+                 .doc = "policy loss: ppo (clipped token ratio), kimi (mirror descent) or gspo "
+                        "(clipped sequence ratio; its clip is small, e.g. 0.0003/0.0004)"),
     TERN_SETTING(.name = "std_normalize", .type = TERN_SETTING_BOOL, .def = "true",
                  .aka = "normalize_std|scale_rewards",
                  .doc = "GRPO: divide advantages by the group's reward std"),
@@ -120,8 +121,19 @@ const tern_setting_spec tern_algorithm_keys[] = {
     TERN_SETTING(.name = "dual_clip", .type = TERN_SETTING_FLOAT, .def = "0.0", .min = 0,
                  .max = 1e6, .doc = "PPO dual clip c > 1 for negative advantages; 0: off"),
     TERN_SETTING(.name = "aggregation", .type = TERN_SETTING_STRING, .def = "\"token_mean\"",
-                 .choices = "token_mean|seq_mean", .aka = "loss_agg|loss_aggregation",
-                 .doc = "average the loss over all tokens, or per response then over responses"),
+                 .choices = "token_mean|seq_mean|token_sum_norm",
+                 .aka = "loss_agg|loss_aggregation",
+                 .doc = "average the loss over all tokens, per response then over responses, "
+                        "or (Dr. GRPO) sum it over tokens and divide by responses x "
+                        "explorer.max_tokens"),
+    TERN_SETTING(.name = "off_policy", .type = TERN_SETTING_STRING, .def = "\"none\"",
+                 .choices = "none|tis|decoupled", .aka = "off_policy_correction|correction",
+                 .doc = "ppo: weigh each token by the trainer's over the explorer's probability, "
+                        "capped at tis_cap (tis) or not (decoupled, AReaL), instead of "
+                        "clipping the ratio to the explorer's (none)"),
+    TERN_SETTING(.name = "tis_cap", .type = TERN_SETTING_FLOAT, .def = "2.0", .min = 1,
+                 .max = 1e6, .aka = "tis_c|is_cap",
+                 .doc = "off_policy = \"tis\": the cap of the importance weight"),
     TERN_SETTING(.name = "kl", .type = TERN_SETTING_GROUP, .children = kl_keys,
                  .doc = "KL to the frozen reference model"),
     TERN_SETTING(.name = "entropy_coef", .type = TERN_SETTING_FLOAT, .def = "0.0", .min = 0,
@@ -292,6 +304,19 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->loss.clip_low = get_float(al, "clip");
     s->loss.clip_high = tern_config_lookup(al, "clip_high") ? get_float(al, "clip_high")
                                                             : s->loss.clip_low;
+    if (s->loss.clip_high < s->loss.clip_low)
+        tern_diag_addf(d, "%s: algorithm.clip_high = %g is below clip = %g: clip-higher (DAPO) "
+                       "widens the upper bound, so clip_high >= clip (e.g. 0.28 with 0.2)",
+                       tern_config_where(c, tern_config_lookup(al, "clip_high"), where,
+                                         sizeof where), s->loss.clip_high, s->loss.clip_low);
+    s->loss.norm_len = (double)s->max_tokens;
+    s->loss.off_policy = (tern_off_policy)tern_off_policy_parse(get_string(al, "off_policy"));
+    s->loss.tis_cap = get_float(al, "tis_cap");
+    if (s->loss.off_policy != TERN_OFF_POLICY_NONE && s->loss.kind != TERN_LOSS_PPO)
+        tern_diag_addf(d, "%s: algorithm.off_policy = \"%s\" corrects the ppo loss only: set "
+                       "loss = \"ppo\", or off_policy = \"none\"",
+                       tern_config_where(c, tern_config_lookup(al, "off_policy"), where,
+                                         sizeof where), get_string(al, "off_policy"));
     s->loss.dual_clip = get_float(al, "dual_clip");
     config_setting_t *dc = tern_config_lookup(al, "dual_clip");
     if (s->loss.dual_clip != 0 && s->loss.dual_clip <= 1)

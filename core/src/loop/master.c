@@ -591,6 +591,8 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     json_object_set_new(o, "entropy", json_real(m->loss.entropy));
     json_object_set_new(o, "clip_frac", json_real(m->loss.clip_frac));
     json_object_set_new(o, "ratio_mean", json_real(m->loss.ratio_mean));
+    json_object_set_new(o, "mismatch_kl", json_real(m->loss.mismatch_kl));
+    json_object_set_new(o, "is_weight_mean", json_real(m->loss.is_weight_mean));
     json_object_set_new(o, "grad_norm", json_real(m->grad_norm));
     json_object_set_new(o, "lr", json_real(m->lr));
     /* the explorers' side: the rollouts that came back since the last line */

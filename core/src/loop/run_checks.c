@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "base/log.h"
 #include "data/task.h"
 #include "loop/master_state.h"
 #include "loop/run.h"
@@ -153,6 +154,20 @@ static int check_plugins(tern_run *run, tern_diag *d)
     if (run->sync_ops->explorer_plan(run->sync, 0, 0, &plan) != TERN_OK)
         return tern_errorf(TERN_ERR, "sync: explorer_plan failed: %s", tern_error_message());
     run->async = plan.mode == TERN_SYNC_USE_NEWEST;
+    /* an off-policy correction on batches that are never stale weighs only
+     * the generate-vs-score rounding: allowed, but said */
+    if (run->set.loss.off_policy != TERN_OFF_POLICY_NONE && !run->async &&
+        run->max_staleness == 0) {
+        config_setting_t *op = tern_config_lookup(config_root_setting(&s->config.cfg),
+                                                  "algorithm.off_policy");
+        tern_logf(TERN_LOG_WARN, "run", "%s: algorithm.off_policy = \"%s\" on a run whose "
+                  "batches are never stale (sync plugin '%s', max_staleness 0): it corrects "
+                  "only the explorer's and the trainer's rounding; it is meant for one_step_off, "
+                  "fully_async and multi_explorer",
+                  tern_config_where(&s->config, op, where, sizeof where),
+                  run->set.loss.off_policy == TERN_OFF_POLICY_TIS ? "tis" : "decoupled",
+                  sync->entry->name);
+    }
 
     /* the reference: a frozen copy of the policy (same_as), its own plugin, or none */
     int want_kl = run->set.loss.kl != TERN_KL_NONE;
