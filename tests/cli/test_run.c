@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "command.h"
+#include "run_dir_checks.h"
 
 #define TERN TERN_TEST_BIN
 #define SRC TERN_TEST_SOURCE_DIR
@@ -186,6 +187,50 @@ static void expect_refused(const char *cfg_extra, const char *message)
     cr_expect(strstr(r.err, message), "wanted \"%s\" in: %s", message, r.err);
     struct stat st;
     cr_expect_neq(stat(WORK "/runs_bad_loop/bad", &st), 0, "no run directory: %s", cfg_extra);
+}
+
+/* Reproducible figures: the same config and seed on 1 and on 2 threads write
+ * the same metrics.jsonl, every figure but the timings (wait_s/..., .._per_s,
+ * eval/seconds): warm-up, sampling, rewards, losses, gradient norms and the
+ * held-out accuracy, bit for bit. */
+Test(run, one_and_two_threads_write_the_same_figures, .timeout = 240)
+{
+    const char *work = test_work_dir();
+    char cfg[1024], a[1024], b[1024];
+    result r;
+    for (int t = 1; t <= 2; t++) {
+        snprintf(cfg, sizeof cfg, "%s/threads%d.cfg", work, t);
+        char name[16];
+        snprintf(name, sizeof name, "threads%d", t);
+        write_config(cfg, name, "steps = 8; sft = { steps = 40; batch_tasks = 32; lr = 2e-3; };",
+                     "batch_tasks = 16; group_size = 8; max_tokens = 6;", NULL);
+        run(&r, "cd %s && rm -rf runs_loop/%s && %s run %s -o model.threads=%d -o eval.every=4 "
+                "-o eval.limit=40 > /dev/null",
+            work, name, TERN, cfg, t);
+        cr_assert_eq(r.code, 0, "%d threads: %s", t, r.err);
+    }
+    snprintf(a, sizeof a, "%s/runs_loop/threads1/metrics.jsonl", work);
+    snprintf(b, sizeof b, "%s/runs_loop/threads2/metrics.jsonl", work);
+    json_t *x = json_lines(a, NULL), *y = json_lines(b, NULL);
+    cr_assert_eq(json_array_size(x), json_array_size(y));
+    size_t i, compared = 0;
+    json_t *line;
+    json_array_foreach(x, i, line) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(line, key, v) {
+            if (is_timing_figure(key))
+                continue;
+            json_t *w = json_object_get(json_array_get(y, i), key);
+            cr_assert_not_null(w, "line %zu lacks %s on 2 threads", i + 1, key);
+            cr_expect(json_equal(v, w), "line %zu, %s: %.17g on 1 thread, %.17g on 2", i + 1, key,
+                      json_number_value(v), json_number_value(w));
+            compared++;
+        }
+    }
+    cr_expect_gt(compared, 300, "%zu figures compared", compared);
+    json_decref(x);
+    json_decref(y);
 }
 
 Test(run, a_malformed_task_line_names_file_and_line)

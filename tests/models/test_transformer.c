@@ -448,3 +448,55 @@ Test(settings, path_and_init_together_are_refused)
     cr_expect(strstr(h.error, "give either path"), "%s", h.error);
     harness_close(&h);
 }
+
+/* The thread count changes no result: the same batch scored and
+ * back-propagated on 1, 2 and 3 threads gives the same log-probs and the same
+ * gradients, bit for bit, so a run's figures do not depend on
+ * model.threads (issue 23: reproducible figures). */
+Test(consistency, thread_count_changes_no_bit)
+{
+    enum { NS = 24, LEN = 40 };
+    static int32_t toks[NS][LEN];
+    tern_sequence seqs[NS];
+    for (int s = 0; s < NS; s++) {
+        for (int i = 0; i < LEN; i++)
+            toks[s][i] = (int32_t)((31 * s + 7 * i + 5) % 200);
+        seqs[s] = (tern_sequence){.size = sizeof seqs[s], .tokens = toks[s],
+                                  .len = (size_t)(LEN - s % 7), .start = 3,
+                                  .temperature = 1};
+    }
+    static float lp[3][NS][LEN], dl[NS][LEN];
+    float *plp[NS], *pdl[NS];
+    for (int s = 0; s < NS; s++) {
+        pdl[s] = dl[s];
+        for (int i = 0; i < LEN; i++)
+            dl[s][i] = i >= 3 ? -1.0f / (float)(i + s + 1) : 0;
+    }
+    const tern_tensor *g[3];
+    size_t n[3];
+    harness h[3];
+    for (int k = 0; k < 3; k++) {
+        char group[256];
+        snprintf(group, sizeof group,
+                 "init = { preset = \"tiny\"; seed = 1; }; threads = %d;", k + 1);
+        cr_assert_eq(harness_open(&h[k], "transformer", TERN_KIND_MODEL, group), TERN_OK, "%s",
+                     h[k].error);
+        const tern_model_ops *o = harness_ops(&h[k]);
+        for (int s = 0; s < NS; s++)
+            plp[s] = lp[k][s];
+        cr_assert_eq(o->score(h[k].state, seqs, NS, plp, NULL), TERN_OK);
+        cr_assert_eq(o->backward(h[k].state, seqs, NS, (const float *const *)pdl, NULL),
+                     TERN_OK);
+        cr_assert_eq(o->gradients(h[k].state, &g[k], &n[k]), TERN_OK);
+    }
+    for (int k = 1; k < 3; k++) {
+        cr_expect_eq(memcmp(lp[0], lp[k], sizeof lp[0]), 0, "log-probs on %d threads", k + 1);
+        cr_assert_eq(n[k], n[0]);
+        for (size_t t = 0; t < n[0]; t++)
+            cr_expect_eq(memcmp(g[0][t].data, g[k][t].data, g[0][t].bytes), 0,
+                         "gradient of %s on %d threads differs from 1 thread's", g[0][t].name,
+                         k + 1);
+    }
+    for (int k = 0; k < 3; k++)
+        harness_close(&h[k]);
+}

@@ -2,11 +2,12 @@
  * files) through BLAS (row-major sgemm), split across the thread pool like
  * matmul.c:
  *
- *   forward:  out[N,O] = in[N,I] · W[I,O]         rows of out per worker, or
+ *   forward:  out[N,O] = in[N,I] · W[I,O]         blocks of rows of out, or of
  *                                                 columns when N is small (decode)
- *   backward: din[N,I] += dout[N,O] · W[I,O]^T    rows (or columns) of din
- *             dW[I,O]  += in[N,I]^T · dout[N,O]   columns of dW: no two workers
- *                                                 write the same element
+ *   backward: din[N,I] += dout[N,O] · W[I,O]^T    blocks of rows (or columns) of din
+ *             dW[I,O]  += in[N,I]^T · dout[N,O]   blocks of columns of dW: no two
+ *                                                 workers write the same element
+ * (gemm_split's fixed blocks: the thread count changes no bit)
  *
  * W's rows are `ld` floats apart, so q, k and v are read and their gradients
  * written as column blocks of c_attn [D, 3D] without copies.
@@ -24,25 +25,12 @@ typedef struct c1_job {
     float beta; /* forward: 0 to set out, 1 to accumulate */
 } c1_job;
 
-/* as matmul.c: row blocks only when each worker gets enough rows */
-static int split_rows(int rows, int workers) { return rows >= 128 * workers; }
-
+/* as matmul.c: gemm_split's fixed blocks */
 static void forward_part(void *arg, int wk, int nw)
 {
     const c1_job *j = arg;
-    int lo, hi;
-    if (split_rows(j->n, nw)) {
-        pool_share(j->n, wk, nw, &lo, &hi);
-        if (hi > lo)
-            gemm(gemm_ctx_ws(j->gx, wk), 0, 0, hi - lo, j->o, j->i, 1.0f,
-                        j->in + (size_t)lo * j->i, j->i, j->w, j->ld, j->beta,
-                        j->out + (size_t)lo * j->o, j->o);
-    } else {
-        pool_share(j->o, wk, nw, &lo, &hi);
-        if (hi > lo)
-            gemm(gemm_ctx_ws(j->gx, wk), 0, 0, j->n, hi - lo, j->i, 1.0f,
-                        j->in, j->i, j->w + lo, j->ld, j->beta, j->out + lo, j->o);
-    }
+    gemm_split(j->gx, wk, nw, gemm_split_rows(j->n), 0, 0, j->n, j->o, j->i, 1.0f, j->in, j->i,
+               j->w, j->ld, j->beta, j->out, j->o);
 }
 
 void conv1d_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int ld, int n, int i,
@@ -56,29 +44,14 @@ void conv1d_forward(const gemm_ctx *gx, float *out, const float *in, const float
 static void backward_part(void *arg, int wk, int nw)
 {
     const c1_job *j = arg;
-    int lo, hi;
-    if (j->din) {
-        if (split_rows(j->n, nw)) {
-            pool_share(j->n, wk, nw, &lo, &hi);
-            if (hi > lo)
-                gemm(gemm_ctx_ws(j->gx, wk), 0, 1, hi - lo, j->i, j->o, 1.0f,
-                            j->dout + (size_t)lo * j->o, j->o, j->w, j->ld, 1.0f,
-                            j->din + (size_t)lo * j->i, j->i);
-        } else {
-            /* columns lo..hi of din come from rows lo..hi of W */
-            pool_share(j->i, wk, nw, &lo, &hi);
-            if (hi > lo)
-                gemm(gemm_ctx_ws(j->gx, wk), 0, 1, j->n, hi - lo, j->o, 1.0f,
-                            j->dout, j->o, j->w + (size_t)lo * j->ld, j->ld, 1.0f, j->din + lo,
-                            j->i);
-        }
-    }
-    if (j->dw) {
-        pool_share(j->o, wk, nw, &lo, &hi);
-        if (hi > lo)
-            gemm(gemm_ctx_ws(j->gx, wk), 1, 0, j->i, hi - lo, j->n, 1.0f,
-                        j->in, j->i, j->dout + lo, j->o, 1.0f, j->dw + lo, j->ld);
-    }
+    /* din[N, I] += dout[N, O] W[I, O]^T (columns of din: rows of W) */
+    if (j->din)
+        gemm_split(j->gx, wk, nw, gemm_split_rows(j->n), 0, 1, j->n, j->i, j->o, 1.0f, j->dout,
+                   j->o, j->w, j->ld, 1.0f, j->din, j->i);
+    /* dW[I, O] += in^T dout: columns of dW */
+    if (j->dw)
+        gemm_split(j->gx, wk, nw, 0, 1, 0, j->i, j->o, j->n, 1.0f, j->in, j->i, j->dout, j->o,
+                   1.0f, j->dw, j->ld);
 }
 
 void conv1d_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,

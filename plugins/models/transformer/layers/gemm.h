@@ -46,4 +46,21 @@ typedef struct gemm_ctx {
 /* The workspace of worker w (NULL for float32). */
 static inline gemm_ws *gemm_ctx_ws(const gemm_ctx *g, int w) { return g->ws ? g->ws[w] : NULL; }
 
+/* Rows, and columns, of C per block of gemm_split. */
+#define GEMM_SPLIT_BLOCK 128
+#define GEMM_SPLIT_COLUMNS 32
+
+/* Worker wk of nw's part of the product above: C's rows (by_rows) or columns
+ * in fixed blocks of GEMM_SPLIT_BLOCK, this worker a contiguous run of them,
+ * one gemm call a block (gemm_split.c). Every element is computed by a call
+ * of the same shape whatever nw, so C is the same bits on any thread count. */
+void gemm_split(const gemm_ctx *gx, int wk, int nw, int by_rows, int ta, int tb, int m, int n,
+                int k, float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                float *c, int ldc);
+
+/* Whether a product over `rows` rows of C splits by rows (else by columns):
+ * by the rows alone, never by the worker count, which must not change the
+ * blocks (thin row blocks slow decoding: few rows split by columns). */
+static inline int gemm_split_rows(int rows) { return rows >= 2 * GEMM_SPLIT_BLOCK; }
+
 #endif

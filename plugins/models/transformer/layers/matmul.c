@@ -1,11 +1,14 @@
 /* matmul.c: the Linear layers through BLAS (row-major sgemm), split across
  * the instance's thread pool:
  *
- *   forward:  out[N,O] = in[N,I] · W[O,I]^T     rows of out per worker, or
+ *   forward:  out[N,O] = in[N,I] · W[O,I]^T     blocks of rows of out, or of
  *                                               columns when N is small (decode)
- *   backward: din[N,I] += dout[N,O] · W[O,I]    rows (or columns) of din
- *             dW[O,I]  += dout[N,O]^T · in[N,I] rows of dW: no two workers
+ *   backward: din[N,I] += dout[N,O] · W[O,I]    blocks of rows (or columns) of din
+ *             dW[O,I]  += dout[N,O]^T · in[N,I] blocks of rows of dW: no two workers
  *                                               write the same element
+ *
+ * The blocks are gemm_split's (gemm.h): fixed, so the thread count changes
+ * no bit of the results.
  */
 
 #include "layers/gemm.h"
@@ -20,26 +23,12 @@ typedef struct mm_job {
     float beta; /* forward: 0 to set out, 1 to accumulate */
 } mm_job;
 
-/* Split by rows when each worker gets enough rows for an efficient GEMM
- * (measured: thin row blocks slow decode down), else by columns. */
-static int split_rows(int rows, int workers) { return rows >= 128 * workers; }
-
+/* Row or column blocks by gemm_split: the same bits on any thread count. */
 static void forward_part(void *arg, int wk, int nw)
 {
     const mm_job *j = arg;
-    int lo, hi;
-    if (split_rows(j->n, nw)) {
-        pool_share(j->n, wk, nw, &lo, &hi);
-        if (hi > lo)
-            gemm(gemm_ctx_ws(j->gx, wk), 0, 1, hi - lo, j->o, j->i, 1.0f,
-                        j->in + (size_t)lo * j->i, j->i, j->w, j->i, j->beta,
-                        j->out + (size_t)lo * j->o, j->o);
-    } else {
-        pool_share(j->o, wk, nw, &lo, &hi);
-        if (hi > lo)
-            gemm(gemm_ctx_ws(j->gx, wk), 0, 1, j->n, hi - lo, j->i, 1.0f, j->in,
-                        j->i, j->w + (size_t)lo * j->i, j->i, j->beta, j->out + lo, j->o);
-    }
+    gemm_split(j->gx, wk, nw, gemm_split_rows(j->n), 0, 1, j->n, j->o, j->i, 1.0f, j->in, j->i,
+               j->w, j->i, j->beta, j->out, j->o);
 }
 
 void matmul_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int n, int i, int o,
@@ -53,27 +42,14 @@ void matmul_forward(const gemm_ctx *gx, float *out, const float *in, const float
 static void backward_part(void *arg, int wk, int nw)
 {
     const mm_job *j = arg;
-    int lo, hi;
-    if (j->din) {
-        if (split_rows(j->n, nw)) {
-            pool_share(j->n, wk, nw, &lo, &hi);
-            if (hi > lo)
-                gemm(gemm_ctx_ws(j->gx, wk), 0, 0, hi - lo, j->i, j->o, 1.0f,
-                            j->dout + (size_t)lo * j->o, j->o, j->w, j->i, 1.0f,
-                            j->din + (size_t)lo * j->i, j->i);
-        } else {
-            pool_share(j->i, wk, nw, &lo, &hi);
-            if (hi > lo)
-                gemm(gemm_ctx_ws(j->gx, wk), 0, 0, j->n, hi - lo, j->o, 1.0f,
-                            j->dout, j->o, j->w + lo, j->i, 1.0f, j->din + lo, j->i);
-        }
-    }
-    if (j->dw) {
-        pool_share(j->o, wk, nw, &lo, &hi);
-        if (hi > lo)
-            gemm(gemm_ctx_ws(j->gx, wk), 1, 0, hi - lo, j->i, j->n, 1.0f,
-                        j->dout + lo, j->o, j->in, j->i, 1.0f, j->dw + (size_t)lo * j->i, j->i);
-    }
+    /* din[N, I] += dout[N, O] W[O, I] */
+    if (j->din)
+        gemm_split(j->gx, wk, nw, gemm_split_rows(j->n), 0, 0, j->n, j->i, j->o, 1.0f, j->dout,
+                   j->o, j->w, j->i, 1.0f, j->din, j->i);
+    /* dW[O, I] += dout^T in: rows of dW */
+    if (j->dw)
+        gemm_split(j->gx, wk, nw, 1, 1, 0, j->o, j->i, j->n, 1.0f, j->dout, j->o, j->in, j->i,
+                   1.0f, j->dw, j->i);
 }
 
 void matmul_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,
