@@ -27,7 +27,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== tern run under ThreadSanitizer: the quickstart and every etc/modes/ config"
 scripts/tsan.sh
 
-secs=${TERN_FUZZ_SECONDS:-12}
+# 10 s a target keeps the whole suite near 20 minutes on 2 cores (TERN_FUZZ_SECONDS for longer)
+secs=${TERN_FUZZ_SECONDS:-10}
 targets="settings safetensors experience math k12 vision format code sandbox_wire tokenizer wire"
 echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
