@@ -99,10 +99,11 @@ static int cu_push(void *eng, const float *params, const adamw *opt, char *err, 
     return opt ? cuda_model_upload_opt(eng, opt, err, errn) : 0;
 }
 
-static float *cu_device_params(void *eng, int32_t *device, char *err, size_t errn)
+/* A device array of the engine (its weights or gradients), handed to a
+ * caller that reads or writes it from other streams: our queued work
+ * (backward's kernels, the last step) finishes first. */
+static float *hand_out(cuda_model *m, float *array, int32_t *device, char *err, size_t errn)
 {
-    cuda_model *m = eng;
-    /* the tensors are read or written from other streams: finish ours */
     cudaError_t e = cudaSetDevice(m->device);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(m->st);
@@ -111,22 +112,19 @@ static float *cu_device_params(void *eng, int32_t *device, char *err, size_t err
         return NULL;
     }
     *device = m->device;
-    return m->params;
+    return array;
+}
+
+static float *cu_device_params(void *eng, int32_t *device, char *err, size_t errn)
+{
+    cuda_model *m = eng;
+    return hand_out(m, m->params, device, err, errn);
 }
 
 static float *cu_device_grads(void *eng, int32_t *device, char *err, size_t errn)
 {
     cuda_model *m = eng;
-    /* backward's kernels must be done before another stream sums them */
-    cudaError_t e = cudaSetDevice(m->device);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(m->st);
-    if (e != cudaSuccess) {
-        snprintf(err, errn, "%s: %s", m->where, cudaGetErrorString(e));
-        return NULL;
-    }
-    *device = m->device;
-    return m->grads;
+    return hand_out(m, m->grads, device, err, errn);
 }
 
 static int cu_device_written(void *eng, char *err, size_t errn)
