@@ -71,7 +71,6 @@ typedef struct nccl_state {
     ncclComm_t comm;     /* the weights group: the trainer rank and the explorer ranks */
     cudaStream_t st;
     /* join_trainers: the trainer ranks' group, summing gradients */
-    int dp_joined;
     ncclComm_t dp_comm;
     cudaStream_t dp_st;
     header *dev_header;  /* one device header the broadcasts go through */
@@ -341,36 +340,31 @@ static int share_id(nccl_state *s, const tern_transport_group *g, ncclUniqueId *
     return TERN_OK;
 }
 
-static int nc_connect(void *state, const tern_transport_group *g)
+/* Join one group's communicator: the device, the id over MPI, the init. */
+static int join(nccl_state *s, const tern_transport_group *g, ncclComm_t *comm, const char *op)
 {
-    nccl_state *s = state;
-    if (s->comm)
-        return host->fail(s->ctx, TERN_EINVAL, "nccl: connect called twice");
-    s->sender = g->role == TERN_TRANSPORT_SENDER;
+    if (*comm)
+        return host->fail(s->ctx, TERN_EINVAL, "nccl: %s called twice", op);
     int rc = open_device(s, g->device);
     if (rc != TERN_OK)
         return rc;
     ncclUniqueId id;
     if ((rc = share_id(s, g, &id)) != TERN_OK)
         return rc;
-    return init_comm(s, g, id, &s->comm);
+    return init_comm(s, g, id, comm);
+}
+
+static int nc_connect(void *state, const tern_transport_group *g)
+{
+    nccl_state *s = state;
+    s->sender = g->role == TERN_TRANSPORT_SENDER;
+    return join(s, g, &s->comm, "connect");
 }
 
 static int nc_join_trainers(void *state, const tern_transport_group *g)
 {
     nccl_state *s = state;
-    if (s->dp_comm)
-        return host->fail(s->ctx, TERN_EINVAL, "nccl: join_trainers called twice");
-    int rc = open_device(s, g->device);
-    if (rc != TERN_OK)
-        return rc;
-    ncclUniqueId id;
-    if ((rc = share_id(s, g, &id)) != TERN_OK)
-        return rc;
-    if ((rc = init_comm(s, g, id, &s->dp_comm)) != TERN_OK)
-        return rc;
-    s->dp_joined = 1;
-    return TERN_OK;
+    return join(s, g, &s->dp_comm, "join_trainers");
 }
 
 /* The gradients, summed in place: one ncclAllReduce per run of tensors that
@@ -378,7 +372,7 @@ static int nc_join_trainers(void *state, const tern_transport_group *g)
 static int nc_sum(void *state, const tern_tensor *t, size_t n)
 {
     nccl_state *s = state;
-    if (!s->dp_joined || !s->dp_comm)
+    if (!s->dp_comm)
         return host->fail(s->ctx, s->cancelled ? TERN_ECLOSED : TERN_EINVAL,
                           "nccl: sum on a rank that did not join the trainer ranks");
     cudaError_t e = cudaSetDevice(s->device);
