@@ -1,6 +1,7 @@
 /* commands.h: the commands of the layer above libtern (cli/README.md):
  * `tern new-plugin`, `tern model init`, `tern generate`, `tern score`,
- * `tern data arith|shapes`, `tern timeline` and `tern reward score`. Each
+ * `tern data arith|shapes`, `tern timeline`, `tern plot` and `tern reward
+ * score`. Each
  * follows libtern's command convention (tern/libtern.h): it takes a
  * tern_invocation, prints what the user asked for to `out` and every problem
  * to `err` (one line each: what, where, how to fix), and returns the exit
@@ -219,6 +220,51 @@ typedef struct tern_timeline_args {
  * names the file and says how to fix it); 1 when the output cannot be
  * written ("PATH: cannot write: <reason>"), leaving no file behind. */
 int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a);
+
+/* What `tern plot` does; build it as
+ *   const char *dirs[] = {"runs/a", "runs/b"};
+ *   tern_plot_args a = {.size = sizeof a, .run_dirs = dirs, .n_runs = 2};
+ * (the command's defaults: the default panels against RL steps, no
+ * smoothing, each run named by its directory, written to plot.svg).
+ * Members are appended only; `size` tells which this caller knows. */
+typedef struct tern_plot_args {
+    size_t size;                  /* sizeof(tern_plot_args) as built by the caller */
+    const char *const *run_dirs;  /* run directories, or their metrics.jsonl files */
+    size_t n_runs;                /* >= 1 */
+    const char *out_path;         /* NULL: "plot.svg"; a name ending in .png: the SVG
+                                     goes beside it (NAME.svg) and is converted */
+    int png;                      /* also write the PNG (the SVG's name, .png) */
+    const char *x;                /* "step" (NULL too) or "time" (wall_seconds) */
+    const char *keys;             /* "k1,k2,...": one panel per key; NULL: the default
+                                     panels */
+    int smooth;                   /* a moving mean over this many points; 0 or 1: none */
+    const char *const *labels;    /* the names of the first n_labels runs in the legend;
+                                     the others are named by their directory */
+    size_t n_labels;              /* <= n_runs */
+    const char *title;            /* the picture's title; NULL: "Learning curves" */
+} tern_plot_args;
+
+/* `tern plot RUN_DIR... [-o FILE] [--png] [--x step|time] [--keys K,...]
+ * [--smooth N] [--label NAME]... [--title TEXT]`: read each run's
+ * metrics.jsonl (its RL lines) and draw learning curves, SVG 1.1: a panel
+ * per key, the runs overlaid in colours named in a legend, axes with ticks
+ * on round numbers. The default panels are reward_mean, eval/accuracy, kl,
+ * entropy, response_length, staleness and mismatch_kl, each drawn when some
+ * run has a number for it; a run that lacks a key is absent from its panel.
+ * Keys under eval/ are never smoothed. A curve of more than 400 points is
+ * drawn as the means of 400 buckets of consecutive points. A last line cut
+ * short (a run killed mid-write) is skipped with a warning naming FILE:LINE;
+ * NaN, infinite and null values are skipped with a warning. The SVG is
+ * written to a temporary name and renamed; with png, `rsvg-convert`
+ * (Debian: librsvg2-bin) converts it. Prints "panels: ..." and each file
+ * written to `out`. config_path and the overrides of `inv` are not used.
+ * 0 when written; 2 for bad arguments, a missing RUN_DIR or metrics.jsonl,
+ * a file that is empty, has no RL line, a malformed line before its last
+ * (FILE:LINE) or a non-numeric value of a key drawn, `x` "time" on a file
+ * without wall_seconds, keys no run has; 1 when a file cannot be read or
+ * written, or the PNG cannot be made (rsvg-convert missing or failing: the
+ * SVG is kept). */
+int tern_cmd_plot(const tern_invocation *inv, const tern_plot_args *a);
 
 /* What `tern reward score` does; build it as
  *   tern_reward_score_args a = {.size = sizeof a, .plugin = "math"};

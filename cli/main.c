@@ -28,7 +28,7 @@ struct command {
 };
 
 static command_fn engine_cmd, new_plugin_cmd, model_cmd, generate_cmd, score_cmd, data_cmd,
-    timeline_cmd, reward_cmd, version_cmd, help_cmd;
+    timeline_cmd, plot_cmd, reward_cmd, version_cmd, help_cmd;
 
 static const command commands[] = {
     {"run", "tern run CONFIG [--resume] [-o section.key=value]...",
@@ -167,6 +167,35 @@ static const command commands[] = {
      "The file is written whole or not at all. The picture: docs/timeline.md.\n"
      "Exit: 0 written, 1 the file could not be written, 2 bad usage or trace.",
      timeline_cmd},
+    {"plot", "tern plot RUN_DIR... [-o FILE] [--png] [--x step|time] [--keys K,...] [--smooth N] "
+             "[--label NAME]...",
+     "Draw the learning curves of one or more runs from their metrics.jsonl as\n"
+     "an SVG: a panel per curve, the runs overlaid in colours named in a legend.\n"
+     "The panels: reward (reward_mean), held-out accuracy (eval/accuracy), KL to\n"
+     "the reference (kl), entropy, response length (response_length), staleness\n"
+     "and the explorer-trainer mismatch (mismatch_kl). A panel no run has data\n"
+     "for is left out; a run lacking a key is absent from that panel. The\n"
+     "panels drawn and the files written are printed.\n"
+     "  -o FILE        where to write (default plot.svg); a FILE ending in .png\n"
+     "                 writes the SVG beside it and converts it\n"
+     "  --png          also write the PNG beside the SVG (it needs rsvg-convert:\n"
+     "                 apt-get install librsvg2-bin)\n"
+     "  --x step|time  the x axis: RL steps (default) or wall-clock time since\n"
+     "                 the run started (wall_seconds, in seconds, minutes or hours)\n"
+     "  --keys K,...   a panel per numeric key of the RL lines instead, in this\n"
+     "                 order (--keys reward_mean,accuracy,grad_norm)\n"
+     "  --smooth N     draw each curve as the mean of its last N points, over the\n"
+     "                 raw curve drawn faint (default 1: none; eval/ keys never)\n"
+     "  --label NAME   the legend's name of the next run, in the order of the runs\n"
+     "                 (repeat it; default: the run directory's name)\n"
+     "  --title TEXT   the picture's title (default: Learning curves)\n"
+     "RUN_DIR may also be the metrics.jsonl itself. A last line cut short (a run\n"
+     "killed while writing it) is skipped with a warning, and so are NaN and\n"
+     "infinite values. A curve of more than 400 points is drawn as 400 means of\n"
+     "consecutive points. The keys and the picture: docs/run.md.\n"
+     "Exit: 0 written, 1 a file could not be read or written or the PNG not\n"
+     "made (the SVG is kept), 2 bad usage, a missing or malformed metrics.jsonl.",
+     plot_cmd},
     {"reward", "tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] < CASES",
      "Score saved responses with one reward plugin. Each line of standard input\n"
      "is a task object with the response to score:\n"
@@ -524,6 +553,54 @@ static int timeline_cmd(const command *c, int argc, char **argv)
                                "give one");
     tern_invocation inv = {.size = sizeof inv};
     return tern_cmd_timeline(&inv, &ta);
+}
+
+/* `tern plot RUN_DIR... [-o FILE] [--png] [--x step|time] [--keys K,...] [--smooth N]
+ * [--label NAME]... [--title TEXT]` */
+static int plot_cmd(const command *c, int argc, char **argv)
+{
+    const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+    const char **labels = calloc((size_t)argc + 1, sizeof *labels);
+    if (!dirs || !labels) {
+        free(dirs);
+        free(labels);
+        fprintf(stderr, "tern: out of memory\n");
+        return TERN_EXIT_FAILURE;
+    }
+    tern_plot_args pa = {.size = sizeof pa, .run_dirs = dirs, .labels = labels, .smooth = 1};
+    const tern_flag flags[] = {
+        {"-o", "--out", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(pa.out_path),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a file name (.svg, or .png)"},
+        {"--png", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(pa.png)},
+        {"--x", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(pa.x), .opts = TERN_FLAG_NONEMPTY,
+         .need = "step or time"},
+        {"--keys", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(pa.keys), .opts = TERN_FLAG_NONEMPTY,
+         .need = "key names separated by commas (--keys reward_mean,kl)"},
+        {"--smooth", .kind = TERN_FLAG_INT, TERN_FLAG_TO(pa.smooth), .min = 1, .max = 100000},
+        {"--label", .kind = TERN_FLAG_STRING, TERN_FLAG_EACH(labels, pa.n_labels),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a name"},
+        {"--title", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(pa.title)},
+        TERN_FLAGS_END,
+    };
+    const tern_flag_cmd fc = {.usage = c->usage, .help = c->help, .flags = flags, .pos = dirs,
+                              .max_pos = (size_t)argc, .n_pos = &pa.n_runs};
+    int rc = cli_flags_parse(&fc, argc, argv);
+    if (rc == TERN_FLAGS_GO_ON && pa.n_runs == 0)
+        rc = cli_usage_error(c->usage, "plot needs RUN_DIR, one or more run directories (the "
+                             "path `tern run` prints at its end)");
+    if (rc == TERN_FLAGS_GO_ON && pa.x && strcmp(pa.x, "step") != 0 && strcmp(pa.x, "time") != 0)
+        rc = cli_usage_error(c->usage, "--x needs step or time (got '%s')", pa.x);
+    if (rc == TERN_FLAGS_GO_ON && pa.n_labels > pa.n_runs)
+        rc = cli_usage_error(c->usage, "--label given %zu times for %zu run%s: one per run, in "
+                             "the order of the runs", pa.n_labels, pa.n_runs,
+                             pa.n_runs == 1 ? "" : "s");
+    if (rc == TERN_FLAGS_GO_ON) {
+        tern_invocation inv = {.size = sizeof inv};
+        rc = tern_cmd_plot(&inv, &pa);
+    }
+    free(dirs);
+    free(labels);
+    return rc;
 }
 
 /* ---- version and help --------------------------------------------------- */

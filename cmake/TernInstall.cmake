@@ -39,7 +39,7 @@ install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
 install(FILES README.md docs/architecture.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
   docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md
   docs/rewards.md docs/sandbox.md docs/timeline.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
-file(GLOB _doc_images ${PROJECT_SOURCE_DIR}/docs/img/*.png)
+file(GLOB _doc_images ${PROJECT_SOURCE_DIR}/docs/img/*.png ${PROJECT_SOURCE_DIR}/docs/img/*.svg)
 install(FILES ${_doc_images} DESTINATION ${CMAKE_INSTALL_DOCDIR}/img COMPONENT runtime)
 # sources only: build products of someone who built an example in the tree stay out
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/libtern-dev/examples

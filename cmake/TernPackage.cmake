@@ -24,6 +24,8 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/d
   ${PROJECT_SOURCE_DIR}/packaging/deb/postinst ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)
 # the code reward runs programs with them (docs/sandbox.md); tern runs without
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "python3, gcc, libc6-dev")
+# `tern plot --png` converts its SVG with rsvg-convert
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "librsvg2-bin")
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
   "reinforcement fine-tuning for language models\n\
 tern runs reinforcement fine-tuning loops (explorers, a buffer, a trainer)\n\

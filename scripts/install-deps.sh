@@ -16,6 +16,7 @@ packages=(
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
   lintian dpkg-dev file make         # packaging tests (.deb, lintian, plain-make example)
   locales                            # a decimal-comma locale for the code reward's tests
+  librsvg2-bin                       # rsvg-convert: `tern plot --png` (SVG to PNG), and its test
 )
 
 missing=()

@@ -5,7 +5,8 @@
  *   - no train step starts before its batch is in the buffer (`put`);
  *   - staleness (step - version of the batch) never exceeds O + I - 1 (fixed)
  *     or max_staleness (asynchronous);
- *   - no explorer waits in the asynchronous modes;
+ *   - no explorer waits for the trainer in the asynchronous modes, and with
+ *     max_staleness none of their groups is skipped (explorers held back);
  *   - every weight sync uses the configured method;
  *   - a step's reward figures are those of its batch alone (every
  *     `reward/<name>.count` is batch_tasks x group_size).

@@ -59,6 +59,20 @@ static double mean_reward(json_t *lines, size_t from, size_t to)
     return s / (double)(to - from);
 }
 
+static char *file_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
 /* A short seeded quickstart: after the warm-up the reward of the sampled
  * answers rises under RL (the acceptance test the quickstart's full run
  * makes with held-out accuracy, cut to CI size). */
@@ -85,7 +99,17 @@ Test(run, reward_rises)
     cr_expect(json_is_number(json_object_get(sum, "accuracy_before_rl")));
     cr_expect(json_is_number(json_object_get(sum, "accuracy_after_rl")));
     cr_expect_gt(json_number_value(json_object_get(sum, "rollout_tokens_per_s")), 0);
+    /* the compute paths the CPU chose (host->note), in the summary and log.txt */
+    json_t *model_notes = json_object_get(json_object_get(sum, "notes"), "model");
+    const char *products = json_string_value(json_object_get(model_notes, "products"));
+    const char *exp_path = json_string_value(json_object_get(model_notes, "exp"));
+    cr_expect(products && strstr(products, "float32"), "notes.model.products: %s", products);
+    cr_expect(exp_path && (strstr(exp_path, "AVX2") || strstr(exp_path, "expf")), "%s", exp_path);
     json_decref(sum);
+    char *log = file_text(WORK "/runs_loop/learn/log.txt");
+    cr_expect(strstr(log, "[model] products: float32"), "log.txt names the products' path");
+    cr_expect(strstr(log, "[model] exp: "), "log.txt names the exp's path");
+    free(log);
     struct stat st;
     cr_expect_eq(stat(WORK "/runs_loop/learn/checkpoints/step-90/policy/model.safetensors", &st),
                  0, "the final checkpoint");
@@ -93,19 +117,6 @@ Test(run, reward_rises)
     cr_expect_eq(stat(WORK "/runs_loop/learn/trace.json", &st), 0);
 }
 
-static char *file_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
 
 /* metrics.jsonl has one RL line per step, steps 1..steps in order. */
 static void check_steps(const char *metrics, int64_t steps)
@@ -191,7 +202,7 @@ static void expect_refused(const char *cfg_extra, const char *message)
 
 /* Reproducible figures: the same config and seed on 1 and on 2 threads write
  * the same metrics.jsonl, every figure but the timings (wait_s/..., .._per_s,
- * eval/seconds): warm-up, sampling, rewards, losses, gradient norms and the
+ * wall_seconds, eval/seconds): warm-up, sampling, rewards, losses, gradient norms and the
  * held-out accuracy, bit for bit. */
 Test(run, one_and_two_threads_write_the_same_figures, .timeout = 240)
 {
@@ -338,4 +349,58 @@ Test(run, resume_refusals)
     cr_expect(strstr(r.err, "step-3/state.json"), "%s", r.err);
     cr_expect(strstr(r.err, "remove"), "%s", r.err);
     run(&r, "rm -rf runs_loop/again");
+}
+
+/* DAPO's dynamic sampling in a synchronous run (algorithm.filter_groups):
+ * it ends (the stand-ins of a fixed schedule get the weights of the step
+ * they feed, so nothing waits for itself), every RL line counts the groups
+ * it dropped, and every group a step trained on has rewards that differ,
+ * but those kept once a step's budget ran out (summary.json counts them). */
+Test(run, filter_groups_trains_only_groups_with_a_signal, .timeout = 240)
+{
+    const char *work = test_work_dir();
+    char cfg[1024], path[1100];
+    snprintf(cfg, sizeof cfg, "%s/filter.cfg", work);
+    write_config(cfg, "filter", "steps = 6; save_every = 0; sft = { steps = 60; batch_tasks = 32; "
+                 "lr = 2e-3; };", "batch_tasks = 8; group_size = 4; max_tokens = 6;", NULL);
+    result r;
+    run(&r, "cd %s && rm -rf runs_loop/filter && %s run %s -o algorithm.filter_groups=true "
+            "-o algorithm.filter_max_batches=4 > /dev/null", work, TERN, cfg);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(path, sizeof path, "%s/runs_loop/filter/metrics.jsonl", work);
+    json_t *lines = rl_lines(path);
+    cr_assert_eq(json_array_size(lines), 6);
+    long filtered = 0;
+    size_t i;
+    json_t *line;
+    json_array_foreach(lines, i, line) {
+        json_t *f = json_object_get(line, "filtered_groups");
+        cr_assert(json_is_integer(f), "RL line %zu lacks filtered_groups", i + 1);
+        filtered += (long)json_integer_value(f);
+        cr_expect_eq(json_integer_value(json_object_get(line, "groups")), 8);
+    }
+    json_decref(lines);
+    snprintf(path, sizeof path, "%s/runs_loop/filter/summary.json", work);
+    json_t *sum = load_json(path);
+    cr_expect_eq(json_integer_value(json_object_get(sum, "filtered_groups")), filtered,
+                 "the summary's count is the lines' sum");
+    long kept_equal = (long)json_integer_value(json_object_get(sum, "kept_equal_groups"));
+    json_decref(sum);
+    cr_expect_gt(filtered, 0, "a tiny model after a short warm-up gets many all-wrong groups");
+    /* the groups trained on: rewards differ, but for those kept over budget */
+    snprintf(path, sizeof path, "%s/runs_loop/filter/rollouts.jsonl", work);
+    json_t *groups = json_lines(path, "rewards");
+    long equal = 0;
+    json_array_foreach(groups, i, line) {
+        json_t *rw = json_object_get(line, "rewards");
+        double first = json_number_value(json_array_get(rw, 0));
+        int same = 1;
+        for (size_t j = 1; j < json_array_size(rw); j++)
+            same = same && json_number_value(json_array_get(rw, j)) == first;
+        equal += same;
+    }
+    cr_expect_eq(json_array_size(groups), 6 * 8);
+    cr_expect_leq(equal, kept_equal, "%ld trained groups have equal rewards, %ld were kept over "
+                  "budget", equal, kept_equal);
+    json_decref(groups);
 }

@@ -36,5 +36,6 @@ int is_timing_figure(const char *key)
 {
     size_t n = strlen(key);
     return strncmp(key, "wait_s/", 7) == 0 || (n > 6 && strcmp(key + n - 6, "_per_s") == 0) ||
-           strcmp(key, "eval/seconds") == 0 || strcmp(key, "buffer_size") == 0;
+           strcmp(key, "eval/seconds") == 0 || strcmp(key, "wall_seconds") == 0 ||
+           strcmp(key, "buffer_size") == 0;
 }

@@ -1,12 +1,14 @@
-/* test_advantage.c: the advantage estimators (GRPO, RLOO, REINFORCE++, Kimi)
- * and Kimi's length penalty against values worked out by hand, and the
- * messages of the inputs they refuse. */
+/* test_advantage.c: the advantage estimators (GRPO, RLOO, REINFORCE++, Kimi),
+ * Kimi's length penalty, DAPO's overlong shaping and its dynamic sampling
+ * (algo/group_filter.h) against values worked out by hand, and the messages
+ * of the inputs they refuse. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "algo/advantage.h"
+#include "algo/group_filter.h"
 #include "base/errmsg.h"
 #include "tern/abi.h"
 
@@ -184,6 +186,71 @@ Test(advantage, length_penalty_off)
     p.length_coef = 1.0;
     tern_length_penalty(&p, r, len, ok, 1, 2);
     expect_adv(r, (double[]){1.5, -0.5}, 2, TOL);
+}
+
+/* DAPO's overlong shaping with L_max = 20, L_cache = 8, penalty 0.5: the
+ * zone starts after 20 - 8 = 12 tokens.
+ *   len 5, 12  -> 0
+ *   len 13     -> -0.5 * 1/8 = -0.0625
+ *   len 16     -> -0.5 * 4/8 = -0.25
+ *   len 20     -> -0.5 * 8/8 = -0.5   (the limit: a truncated response)
+ *   len 25     -> -0.5 (capped; cannot happen when generation stops at L_max) */
+Test(advantage, dapo_overlong_shaping)
+{
+    tern_adv_params p = {.kind = TERN_ADV_GRPO, .overlong_buffer = 8, .overlong_penalty = 0.5,
+                         .max_tokens = 20};
+    double r[6] = {1, 1, 1, 0, 1, 0};
+    uint32_t len[6] = {5, 12, 13, 16, 20, 25};
+    tern_overlong_penalty(&p, r, len, 6);
+    expect_adv(r, (double[]){1, 1, 1 - 0.0625, -0.25, 0.5, -0.5}, 6, TOL);
+
+    /* off: overlong_buffer 0 */
+    p.overlong_buffer = 0;
+    double r2[1] = {1};
+    uint32_t len2[1] = {20};
+    tern_overlong_penalty(&p, r2, len2, 1);
+    expect_adv(r2, (double[]){1}, 1, 0);
+
+    /* the zone may be the whole range (L_cache = L_max): len / L_max of the penalty */
+    p = (tern_adv_params){.overlong_buffer = 4, .overlong_penalty = 1, .max_tokens = 4};
+    double r3[3] = {0, 0, 0};
+    uint32_t len3[3] = {1, 2, 4};
+    tern_overlong_penalty(&p, r3, len3, 3);
+    expect_adv(r3, (double[]){-0.25, -0.5, -1}, 3, TOL);
+}
+
+/* DAPO's dynamic sampling: steps of 2 groups, a budget of 2 batches (4
+ * groups examined per step). Groups in order (rewards of G = 3):
+ *   A {1,0,1} signal   keep  (step 1: 1 kept, 1 seen)
+ *   B {1,1,1} equal    drop  (2 seen)
+ *   C {0,0,0} equal    drop  (3 seen)
+ *   D {0,1,0} signal   keep  (step 1 full: counters restart)
+ *   E {1,1,1} equal    drop  (step 2: 1 seen)
+ *   F..H equal         drop, drop, drop (4 seen: the budget)
+ *   I {0,0,0} equal    keep, over budget (5 seen > 4)
+ *   J {1,1,1} equal    keep, over budget: step 2 full
+ *   K {1,1,1} equal    drop  (step 3 starts with a fresh budget) */
+Test(advantage, dapo_dynamic_sampling)
+{
+    cr_expect(tern_group_has_signal((double[]){0, 0, 0.5}, 3));
+    cr_expect(!tern_group_has_signal((double[]){0.5, 0.5, 0.5}, 3));
+    cr_expect(!tern_group_has_signal((double[]){1}, 1), "one response has no signal");
+
+    tern_group_filter f;
+    tern_group_filter_init(&f, 2, 2);
+    const double groups[11][3] = {{1, 0, 1}, {1, 1, 1}, {0, 0, 0}, {0, 1, 0}, {1, 1, 1},
+                                  {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1},
+                                  {1, 1, 1}};
+    const int want_keep[11] = {1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0};
+    const int want_over[11] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0};
+    for (int i = 0; i < 11; i++) {
+        int over = -1;
+        int keep = tern_group_filter_judge(&f, groups[i], 3, &over);
+        cr_expect_eq(keep, want_keep[i], "group %c: keep %d", 'A' + i, keep);
+        cr_expect_eq(over, want_over[i], "group %c: over budget %d", 'A' + i, over);
+    }
+    cr_expect_eq(f.filtered, 7);
+    cr_expect_eq(f.kept_equal, 2);
 }
 
 Test(advantage, error_rloo_group_of_one)

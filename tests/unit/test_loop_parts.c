@@ -723,6 +723,47 @@ Test(run_settings, clip_high_not_below_clip_and_dr_grpo)
     settings_done(&k);
 }
 
+/* DAPO's dynamic sampling and overlong shaping: read, defaults, and a zone
+ * longer than the responses refused at its line */
+Test(run_settings, dapo_filter_and_overlong)
+{
+    settings_case k;
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n", "dir/x.cfg"), TERN_OK, "%s",
+                 diag_first(&k.d));
+    cr_expect_eq(k.s.filter_groups, 0, "off by default");
+    cr_expect_eq(k.s.filter_max_batches, 10);
+    cr_expect_eq(k.s.adv.overlong_buffer, 0, "off by default");
+    settings_done(&k);
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "explorer = { max_tokens = 16; };\n"
+                                   "algorithm = { filter_groups = true; filter_max_batches = 3;\n"
+                                   " overlong_buffer = 4; overlong_penalty = 0.5; };\n",
+                               "dir/x.cfg"),
+                 TERN_OK, "%s", diag_first(&k.d));
+    cr_expect_eq(k.s.filter_groups, 1);
+    cr_expect_eq(k.s.filter_max_batches, 3);
+    cr_expect_eq(k.s.adv.overlong_buffer, 4);
+    cr_expect_eq(k.s.adv.max_tokens, 16);
+    cr_expect_float_eq(k.s.adv.overlong_penalty, 0.5, 0);
+    settings_done(&k);
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "explorer = { max_tokens = 16; };\n"
+                                   "algorithm = { filter_groups = true;\n"
+                                   " overlong_buffer = 20; };\n",
+                               "dir/x.cfg"),
+                 TERN_ECONFIG);
+    cr_expect(diag_has(&k.d, "overlong_buffer = 20 is longer than explorer.max_tokens = 16",
+                       "dir/x.cfg:4"),
+              "diag: %s", diag_first(&k.d));
+    settings_done(&k);
+    cr_assert_eq(read_settings(&k, "data = { train = \"t\"; };\n"
+                                   "algorithm = { filter_max_batches = 0; };\n", "dir/x.cfg"),
+                 TERN_ECONFIG, "a budget of 0 batches");
+    cr_expect(diag_has(&k.d, "filter_max_batches", "dir/x.cfg:2"), "diag: %s",
+              diag_first(&k.d));
+    settings_done(&k);
+}
+
 Test(run_settings, rloo_needs_two_samples_per_task)
 {
     settings_case k;

@@ -77,6 +77,8 @@ static tern_explore_job *make_explore(uint32_t n)
     tern_explore_job *j = zalloc(1, sizeof *j);
     j->kind = TERN_MSG_EXPLORE;
     j->batch = -3;
+    j->min_version = 5;
+    j->plan_batch = -2;
     j->n = n;
     j->task_index = zalloc(n, sizeof *j->task_index);
     j->prompt = zalloc(n, sizeof *j->prompt);
@@ -367,6 +369,8 @@ static void expect_same(const void *x, const void *y)
     if (kind == TERN_MSG_EXPLORE) {
         const tern_explore_job *a = x, *b = y;
         cr_expect_eq(a->batch, b->batch);
+        cr_expect_eq(a->min_version, b->min_version);
+        cr_expect_eq(a->plan_batch, b->plan_batch);
         cr_assert_eq(a->n, b->n);
         for (uint32_t i = 0; i < a->n; i++) {
             cr_expect_eq(a->task_index[i], b->task_index[i]);
@@ -744,8 +748,8 @@ Test(wire, a_bad_header_or_trailing_bytes_are_refused)
     b[0] = 'X';
     expect_refused(b, len, "TRNW");
     memcpy(b, buf, len);
-    b[4] = 2; /* format 2 */
-    expect_refused(b, len, "format 2");
+    b[4] = 1; /* format 1: before explore jobs carried min_version */
+    expect_refused(b, len, "format 1");
     const uint16_t kinds[] = {0, TERN_MSG_REWARD_ANSWER + 1, 0xffff};
     for (size_t i = 0; i < 3; i++) {
         memcpy(b, buf, len);
@@ -771,7 +775,7 @@ Test(wire, bad_strings_and_roles_are_refused)
     size_t len;
     unsigned char *buf = encode(j, &len);
     tern_msg_free(j);
-    size_t prompt_tag = 8 + 12 + 4; /* header, batch and n, task_index[1] */
+    size_t prompt_tag = 8 + 28 + 4; /* header, batch, min_version, plan_batch, n, task_index[1] */
     cr_assert_eq(buf[prompt_tag], 1);
     buf[prompt_tag + 5 + 3] = 0; /* a NUL inside the prompt */
     expect_refused(buf, len, "NUL");
@@ -831,9 +835,9 @@ Test(wire, a_forged_count_is_refused_before_anything_is_allocated)
     cap_memory();
     const uint64_t counts[] = {0xffffffffu, 0xffffffffffffffffull, 0x20000000u};
     size_t len;
-    /* explore: n at 16 */
+    /* explore: n at 32 (after batch, min_version and plan_batch) */
     unsigned char *buf = encode_kind(0, &len);
-    put32(buf + 16, UINT32_MAX);
+    put32(buf + 32, UINT32_MAX);
     expect_refused(buf, len, "claims");
     free(buf);
     /* warm-up: n at 16 */

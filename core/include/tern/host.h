@@ -135,6 +135,20 @@ typedef struct tern_host {
      * Plugins resolve paths inside tasks (a vision task's `image`) against
      * its directory. Valid while the task is. */
     const char *(*task_origin)(const tern_task *task);
+
+    /* ---- Added in ABI 1.9 (check TERN_HAS(host, note)) ---------------- */
+
+    /* Record a fact about how this instance computes that can change its
+     * figures from one machine to another: a code path chosen at run time
+     * from the CPU's features (AVX512-BF16 products, an AVX2 exp), a BLAS
+     * library's kernel, a GPU's name. `key` is [a-z0-9_.]+ (at most 63
+     * bytes), `value` one line of text (at most 255 bytes; longer is cut);
+     * both are copied. A run writes its notes to log.txt and to
+     * summary.json ("notes": {"<instance>": {"<key>": "<value>"}}), so two
+     * runs whose figures differ show whether they took different paths.
+     * A later note with the same key replaces the earlier one. Call it from
+     * create or later; a NULL ctx or a bad key is ignored. */
+    void (*note)(tern_ctx *ctx, const char *key, const char *value);
 } tern_host;
 
 #ifdef __cplusplus

@@ -49,6 +49,22 @@ void tern_length_penalty(const tern_adv_params *p, double *rewards, const uint32
     }
 }
 
+void tern_overlong_penalty(const tern_adv_params *p, double *rewards, const uint32_t *lengths,
+                           size_t n)
+{
+    if (p == NULL || p->overlong_buffer == 0 || rewards == NULL || lengths == NULL)
+        return;
+    /* the zone is (L_max - L_cache, L_max]; expected may be 0 (the whole range) */
+    double cache = (double)p->overlong_buffer;
+    double expected = (double)p->max_tokens - cache;
+    for (size_t i = 0; i < n; i++) {
+        double over = (double)lengths[i] - expected;
+        if (over <= 0)
+            continue;
+        rewards[i] -= p->overlong_penalty * (over >= cache ? 1.0 : over / cache);
+    }
+}
+
 /* mean and population std of x[0..n); *same = 1 if all values are equal */
 static void mean_std(const double *x, size_t n, double *mean, double *std, int *same)
 {

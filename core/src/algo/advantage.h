@@ -18,6 +18,15 @@
  *   lambda_i = 0.5 - (len_i - min_len) / (max_len - min_len)   (0 if max_len == min_len)
  *   len_reward_i = lambda_i if correct_i, else min(0, lambda_i)
  *   r_i += length_coef * len_reward_i                           (min/max over the group)
+ *
+ * DAPO's overlong reward shaping (Yu et al. 2025, §3.4) is a reward term
+ * too: a response that runs into the last L_cache tokens before the limit
+ * L_max (explorer.max_tokens) loses reward in proportion, up to `penalty`
+ * at the limit itself (a truncated response):
+ *
+ *   r_i += -penalty * min(1, max(0, len_i - (L_max - L_cache)) / L_cache)
+ *
+ * so 0 up to L_max - L_cache tokens, then a ramp down to -penalty.
  */
 #ifndef TERN_ALGO_ADVANTAGE_H
 #define TERN_ALGO_ADVANTAGE_H
@@ -37,6 +46,11 @@ typedef struct tern_adv_params {
     int std_normalize;  /* GRPO only: divide by the group's std + eps */
     double eps;         /* added to a std before dividing (e.g. 1e-6) */
     double length_coef; /* weight of Kimi's length penalty; 0: off (any kind) */
+    /* DAPO's overlong shaping (tern_overlong_penalty): the zone's length in
+     * tokens (0: off), the reward lost at max_tokens, the response limit */
+    uint32_t overlong_buffer;
+    double overlong_penalty;
+    uint32_t max_tokens;
 } tern_adv_params;
 
 /* Parse "grpo", "rloo", "reinforce++" (or "reinforce_pp"), "kimi"; 0 if unknown. */
@@ -46,6 +60,11 @@ tern_adv_kind tern_adv_kind_parse(const char *name);
  * 0). lengths[i]: response tokens; correct[i]: 1 if the answer was right. */
 void tern_length_penalty(const tern_adv_params *p, double *rewards, const uint32_t *lengths,
                          const int *correct, size_t n_groups, size_t group_size);
+
+/* Add DAPO's overlong penalty to rewards[] in place (a no-op when
+ * p->overlong_buffer is 0). lengths[i]: response tokens (EOS included). */
+void tern_overlong_penalty(const tern_adv_params *p, double *rewards, const uint32_t *lengths,
+                           size_t n);
 
 /* Fill adv[] from rewards[]. TERN_OK, or TERN_EINVAL with a message (RLOO
  * with group_size < 2, n_groups or group_size 0, a reward that is not finite). */

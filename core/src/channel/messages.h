@@ -31,6 +31,16 @@ typedef enum tern_msg_kind {
 typedef struct tern_explore_job {
     tern_msg_kind kind;
     int64_t batch;
+    /* asynchronous modes (TERN_SYNC_USE_NEWEST): the explorer loads the
+     * newest version, and at least this one (published already: it waits
+     * only while the transport delivers it). The master holds batches back
+     * by this bound so that none trains staler than max_staleness. */
+    int64_t min_version;
+    /* the batch index the sync plugin plans its weights by: `batch`, or
+     * with algorithm.filter_groups the step the batch is dealt for (its
+     * stand-ins feed the same step, so a fixed schedule gives them the same
+     * weights: master.c, plan_index) */
+    int64_t plan_batch;
     uint32_t n;             /* tasks */
     uint32_t *task_index;   /* [n] into the train set */
     char **prompt;          /* [n] prompt texts (copies) */

@@ -1,4 +1,4 @@
-/* wire.c: the roles' messages as bytes (wire.h), format 1.
+/* wire.c: the roles' messages as bytes (wire.h), format 2.
  *
  * The encoder appends the fields to a growable buffer and refuses what the
  * decoder would refuse, where the bug is. The decoder reads through a
@@ -16,7 +16,7 @@
  * bytes; json: a str holding compact JSON text, NULL for no value; [n]: n
  * entries):
  *   header      "TRNW" u16 format u16 kind                               8 bytes
- *   EXPLORE     i64 batch, u32 n, u32 task_index[n],
+ *   EXPLORE     i64 batch, i64 min_version, i64 plan_batch, u32 n, u32 task_index[n],
  *               n x (str prompt (not NULL), str system)
  *   SFT_BATCH   i64 step, u32 n, n x (str prompt, str answer (neither NULL), str system)
  *   ROLLOUT     i64 batch, i64 version, u32 explorer, u32 n, u32 group_size,
@@ -53,7 +53,7 @@
 
 /* The fixed-size runs of fields (bytes), between the variable parts. */
 #define HEADER_BYTES 8u
-#define EXPLORE_FIXED 12u    /* batch, n */
+#define EXPLORE_FIXED 28u    /* batch, min_version, plan_batch, n */
 #define SFT_FIXED 12u        /* step, n */
 #define ROLLOUT_FIXED 60u    /* batch .. done_unix_ns */
 #define PROMPT_FIXED 8u      /* task_index, prompt_len */
@@ -216,6 +216,8 @@ static void w_i32s(writer *w, const int32_t *v, uint32_t n, const char *what, ui
 static void encode_explore(writer *w, const tern_explore_job *j)
 {
     w_i64(w, j->batch);
+    w_i64(w, j->min_version);
+    w_i64(w, j->plan_batch);
     w_u32(w, j->n);
     if (j->n && (!j->task_index || !j->prompt || !j->system)) {
         w_fail(w, TERN_EINVAL, "cannot encode an explore job of %u tasks with a NULL array", j->n);
@@ -608,6 +610,8 @@ static int decode_explore(reader *r, tern_explore_job *j)
     int rc;
     TRY(take(r, EXPLORE_FIXED, "an explore job", &q));
     j->batch = ld_i64(&q);
+    j->min_version = ld_i64(&q);
+    j->plan_batch = ld_i64(&q);
     uint32_t n = ld_u32(&q);
     TRY(fits(r, n, EXPLORE_TASK_MIN, "explore tasks"));
     j->task_index = alloc_zero(n, sizeof *j->task_index);

@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #define TERN_WIRE_MAGIC "TRNW"
-#define TERN_WIRE_FORMAT 1u
+#define TERN_WIRE_FORMAT 2u
 
 /* Encode any role message (by its kind) into a new malloc'd buffer of *len
  * bytes. TERN_OK; TERN_ENOMEM; TERN_EINVAL with a message for an unknown

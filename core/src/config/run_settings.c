@@ -143,6 +143,21 @@ const tern_setting_spec tern_algorithm_keys[] = {
     TERN_SETTING(.name = "length_coef", .type = TERN_SETTING_FLOAT, .def = "0.0", .min = 0,
                  .max = 1e6, .aka = "length_penalty",
                  .doc = "weight of Kimi's length penalty added to rewards; 0: off"),
+    TERN_SETTING(.name = "filter_groups", .type = TERN_SETTING_BOOL, .def = "false",
+                 .aka = "dynamic_sampling",
+                 .doc = "DAPO's dynamic sampling: drop groups whose rewards are all equal "
+                        "(no signal) and generate stand-ins"),
+    TERN_SETTING(.name = "filter_max_batches", .type = TERN_SETTING_INT, .def = "10", .min = 1,
+                 .max = 1000000, .aka = "max_num_gen_batches",
+                 .doc = "filter_groups: a step examines at most this many batches of groups; "
+                        "past that it keeps groups with equal rewards"),
+    TERN_SETTING(.name = "overlong_buffer", .type = TERN_SETTING_INT, .def = "0", .min = 0,
+                 .max = 1000000, .aka = "overlong_buffer_len",
+                 .doc = "DAPO's overlong shaping: the last this many tokens before "
+                        "explorer.max_tokens cost up to overlong_penalty; 0: off"),
+    TERN_SETTING(.name = "overlong_penalty", .type = TERN_SETTING_FLOAT, .def = "1.0", .min = 0,
+                 .max = 1e6, .aka = "overlong_penalty_factor",
+                 .doc = "overlong shaping: the reward lost by a response of max_tokens"),
     TERN_SETTINGS_END,
 };
 
@@ -299,6 +314,17 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->adv.std_normalize = get_bool(al, "std_normalize");
     s->adv.eps = 1e-6;
     s->adv.length_coef = get_float(al, "length_coef");
+    s->adv.overlong_buffer = (uint32_t)get_int(al, "overlong_buffer");
+    s->adv.overlong_penalty = get_float(al, "overlong_penalty");
+    s->adv.max_tokens = s->max_tokens;
+    if (s->adv.overlong_buffer > s->max_tokens)
+        tern_diag_addf(d, "%s: algorithm.overlong_buffer = %u is longer than explorer.max_tokens "
+                       "= %u: the penalty zone is the last overlong_buffer tokens before "
+                       "max_tokens, so overlong_buffer <= max_tokens (e.g. max_tokens / 4)",
+                       tern_config_where(c, tern_config_lookup(al, "overlong_buffer"), where,
+                                         sizeof where), s->adv.overlong_buffer, s->max_tokens);
+    s->filter_groups = get_bool(al, "filter_groups");
+    s->filter_max_batches = (uint32_t)get_int(al, "filter_max_batches");
     s->loss.kind = tern_loss_kind_parse(get_string(al, "loss"));
     s->loss.agg = tern_loss_agg_parse(get_string(al, "aggregation"));
     s->loss.clip_low = get_float(al, "clip");

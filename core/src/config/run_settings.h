@@ -48,6 +48,8 @@ typedef struct tern_run_settings {
     tern_adv_params adv;
     tern_loss_params loss;
     tern_kl_placement kl_placement;
+    int filter_groups;           /* DAPO's dynamic sampling (algo/group_filter.h) */
+    uint32_t filter_max_batches; /* its budget per step, in batches */
     /* eval */
     int64_t eval_every;
     uint32_t eval_max_tokens;

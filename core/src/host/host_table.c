@@ -253,6 +253,20 @@ static uint64_t host_rng_seed(tern_ctx *ctx, const char *stream)
 
 static void host_free(void *p) { free(p); }
 
+static void host_note(tern_ctx *ctx, const char *key, const char *value)
+{
+    if (in_worker || !ctx || !ctx->metrics || !key || !value)
+        return;
+    size_t n = strlen(key);
+    if (n == 0 || n > 63 || strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.") != n)
+        return;
+    char v[256];
+    snprintf(v, sizeof v, "%s", value);
+    v[strcspn(v, "\r\n")] = 0; /* one line */
+    tern_metrics_note(ctx->metrics, ctx->label, key, v);
+    tern_logf(TERN_LOG_DEBUG, ctx->label, "%s: %s", key, v);
+}
+
 static const tern_host host_table = {
     .size = sizeof(tern_host),
     .abi_major = TERN_ABI_MAJOR,
@@ -276,6 +290,7 @@ static const tern_host host_table = {
     .task_json = tern_task_json,
     .free = host_free,
     .task_origin = tern_task_origin,
+    .note = host_note,
 };
 
 const tern_host *tern_host_table(void) { return &host_table; }

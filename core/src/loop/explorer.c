@@ -14,9 +14,12 @@
 #include "loop/run.h"
 #include "rundir/trace.h"
 
-/* Which weights batch `batch` uses, loaded into this explorer's model. */
-static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *version,
-                        double *waited_s)
+/* Which weights batch `batch` uses, loaded into this explorer's model;
+ * in the asynchronous modes the newest, and at least `min_version` (the
+ * master counted on it when it dealt the batch: docs/sync.md, "Holding
+ * explorers back"). */
+static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t min_version,
+                        int64_t *version, double *waited_s)
 {
     tern_trace *tr = run->session->trace;
     const tern_model *m = &run->explorers[id];
@@ -26,6 +29,7 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *vers
     if (rc != TERN_OK)
         return tern_role_failed(rc, "explorer", "the sync plugin's explorer_plan failed");
     int64_t want = -1;
+    int delivery = 0; /* waiting for a version published already, not for the trainer */
     if (plan.mode == TERN_SYNC_WAIT_FOR_VERSION) {
         want = plan.version;
         /* A resumed run has only the version it resumed at: a plan for an
@@ -37,6 +41,11 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *vers
         return tern_errorf(TERN_EINVAL, "explorer: the sync plugin answered mode %u for batch "
                            "%lld, which is no tern_sync_mode (a bug in the plugin)",
                            plan.mode, (long long)batch);
+    } else if (min_version > tern_weights_newest(run->weights) && min_version > *version) {
+        /* published by the trainer, not yet here (a checkpoint file being
+         * written, a broadcast on its way): wait for it */
+        want = min_version;
+        delivery = 1;
     }
     /* nothing to do when the model holds the wanted version already */
     if (want >= 0 && want == *version)
@@ -46,12 +55,21 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t *vers
     uint64_t t0 = tern_trace_clock(), waited = 0;
     int64_t loaded = -1;
     rc = tern_weights_load(run->weights, m, want, &loaded, &waited);
+    if (rc == TERN_EINVAL && plan.mode == TERN_SYNC_USE_NEWEST && want >= 0) {
+        /* another explorer loaded a newer one meanwhile and forgot this one:
+         * the newest is newer still */
+        tern_error_clear();
+        uint64_t more = 0;
+        rc = tern_weights_load(run->weights, m, -1, &loaded, &more);
+        waited += more;
+    }
     uint64_t t1 = tern_trace_clock();
     *waited_s = 1e-9 * (double)waited;
     char args[160];
     if (waited >= TERN_TRACE_MIN_WAIT_NS) {
-        snprintf(args, sizeof args, "{\"for\":\"weights version %lld\",\"explorer\":%u,"
-                 "\"batch\":%lld}", (long long)want, id, (long long)batch);
+        snprintf(args, sizeof args, "{\"for\":\"%sweights version %lld\",\"explorer\":%u,"
+                 "\"batch\":%lld}", delivery ? "delivery of " : "", (long long)want, id,
+                 (long long)batch);
         tern_trace_span(tr, "wait", t0, t0 + waited, args);
     }
     if (rc != TERN_OK)
@@ -162,7 +180,9 @@ void *tern_explorer_main(void *arg)
         uint64_t t1 = tern_trace_clock();
         if (t1 - t0 >= TERN_TRACE_MIN_WAIT_NS && version >= 0 && !idle) {
             /* the master had no batch for us though the run needs more: it is
-             * held up putting earlier ones into a full buffer (backpressure) */
+             * held up putting earlier ones into a full buffer (backpressure),
+             * or it holds batches back until the trainer catches up
+             * (max_staleness) */
             char args[96];
             snprintf(args, sizeof args, "{\"for\":\"a batch to generate\",\"explorer\":%u}",
                      id);
@@ -178,7 +198,8 @@ void *tern_explorer_main(void *arg)
         out->kind = TERN_MSG_ROLLOUT;
         out->batch = job->batch;
         out->explorer = id;
-        int rc = load_weights(run, id, job->batch, &version, &out->wait_seconds);
+        int rc = load_weights(run, id, job->plan_batch, job->min_version, &version,
+                              &out->wait_seconds);
         out->version = version;
         if (rc == TERN_ECLOSED) { /* shutting down */
             tern_msg_free(job);

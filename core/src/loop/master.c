@@ -247,13 +247,53 @@ static int push_sft_job(tern_run *run, master *ms)
 /* The batch index dealing stops at: enough groups for the steps left,
  * counting from the ledger's watermark at the start, the groups above it
  * already consumed then, and a stand-in for each group the trainer dropped
- * as too stale. In a fixed schedule that is batch `steps`. */
+ * as too stale, the buffer discarded, or the filter dropped. In a fixed
+ * schedule that is batch `steps`. */
 static int64_t deal_limit(const tern_run *run, const master *ms)
 {
     uint64_t per = run->set.batch_tasks;
-    uint64_t groups = (uint64_t)(run->set.steps - run->resume.step) * per +
-                      ms->deal_above + ms->groups_stale + ms->groups_discarded;
+    uint64_t groups = (uint64_t)(run->set.steps - run->resume.step) * per + ms->deal_above +
+                      ms->groups_stale + ms->groups_discarded + ms->groups_filtered;
     return ms->deal_from + (int64_t)((groups + per - 1) / per);
+}
+
+/* Holding explorers back (AReaL's rule; docs/sync.md): in an asynchronous
+ * mode with max_staleness S, batch k is dealt only if its last group would
+ * train no more than S versions after the weights it is generated with.
+ * The groups dealt before it and not yet trained or dropped (`ahead`) fill
+ * the trainer's steps first, in order, so its last group trains in step
+ *
+ *   t = steps_done + floor((ahead + per - 1) / per)      (0-based)
+ *
+ * and it is generated with the newest weights when it starts, at least
+ * version_ready (job->min_version): staleness <= t - version_ready. A
+ * batch the trainer needs for its next step (ahead < per) is dealt
+ * whatever that bound says, or both would wait for the other: then the
+ * sync plugin's accept() drops what is too stale, the last resort, and the
+ * metrics count it (stale_groups). */
+/* Groups dealt by this part and not yet trained or dropped: they fill the
+ * trainer's next steps, in order. */
+static uint64_t groups_ahead(const master *ms)
+{
+    uint64_t gone = ms->groups_trained + ms->groups_stale + ms->groups_discarded +
+                    ms->groups_filtered;
+    return ms->groups_dealt > gone ? ms->groups_dealt - gone : 0;
+}
+
+static int hold_back(tern_run *run, const master *ms, int64_t batch)
+{
+    if (run->max_staleness < 0)
+        return 0;
+    tern_sync_plan plan = {.size = sizeof plan};
+    tern_error_clear();
+    if (run->sync_ops->explorer_plan(run->sync, 0, batch, &plan) != TERN_OK ||
+        plan.mode != TERN_SYNC_USE_NEWEST)
+        return 0; /* a fixed schedule paces itself; a failing plan fails in the explorer */
+    uint64_t per = run->set.batch_tasks, ahead = groups_ahead(ms);
+    if (ahead < per)
+        return 0;
+    int64_t t = ms->steps_done + (int64_t)((ahead + per - 1) / per);
+    return t - ms->version_ready > run->max_staleness;
 }
 
 /* 1 when no group of batch k is wanted: each is consumed, or held by a
@@ -268,10 +308,32 @@ static int batch_done(const tern_run *run, const master *ms, int64_t k)
     return 1;
 }
 
+/* The batch index the sync plugin plans the next batch's weights by. It is
+ * the batch's own index, but with algorithm.filter_groups the step the
+ * batch is dealt for: the stand-ins for filtered groups feed the step their
+ * batch fed, so a fixed schedule must give them that step's weights, not
+ * those of a later batch index (which would wait for a step that waits for
+ * them). The groups dealt and not yet trained or dropped fill the steps in
+ * order, so the batch's first group trains in step
+ * steps_done + floor(ahead / per); without drops that is the batch index.
+ * A fixed schedule then deals one batch at a time (deal_more), so that a
+ * batch planned for a later step never sits before a stand-in the current
+ * step needs. */
+static int64_t plan_index(const tern_run *run, const master *ms)
+{
+    if (!run->set.filter_groups)
+        return ms->batches_pushed;
+    return ms->steps_done + (int64_t)(groups_ahead(ms) / run->set.batch_tasks);
+}
+
+/* Deal the next batch: TERN_OK, 1 when it is held back (hold_back), or a
+ * failure. */
 static int push_explore_job(tern_run *run, master *ms)
 {
     if (ms->batches_pushed >= deal_limit(run, ms))
         return TERN_OK;
+    if (hold_back(run, ms, ms->batches_pushed))
+        return 1; /* not yet */
     if (batch_done(run, ms, ms->batches_pushed)) {
         /* nothing to make: as if dealt and back */
         ms->batches_pushed++;
@@ -284,6 +346,8 @@ static int push_explore_job(tern_run *run, master *ms)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     j->kind = TERN_MSG_EXPLORE;
     j->batch = ms->batches_pushed;
+    j->min_version = ms->version_ready;
+    j->plan_batch = plan_index(run, ms);
     j->n = n;
     j->task_index = calloc(n, sizeof *j->task_index);
     j->prompt = calloc(n, sizeof *j->prompt);
@@ -301,6 +365,7 @@ static int push_explore_job(tern_run *run, master *ms)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     }
     ms->batches_pushed++;
+    ms->groups_dealt += n;
     return TERN_OK;
 }
 
@@ -328,9 +393,13 @@ static int deal_more(tern_run *run, master *ms)
 {
     int rc = TERN_OK;
     int64_t in_hand = 2 * (int64_t)run->n_explorers;
+    if (run->set.filter_groups && ms->fixed_schedule)
+        in_hand = 1; /* see plan_index */
     while (rc == TERN_OK && ms->batches_pushed < deal_limit(run, ms) &&
            ms->batches_pushed - ms->batches_received < in_hand)
         rc = push_explore_job(run, ms);
+    if (rc == 1)
+        rc = TERN_OK; /* held back until the trainer catches up: its steps deal again */
     int dealt = ms->batches_pushed >= deal_limit(run, ms);
     int was = atomic_exchange(&run->all_dealt, dealt);
 #ifdef TERN_HAVE_MPI
@@ -343,6 +412,41 @@ static int deal_more(tern_run *run, master *ms)
 }
 
 /* ---- rollouts: reward, record, buffer ---------------------------------------- */
+
+/* algorithm.filter_groups (algo/group_filter.h): TERN_OK to keep group g
+ * of rollout r, 1 when it is dropped (consumed for good: a resume does not
+ * deal it again; the next deal_more deals a stand-in), or a failure. */
+static int filter_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint32_t g,
+                        const tern_verdict *v, uint64_t id)
+{
+    uint32_t G = r->group_size;
+    double *rewards = malloc((G ? G : 1) * sizeof *rewards);
+    if (!rewards)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    for (uint32_t s = 0; s < G; s++)
+        rewards[s] = v[(size_t)g * G + s].reward;
+    int over = 0, keep = tern_group_filter_judge(&ms->filter, rewards, G, &over);
+    double first = rewards[0];
+    free(rewards);
+    if (keep) {
+        if (over && ms->filter.kept_equal == 1)
+            tern_logf(TERN_LOG_WARN, "run", "algorithm.filter_groups: a step examined %u "
+                      "batches of groups (filter_max_batches) without finding %u whose rewards "
+                      "differ; it keeps groups with equal rewards (no signal) until it is "
+                      "full: the tasks may be all too easy or all too hard for the model "
+                      "(this is said once; summary.json counts them)",
+                      ms->filter.max_batches, run->set.batch_tasks);
+        return TERN_OK;
+    }
+    char args[96];
+    snprintf(args, sizeof args, "{\"batch\":%lld,\"group\":%u,\"reward\":%g}",
+             (long long)r->batch, g, first);
+    tern_trace_instant(run->session->trace, "filter", args);
+    ms->groups_filtered++;
+    ms->line_filtered++;
+    int rc = tern_ledger_consume(&ms->ledger, &id, 1);
+    return rc == TERN_OK ? 1 : rc;
+}
 
 /* Put one record; *attempt_ns gets the clock just before the attempt that
  * succeeded (the record entered the buffer after it: the `put` event's time,
@@ -459,6 +563,12 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
         uint64_t id = tern_group_id(r->batch, g, run->set.batch_tasks);
         if (tern_ledger_consumed(&ms->ledger, id) || tern_ledger_held(&ms->ledger, id))
             continue;
+        if (run->set.filter_groups && (rc = filter_group(run, ms, r, g, v, id)) != TERN_OK) {
+            if (rc != 1)
+                goto done;
+            rc = TERN_OK;
+            continue; /* dropped: a stand-in is dealt below */
+        }
         rc = put_group(run, ms, r, g, v, tasks[(size_t)g * G], rewarded_ns, resp, &put_ns);
         if (rc == TERN_ECLOSED) { /* a stop: the batch will not be trained */
             rc = TERN_OK;
@@ -569,6 +679,13 @@ static int complete_checkpoint(tern_run *run, master *ms, const char *saved, int
     return TERN_OK;
 }
 
+/* Seconds since the run started, its earlier parts included (a resumed
+ * run goes on from the checkpoint's figure): the x axis of `tern plot`. */
+static double run_wall_seconds(const tern_run *run, const master *ms)
+{
+    return run->resume.wall_seconds + tern_run_now() - ms->t_start;
+}
+
 static int on_step(tern_run *run, master *ms, tern_step_msg *m)
 {
     int rc = tern_ledger_consume(&ms->ledger, m->consumed, m->n_consumed);
@@ -582,6 +699,7 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     json_object_set_new(o, "version", json_integer(m->version));
     json_object_set_new(o, "batch", json_integer(m->batch));
     json_object_set_new(o, "rollout_version", json_integer(m->rollout_version));
+    json_object_set_new(o, "wall_seconds", json_real(run_wall_seconds(run, ms)));
     if (m->figures)
         json_object_update(o, m->figures);
     json_object_set_new(o, "train_reward_mean", json_real(m->reward_mean));
@@ -607,6 +725,10 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     json_object_set_new(o, "wait_s/explorer", json_real(ms->line_explorer_wait));
     json_object_set_new(o, "wait_s/trainer", json_real(m->wait_seconds));
     json_object_set_new(o, "wait_s/master", json_real(ms->master_wait));
+    if (run->set.filter_groups) {
+        json_object_set_new(o, "filtered_groups", json_integer((json_int_t)ms->line_filtered));
+        ms->line_filtered = 0;
+    }
     ms->rollout_tokens += ms->line_gen_tokens;
     ms->rollout_seconds += ms->line_gen_seconds;
     ms->master_wait = ms->line_gen_tokens = ms->line_gen_seconds = ms->line_explorer_wait = 0;
@@ -624,6 +746,9 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     }
     ms->reward_last = mean;
     ms->steps_done = m->step;
+    ms->groups_trained += m->n_consumed > m->stale ? m->n_consumed - m->stale : 0;
+    if (m->published && m->version > ms->version_ready)
+        ms->version_ready = m->version;
 
     if (m->eval)
         rc = evaluate(run, ms, m->eval, o, 0);
@@ -651,7 +776,7 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     snprintf(line, sizeof line, "step %lld/%lld | ETA %s | reward %.3f | train acc %.3f%s",
              (long long)m->step, (long long)run->set.steps, eta, mean, train_acc, acc);
     tern_log_progress(line);
-    return TERN_OK;
+    return deal_more(run, ms); /* a batch held back may go now */
 }
 static int on_sft_done(tern_run *run, master *ms, tern_step_msg *m)
 {
@@ -662,6 +787,7 @@ static int on_sft_done(tern_run *run, master *ms, tern_step_msg *m)
                           m->train_seconds > 0 ? (double)m->train_tokens / m->train_seconds : 0.0);
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory");
+    json_object_set_new(o, "wall_seconds", json_real(run_wall_seconds(run, ms)));
     tern_metrics_drain_json(run->session->metrics, o);
     int rc = write_line(ms->metrics, o, "metrics.jsonl");
     json_decref(o);
@@ -706,7 +832,8 @@ static int on_rl_start(tern_run *run, master *ms, tern_step_msg *m)
     }
     if (!m->eval || rc != TERN_OK)
         return rc;
-    json_t *o = json_pack("{s:s,s:i,s:i}", "stage", "rl", "step", 0, "version", 0);
+    json_t *o = json_pack("{s:s,s:i,s:i,s:f}", "stage", "rl", "step", 0, "version", 0,
+                          "wall_seconds", run_wall_seconds(run, ms));
     if (!o)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     rc = evaluate(run, ms, m->eval, o, 1);
@@ -740,6 +867,11 @@ static int master_loop(tern_run *run, master *ms)
     int rc = TERN_OK;
     for (int i = 0; i < 2 && rc == TERN_OK; i++)
         rc = push_sft_job(run, ms);
+    ms->version_ready = run->resume.step; /* the trainer publishes it as RL starts */
+    tern_sync_plan plan = {.size = sizeof plan};
+    ms->fixed_schedule = run->sync_ops->explorer_plan(run->sync, 0, 0, &plan) == TERN_OK &&
+                         plan.mode == TERN_SYNC_WAIT_FOR_VERSION;
+    tern_group_filter_init(&ms->filter, run->set.batch_tasks, run->set.filter_max_batches);
     if (rc == TERN_OK)
         rc = deal_more(run, ms);
     if (rc != TERN_OK)

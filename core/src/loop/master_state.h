@@ -12,6 +12,7 @@
 #include "config/diag.h"
 #include "host/session.h"
 
+#include "algo/group_filter.h"
 #include "loop/ledger.h"
 #include "loop/run.h"
 
@@ -40,6 +41,14 @@ typedef struct master {
     uint64_t deal_above;       /* groups above it consumed then */
     uint64_t groups_stale;     /* dropped by the trainer as too stale (stand-ins dealt) */
     uint64_t groups_discarded; /* dropped or skipped by the buffer (stand-ins dealt) */
+    uint64_t groups_filtered;  /* dropped by algorithm.filter_groups (stand-ins dealt) */
+    tern_group_filter filter;  /* algorithm.filter_groups */
+    /* holding explorers back (asynchronous modes, max_staleness): */
+    uint64_t groups_dealt;     /* in the batches this part dealt */
+    uint64_t groups_trained;   /* that its steps trained on */
+    int64_t version_ready;     /* the newest weights the trainer said it published */
+    int fixed_schedule;        /* the sync plugin plans fixed versions (WAIT_FOR_VERSION) */
+    uint64_t line_filtered;    /* groups filtered since the last metrics line */
     /* the rollouts' figures since the last metrics line (explorer side) */
     double line_gen_tokens, line_gen_seconds, line_explorer_wait;
     pthread_t *explorer_threads; /* [n_explorers] once RL started */

@@ -272,6 +272,15 @@ int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
                                                         : 0));
     json_object_set_new(o, "checkpoint",
                         ms->last_checkpoint[0] ? json_string(ms->last_checkpoint) : json_null());
+    if (run->set.filter_groups) {
+        json_object_set_new(o, "filtered_groups", json_integer((json_int_t)ms->filter.filtered));
+        json_object_set_new(o, "kept_equal_groups",
+                            json_integer((json_int_t)ms->filter.kept_equal));
+    }
+    /* the compute paths the instances took (host->note): why two machines'
+     * figures may differ */
+    json_t *notes = tern_metrics_notes(run->session->metrics);
+    json_object_set_new(o, "notes", notes ? notes : json_object());
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/summary.json", run->dir);
     int rc = TERN_OK;

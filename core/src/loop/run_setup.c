@@ -83,6 +83,24 @@ static int start_in_run_dir(tern_run *run)
     return tern_run_check_buffer_empty(run);
 }
 
+/* The instances' notes (host->note: the compute paths they took) to
+ * log.txt alone, one line each: made before log.txt opened, and shown on
+ * stderr only at the debug level. summary.json has them too. */
+static void log_notes(tern_run *run)
+{
+    json_t *notes = tern_metrics_notes(run->session->metrics);
+    const char *who, *key;
+    json_t *of, *v;
+    json_object_foreach(notes, who, of) {
+        json_object_foreach(of, key, v) {
+            char line[400];
+            snprintf(line, sizeof line, "%s: %s", key, json_string_value(v));
+            tern_log_file_only(TERN_LOG_INFO, who, line);
+        }
+    }
+    json_decref(notes);
+}
+
 int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
 {
     tern_config *c = &run->session->config;
@@ -117,6 +135,7 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
     snprintf(path, sizeof path, "%s/log.txt", run->dir);
     if ((rc = tern_log_open_file(path)) != TERN_OK)
         return rc;
+    log_notes(run);
     if (o->resume) {
         /* what a killed run was writing; a checkpoint caught between its two
          * renames gets its name back before the newest one is chosen */

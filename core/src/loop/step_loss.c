@@ -18,6 +18,7 @@ int tern_step_loss(const tern_run_settings *set, int have_ref, tern_step_batch *
             b->reward[i] -= set->loss.kl_coef * kl;
         }
     tern_length_penalty(&set->adv, b->reward, b->len, b->correct, b->n_groups, b->group_size);
+    tern_overlong_penalty(&set->adv, b->reward, b->len, n);
     *reward_mean = 0;
     for (size_t i = 0; i < n; i++)
         *reward_mean += b->reward[i] / (double)n;

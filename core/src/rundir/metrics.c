@@ -19,6 +19,7 @@ struct tern_metrics {
     pthread_mutex_t lock;
     metric *m;
     size_t n, cap;
+    json_t *notes; /* {who: {key: value}}, made at the first note */
 };
 
 tern_metrics *tern_metrics_new(void)
@@ -34,8 +35,35 @@ void tern_metrics_free(tern_metrics *m)
     if (!m)
         return;
     pthread_mutex_destroy(&m->lock);
+    json_decref(m->notes);
     free(m->m);
     free(m);
+}
+
+void tern_metrics_note(tern_metrics *m, const char *who, const char *key, const char *value)
+{
+    if (!m || !who || !key || !value)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (!m->notes)
+        m->notes = json_object();
+    json_t *of = m->notes ? json_object_get(m->notes, who) : NULL;
+    if (m->notes && !of && json_object_set_new(m->notes, who, json_object()) == 0)
+        of = json_object_get(m->notes, who);
+    /* a note lost for lack of memory is not worth failing a run */
+    if (of)
+        json_object_set_new(of, key, json_string(value));
+    pthread_mutex_unlock(&m->lock);
+}
+
+json_t *tern_metrics_notes(tern_metrics *m)
+{
+    if (!m)
+        return json_object();
+    pthread_mutex_lock(&m->lock);
+    json_t *copy = m->notes ? json_deep_copy(m->notes) : json_object();
+    pthread_mutex_unlock(&m->lock);
+    return copy;
 }
 
 void tern_metrics_observe(tern_metrics *m, const char *name, double value)

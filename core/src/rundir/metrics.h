@@ -23,4 +23,15 @@ int tern_metrics_write_step(tern_metrics *m, FILE *f, int64_t step);
  * `o` and reset the accumulators (the run's per-step line). */
 void tern_metrics_drain_json(tern_metrics *m, json_t *o);
 
+/* Notes: facts about how an instance runs that can change its figures
+ * between machines (host->note: a compute path chosen at run time, a
+ * library's kernel). Keep value as note `key` of instance `who` (a later
+ * note of the same key replaces it). Thread-safe; a note lost for lack of
+ * memory is dropped silently. */
+void tern_metrics_note(tern_metrics *m, const char *who, const char *key, const char *value);
+/* A copy of the notes, {"<who>": {"<key>": "<value>", ...}, ...} in the
+ * order noted (an empty object for none); NULL when out of memory. The
+ * caller owns it. */
+json_t *tern_metrics_notes(tern_metrics *m);
+
 #endif

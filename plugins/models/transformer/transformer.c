@@ -13,6 +13,7 @@
  *   compute = "fp32";             precision of the matrix products (gemm.h)
  *   chat_template = "auto";       how prompts are formatted (chat_template.h)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,9 +21,31 @@
 #include "tern/plugin.h"
 
 #include "front.h"
+#include "layers/fastexp.h"
+#include "layers/gemm.h"
 
-/* OpenBLAS's thread control (openblas_config.h is not always installed) */
+/* OpenBLAS's thread control and identity (openblas_config.h is not always
+ * installed) */
 void openblas_set_num_threads(int num_threads);
+char *openblas_get_corename(void);
+char *openblas_get_config(void);
+
+/* The paths this instance computes on, chosen at run time from the CPU:
+ * they decide how sums round, so the run keeps them (host->note) to tell
+ * why two machines' figures differ. OpenBLAS picks its kernel by CPU too. */
+static void note_paths(const tern_host *host, tern_ctx *ctx, const llama_model *m)
+{
+    if (!TERN_HAS(host, note))
+        return;
+    char text[256];
+    if (m->gx.ws)
+        snprintf(text, sizeof text, "bf16 products, float32 sums (AVX512-BF16, gemm.c)");
+    else
+        snprintf(text, sizeof text, "float32 (%s, kernel %s)", openblas_get_config(),
+                 openblas_get_corename());
+    host->note(ctx, "products", text);
+    host->note(ctx, "exp", simd_exp_path());
+}
 
 /* The engine is the host model itself. */
 static int cpu_open(const tern_host *host, tern_ctx *ctx, llama_model *m, void **eng)
@@ -53,6 +76,7 @@ static int cpu_open(const tern_host *host, tern_ctx *ctx, llama_model *m, void *
     host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d), %d threads, %s "
               "products", m->n_params, m->cfg.n_layers, m->cfg.hidden_size, (int)threads,
               m->gx.ws ? "bf16" : "fp32");
+    note_paths(host, ctx, m);
     *eng = m;
     return TERN_OK;
 }

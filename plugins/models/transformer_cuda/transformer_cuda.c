@@ -50,6 +50,13 @@ static int cu_open(const tern_host *host, tern_ctx *ctx, llama_model *hm, void *
     host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d) on %s, %s products",
               m->n_params, m->cfg.n_layers, m->cfg.hidden_size, m->where,
               m->bf16 ? "bf16" : "fp32");
+    if (TERN_HAS(host, note)) {
+        /* the card and the precision decide how the sums round (host->note) */
+        char text[256];
+        snprintf(text, sizeof text, "%s products, float32 sums, on %s",
+                 m->bf16 ? "bf16" : "float32", m->where);
+        host->note(ctx, "products", text);
+    }
     *eng = m;
     return TERN_OK;
 }

@@ -89,4 +89,16 @@ TARGET_AVX2 static inline float hmax8(__m256 v)
 }
 
 #endif
+
+/* How the elementwise layers take e^x on this CPU: the run notes it
+ * (host->note), since the two paths round differently. */
+static inline const char *simd_exp_path(void)
+{
+#ifdef TERN_SIMD_AVX2
+    if (simd_avx2())
+        return "AVX2+FMA (fastexp.h, within 2 ulp of expf)";
+#endif
+    return "libm expf";
+}
+
 #endif
