@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
-#include "tern/support/utf8.h"
+#include "svg_write.h"
 
 /* Geometry, in pixels. */
 #define MARGIN 20
@@ -45,50 +45,8 @@ static const char *dashes(size_t run) { return run / N_COLOURS % 2 ? " stroke-da
  * digits are 0.64 em, its lower-case letters a little less). */
 static double text_w(const char *s, double fs) { return (double)strlen(s) * 0.62 * fs; }
 
-/* Text content or attribute value: XML-escaped; control bytes and bytes
- * that are not UTF-8 become '?', so any run name gives valid XML (the rule
- * of timeline_svg.c). */
-static void put_text(FILE *f, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        size_t n = tern_utf8_len(p, strnlen((const char *)p, 4));
-        if (!n) {
-            fputc('?', f);
-            p++;
-            continue;
-        }
-        if (n > 1)
-            fwrite(p, 1, n, f);
-        else if (c == '&')
-            fputs("&amp;", f);
-        else if (c == '<')
-            fputs("&lt;", f);
-        else if (c == '>')
-            fputs("&gt;", f);
-        else if (c == '"')
-            fputs("&quot;", f);
-        else if (c < 0x20 || c == 0x7f)
-            fputc('?', f);
-        else
-            fputc((int)c, f);
-        p += n;
-    }
-}
 
 /* ---- axes ------------------------------------------------------------- */
-
-/* The smallest 1, 2, 2.5 or 5 x 10^k at or above `want` (> 0). */
-static double nice_step(double want)
-{
-    double p = pow(10, floor(log10(want)));
-    static const double m[] = {1, 2, 2.5, 5, 10};
-    for (size_t i = 0; i < 5; i++)
-        if (m[i] * p >= want * (1 - 1e-9))
-            return m[i] * p;
-    return 10 * p;
-}
 
 typedef struct axis {
     double lo, hi;   /* the values at the two ends */
@@ -119,7 +77,7 @@ static axis make_axis(double lo, double hi, double ticks, int to_ticks)
         lo -= pad;
         hi += pad;
     }
-    axis a = {.lo = lo, .hi = hi, .step = nice_step((hi - lo) / fmax(ticks, 1))};
+    axis a = {.lo = lo, .hi = hi, .step = svg_nice_step((hi - lo) / fmax(ticks, 1))};
     if (to_ticks) {
         a.lo = floor(lo / a.step + 1e-9) * a.step;
         a.hi = ceil(hi / a.step - 1e-9) * a.step;
@@ -229,9 +187,9 @@ static void draw_curve(FILE *f, const area *A, const pl_curve *c, const char *la
             "stroke-linejoin=\"round\"%s points=\"", col, dashes(c->run));
     draw_points(f, A, c->x, c->y, c->n);
     fputs("\"><title>", f);
-    put_text(f, label);
+    svg_put_text(f, label);
     fputs(": ", f);
-    put_text(f, key);
+    svg_put_text(f, key);
     fputs("</title></polyline>\n", f);
     if (c->n > MARKERS_UP_TO)
         return;
@@ -275,11 +233,11 @@ static void draw_panel(FILE *f, const pl_figure *fig, const pl_panel *p, double 
     /* the title, its key in grey, and which runs lack the key */
     fprintf(f, "<g class=\"panel\">\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" "
             "font-weight=\"bold\" fill=\"" C_TEXT "\">", px, py + 15);
-    put_text(f, p->title);
+    svg_put_text(f, p->title);
     double title_w = text_w(p->title, 14) * 1.08; /* bold */
     if (p->key && strcmp(p->key, p->title) != 0) {
         fputs("<tspan dx=\"6\" font-size=\"11\" font-weight=\"normal\" fill=\"" C_MUTED "\">", f);
-        put_text(f, p->key);
+        svg_put_text(f, p->key);
         fputs("</tspan>", f);
         title_w += text_w(p->key, 11) + 5;
     }
@@ -288,7 +246,7 @@ static void draw_panel(FILE *f, const pl_figure *fig, const pl_panel *p, double 
         fprintf(f, "<text class=\"missing\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
                 "font-style=\"italic\" text-anchor=\"end\" fill=\"" C_MUTED "\">", px + PANEL_W,
                 py + 15);
-        put_text(f, p->missing);
+        svg_put_text(f, p->missing);
         fputs("</text>\n", f);
     }
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ffffff\"/>\n",
@@ -298,7 +256,7 @@ static void draw_panel(FILE *f, const pl_figure *fig, const pl_panel *p, double 
             "stroke=\"" C_FRAME "\"/>\n", A.x0, A.y0, A.x1 - A.x0, A.y1 - A.y0);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\""
             C_MUTED "\">", (A.x0 + A.x1) / 2, A.y1 + 31);
-    put_text(f, fig->x_label);
+    svg_put_text(f, fig->x_label);
     fputs("</text>\n", f);
     for (size_t c = 0; c < p->n_curves; c++) {
         const pl_curve *cv = &p->curves[c];
@@ -326,7 +284,7 @@ static double legend(FILE *f, const pl_figure *fig, double y, int width)
                     "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"%s/><text x=\"%.1f\" "
                     "y=\"%.1f\" font-size=\"13\" fill=\"" C_TEXT "\">", x, y - 4, x + 24, y - 4,
                     colour(r), dashes(r), x + 30, y);
-            put_text(f, fig->labels[r]);
+            svg_put_text(f, fig->labels[r]);
             fputs("</text></g>\n", f);
         }
         x += w;
@@ -366,10 +324,10 @@ int pl_svg_write(FILE *f, const pl_figure *fig)
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
     fprintf(f, "<text x=\"%d\" y=\"32\" font-size=\"18\" font-weight=\"bold\" fill=\"" C_TEXT
             "\">", MARGIN);
-    put_text(f, fig->title);
+    svg_put_text(f, fig->title);
     fprintf(f, "</text>\n<text x=\"%d\" y=\"53\" font-size=\"12\" fill=\"" C_MUTED "\">",
             MARGIN);
-    put_text(f, fig->subtitle ? fig->subtitle : "");
+    svg_put_text(f, fig->subtitle ? fig->subtitle : "");
     fputs("</text>\n", f);
     legend(f, fig, legend_top, width);
     for (size_t i = 0; i < fig->n_panels; i++) {

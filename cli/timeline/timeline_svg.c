@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
-#include "tern/support/utf8.h"
+#include "svg_write.h"
 
 /* Geometry, in pixels. */
 #define MARGIN_L 104  /* lane labels live left of this */
@@ -74,41 +74,11 @@ static size_t lane_index(const tl_trace *t, const tl_event *e)
  * wider, so a label never spills out of its box. */
 static double text_w(const char *s, double fs) { return (double)strlen(s) * 0.64 * fs; }
 
-/* Text content or attribute value: XML-escaped; control bytes and bytes
- * that are not UTF-8 become '?', so any directory name gives valid XML. */
-static void put_text(FILE *f, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        size_t n = tern_utf8_len(p, strnlen((const char *)p, 4));
-        if (!n) {
-            fputc('?', f);
-            p++;
-            continue;
-        }
-        if (n > 1)
-            fwrite(p, 1, n, f);
-        else if (c == '&')
-            fputs("&amp;", f);
-        else if (c == '<')
-            fputs("&lt;", f);
-        else if (c == '>')
-            fputs("&gt;", f);
-        else if (c == '"')
-            fputs("&quot;", f);
-        else if (c < 0x20 || c == 0x7f)
-            fputc('?', f);
-        else
-            fputc((int)c, f);
-        p += n;
-    }
-}
 
 static void tooltip(FILE *f, const char *tip)
 {
     fputs("<title>", f);
-    put_text(f, tip);
+    svg_put_text(f, tip);
     fputs("</title>", f);
 }
 
@@ -254,13 +224,7 @@ static int buffer_stays(const tl_trace *t, const layout *L, stay **out, size_t *
  * at least three. */
 static double tick_step(double span, double px)
 {
-    double want = span / fmax(3, px / 80);
-    double p = pow(10, floor(log10(want)));
-    static const double m[] = {1, 2, 2.5, 5, 10};
-    for (size_t i = 0; i < 5; i++)
-        if (m[i] * p >= want * (1 - 1e-9))
-            return m[i] * p;
-    return 10 * p;
+    return svg_nice_step(span / fmax(3, px / 80));
 }
 
 /* ---- the legend ------------------------------------------------------- */
@@ -576,7 +540,7 @@ int tl_svg_write(FILE *f, const tl_trace *t, const tl_view *v)
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", v->width, height);
     fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"" C_TEXT "\">",
           f);
-    put_text(f, v->title ? v->title : "tern timeline");
+    svg_put_text(f, v->title ? v->title : "tern timeline");
     fputs("</text>\n", f);
     draw_counts(f, t, &L);
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "command.h"
+#include "svg_checks.h"
 
 #define TERN TERN_TEST_BIN
 #define SRC TERN_TEST_SOURCE_DIR
@@ -101,35 +102,14 @@ static void read_svg(const char *rel)
     cr_assert(strlen(svg) < sizeof svg - 1, "%s: too big for the test buffer", path);
 }
 
-static int count(const char *text, const char *what)
+/* The picture is one svg element, whole, its groups and curves closed. */
+static void expect_plot_svg(const char *text)
 {
-    int n = 0;
-    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-        n++;
-    return n;
-}
-
-static int exists(const char *rel)
-{
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", WORK, rel);
-    return stat(path, &st) == 0;
-}
-
-/* The picture is one svg element, whole. */
-static void expect_whole_svg(const char *text)
-{
-    cr_expect(strncmp(text, "<svg ", 5) == 0, "%.80s", text);
-    size_t n = strlen(text);
-    cr_expect(n > 7 && strcmp(text + n - 7, "</svg>\n") == 0, "%s", text + (n > 40 ? n - 40 : 0));
-    cr_expect_eq(count(text, "<svg"), 1);
-    cr_expect_eq(count(text, "<text"), count(text, "</text>"));
-    cr_expect_eq(count(text, "<title>"), count(text, "</title>"));
-    cr_expect_eq(count(text, "<g"), count(text, "</g>"));
+    expect_whole_svg(text);
+    cr_expect_eq(svg_count(text, "<g"), svg_count(text, "</g>"));
     /* a curve holds its tooltip; a faint raw curve is an empty element */
-    cr_expect_eq(count(text, "<polyline"),
-                 count(text, "</polyline>") + count(text, "<polyline class=\"raw\""));
+    cr_expect_eq(svg_count(text, "<polyline"),
+                 svg_count(text, "</polyline>") + svg_count(text, "<polyline class=\"raw\""));
 }
 
 /* The number of points of the first curve whose tooltip names `what`
@@ -162,13 +142,13 @@ Test(plot, a_real_run)
     cr_expect_str_eq(r.out, "panels: " ALL_PANELS "\nreal.svg\n");
     cr_expect_str_eq(r.err, "");
     read_svg("real.svg");
-    expect_whole_svg(svg);
+    expect_plot_svg(svg);
     /* a curve per panel, the run named in the legend and in each tooltip */
-    cr_expect_eq(count(svg, "<polyline class=\"curve\""), 7);
-    cr_expect_eq(count(svg, "<polyline class=\"raw\""), 0, "no smoothing: no faint curve");
+    cr_expect_eq(svg_count(svg, "<polyline class=\"curve\""), 7);
+    cr_expect_eq(svg_count(svg, "<polyline class=\"raw\""), 0, "no smoothing: no faint curve");
     cr_expect(strstr(svg, "<g class=\"legend\">"), "the legend");
     cr_expect(strstr(svg, ">real</text>"), "the run's label");
-    cr_expect_eq(count(svg, "<title>real: "), 7);
+    cr_expect_eq(svg_count(svg, "<title>real: "), 7);
     for (const char *const *t = (const char *const[]){">Reward<", ">Held-out accuracy<",
                                                        ">KL to the reference<", ">Entropy<",
                                                        ">Response length<", ">Staleness<",
@@ -179,7 +159,7 @@ Test(plot, a_real_run)
     /* 4 RL steps; the evaluation at steps 0, 2 and 4 */
     cr_expect_eq(curve_points(svg, "real: reward_mean"), 4);
     cr_expect_eq(curve_points(svg, "real: eval/accuracy"), 3);
-    cr_expect_eq(count(svg, "<circle class=\"point\""), 6 * 4 + 3, "a dot per point");
+    cr_expect_eq(svg_count(svg, "<circle class=\"point\""), 6 * 4 + 3, "a dot per point");
 
     /* against time (the run wrote wall_seconds), smoothed; written to
      * plot.svg in the current directory by default */
@@ -187,10 +167,10 @@ Test(plot, a_real_run)
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "panels: " ALL_PANELS "\nplot.svg\n");
     read_svg("here/plot.svg");
-    expect_whole_svg(svg);
+    expect_plot_svg(svg);
     cr_expect(strstr(svg, ">seconds since the start</text>"));
-    cr_expect_eq(count(svg, "<polyline class=\"curve\""), 7);
-    cr_expect_eq(count(svg, "<polyline class=\"raw\""), 6, "eval/accuracy is never smoothed");
+    cr_expect_eq(svg_count(svg, "<polyline class=\"curve\""), 7);
+    cr_expect_eq(svg_count(svg, "<polyline class=\"raw\""), 6, "eval/accuracy is never smoothed");
     cr_expect(strstr(svg, "mean of the last 3 points"));
 
     /* chosen keys, in the order given; a file for RUN_DIR */
@@ -199,8 +179,8 @@ Test(plot, a_real_run)
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "panels: grad_norm, loss, accuracy\nkeys.svg\n");
     read_svg("keys.svg");
-    expect_whole_svg(svg);
-    cr_expect_eq(count(svg, "<polyline class=\"curve\""), 3);
+    expect_plot_svg(svg);
+    cr_expect_eq(svg_count(svg, "<polyline class=\"curve\""), 3);
     cr_expect(strstr(svg, ">Three &lt;keys&gt;</text>"), "the title, escaped");
     cr_expect(strstr(svg, ">real</text>"), "named by the run directory");
     cr_expect(strstr(svg, ">grad_norm<") < strstr(svg, ">loss<"));
@@ -247,11 +227,11 @@ Test(plot, two_runs_overlaid)
     cr_expect_str_eq(r.out, "panels: " ALL_PANELS "\ntwo.svg\n");
     cr_expect_str_eq(r.err, "", "a key one run lacks is no error");
     read_svg("two.svg");
-    expect_whole_svg(svg);
+    expect_plot_svg(svg);
     cr_expect(strstr(svg, ">first</text>") && strstr(svg, ">second</text>"), "both in the legend");
-    cr_expect_eq(count(svg, "<g class=\"legend\">"), 2);
+    cr_expect_eq(svg_count(svg, "<g class=\"legend\">"), 2);
     /* every panel has both runs but KL, which only the first has */
-    cr_expect_eq(count(svg, "<polyline class=\"curve\""), 2 * 7 - 1);
+    cr_expect_eq(svg_count(svg, "<polyline class=\"curve\""), 2 * 7 - 1);
     cr_expect_eq(curve_points(svg, "first: kl"), 4);
     cr_expect_eq(curve_points(svg, "second: kl"), -1);
     cr_expect_eq(curve_points(svg, "second: reward_mean"), 4);
@@ -283,12 +263,12 @@ Test(plot, long_runs_are_thinned)
     run(&r, "%s plot long_run -o long.svg --x time", TERN);
     cr_assert_eq(r.code, 0, "%s", r.err);
     read_svg("long.svg");
-    expect_whole_svg(svg);
+    expect_plot_svg(svg);
     cr_expect_eq(curve_points(svg, "long_run: reward_mean"), 400, "1000 steps, 400 points");
     cr_expect_eq(curve_points(svg, "long_run: eval/accuracy"), 101);
     cr_expect(strstr(svg, "drawn as 400 bucket means"));
     cr_expect(strstr(svg, ">seconds since the start</text>"), "250 s: seconds");
-    cr_expect_eq(count(svg, "<circle"), 0, "too many points for dots");
+    cr_expect_eq(svg_count(svg, "<circle"), 0, "too many points for dots");
     cr_expect(strlen(svg) < 150000, "%zu bytes", strlen(svg));
     fake_run("long_run", 3000, 1, NULL);
     run(&r, "%s plot long_run -o long.svg --x time --smooth 50", TERN);
@@ -311,7 +291,7 @@ static void expect_bad(int code, const char *args, const char *const *what)
     for (; *what; what++)
         cr_expect(strstr(r.err, *what), "%s: expected '%s' in: %s", args, *what, r.err);
     cr_expect_str_eq(r.out, "", "%s", args);
-    cr_expect(!exists("plot.svg"), "%s left a picture", args);
+    cr_expect(!work_file_exists("plot.svg"), "%s left a picture", args);
     run(&r, "ls -A | grep -c tmp");
     cr_expect_str_eq(r.out, "0\n", "%s left a temporary file", args);
 }
@@ -389,7 +369,7 @@ Test(plot, damaged_but_drawable)
               r.err);
     cr_expect_str_eq(r.out, "panels: " ALL_PANELS "\ncut.svg\n");
     read_svg("cut.svg");
-    expect_whole_svg(svg);
+    expect_plot_svg(svg);
     cr_expect_eq(curve_points(svg, "cut: reward_mean"), 4);
     /* a blank line after it changes nothing */
     fake_run("cut", 4, 1, "{\"stage\":\"rl\",\"step\":5,\"wall_se\n\n");
@@ -407,7 +387,7 @@ Test(plot, damaged_but_drawable)
     cr_expect(strstr(r.err, "warning: nonfinite/metrics.jsonl:8: skipped 4 values that are NaN, "
                             "infinite or null"), "%s", r.err);
     read_svg("nonfinite.svg");
-    expect_whole_svg(svg);
+    expect_plot_svg(svg);
     cr_expect_eq(curve_points(svg, "nonfinite: reward_mean"), 5, "steps 1-4 and 6");
     cr_expect_eq(curve_points(svg, "nonfinite: kl"), 4);
     cr_expect_null(strstr(svg, "nan"));
@@ -444,8 +424,8 @@ Test(plot, png)
     cr_expect(strstr(r.err, "the SVG, which is written: png_out/a.svg"), "%s", r.err);
     cr_expect_str_eq(r.out, "panels: " ALL_PANELS "\npng_out/a.svg\n");
     read_svg("png_out/a.svg");
-    expect_whole_svg(svg);
-    cr_expect(!exists("png_out/a.png"));
+    expect_plot_svg(svg);
+    cr_expect(!work_file_exists("png_out/a.png"));
 
     /* rsvg-convert failing: exit 1, no PNG, no temporary file */
     run(&r, "mkdir -p png_bin && printf '#!/bin/sh\\necho broken >&2\\nexit 3\\n' > "
@@ -455,7 +435,7 @@ Test(plot, png)
     cr_expect(strstr(r.err, "broken\n"), "its own message: %s", r.err);
     cr_expect(strstr(r.err, "cannot make png_out/b.png: rsvg-convert exited with 3"), "%s",
               r.err);
-    cr_expect(exists("png_out/b.svg") && !exists("png_out/b.png"));
+    cr_expect(work_file_exists("png_out/b.svg") && !work_file_exists("png_out/b.png"));
     run(&r, "ls png_out");
     cr_expect_str_eq(r.out, "a.svg\nb.svg\n", "nothing else left");
 
@@ -474,7 +454,7 @@ Test(plot, png)
         cr_expect_str_eq(r.out, "panels: " ALL_PANELS "\npng_out/c.svg\npng_out/c.png\n");
         cr_expect(is_png("png_out/c.png"), "the PNG signature");
         read_svg("png_out/c.svg");
-        expect_whole_svg(svg);
+        expect_plot_svg(svg);
         run(&r, "%s plot png_run --png -o png_out/d.svg", TERN);
         cr_expect_eq(r.code, 0, "%s", r.err);
         cr_expect(is_png("png_out/d.png"));

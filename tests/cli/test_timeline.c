@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "command.h"
+#include "svg_checks.h"
 
 #define TERN TERN_TEST_BIN
 #define WORK TERN_TEST_WORK_DIR
@@ -160,14 +161,6 @@ static void read_svg(const char *rel)
     cr_assert(strlen(svg) < sizeof svg - 1, "%s: too big for the test buffer", path);
 }
 
-static int count(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-        n++;
-    return n;
-}
-
 /* Box and marker labels (class "label") whose text is exactly `text`. */
 static int count_labels(const char *svg_text, const char *text)
 {
@@ -181,24 +174,6 @@ static int count_labels(const char *svg_text, const char *text)
     return n;
 }
 
-static int exists(const char *rel)
-{
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", WORK, rel);
-    return stat(path, &st) == 0;
-}
-
-/* The picture is one svg element, whole. */
-static void expect_whole_svg(const char *text)
-{
-    cr_expect(strncmp(text, "<svg ", 5) == 0, "%.80s", text);
-    size_t n = strlen(text);
-    cr_expect(n > 7 && strcmp(text + n - 7, "</svg>\n") == 0, "%s", text + (n > 40 ? n - 40 : 0));
-    cr_expect_eq(count(text, "<svg"), 1);
-    cr_expect_eq(count(text, "<text"), count(text, "</text>"));
-    cr_expect_eq(count(text, "<title>"), count(text, "</title>"));
-}
 
 /* ---- the picture -------------------------------------------------------- */
 
@@ -225,19 +200,19 @@ Test(timeline, one_explorer_memory)
 
     /* a yellow box per rollout, a green box per train step (and one of each
      * in the legend) */
-    cr_expect_eq(count(svg, "<rect class=\"rollout\""), s.batches);
-    cr_expect_eq(count(svg, "fill=\"#f6d55c\""), s.batches + 1);
-    cr_expect_eq(count(svg, "<rect class=\"train\""), s.n_train);
-    cr_expect_eq(count(svg, "fill=\"#7cc47c\""), s.n_train + 1);
-    cr_expect_eq(count(svg, "<rect class=\"sync-memory\""), s.n_sync);
-    cr_expect_eq(count(svg, "<rect class=\"sync-checkpoint\""), 0);
-    cr_expect_eq(count(svg, "fill=\"#8e6bbf\""), s.n_sync + 1);
-    cr_expect_eq(count(svg, "<rect class=\"put\""), s.n_put);
-    cr_expect_eq(count(svg, "<rect class=\"in-buffer\""), s.n_put);
-    cr_expect_eq(count(svg, "<path class=\"publish\""), s.n_publish);
-    cr_expect_eq(count(svg, "<path class=\"skip\""), 0);
-    cr_expect_eq(count(svg, "<rect class=\"wait\""), s.n_wait);
-    cr_expect(count(svg, "fill=\"#cfe8f7\"") >= 1, "the buffer lane");
+    cr_expect_eq(svg_count(svg, "<rect class=\"rollout\""), s.batches);
+    cr_expect_eq(svg_count(svg, "fill=\"#f6d55c\""), s.batches + 1);
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), s.n_train);
+    cr_expect_eq(svg_count(svg, "fill=\"#7cc47c\""), s.n_train + 1);
+    cr_expect_eq(svg_count(svg, "<rect class=\"sync-memory\""), s.n_sync);
+    cr_expect_eq(svg_count(svg, "<rect class=\"sync-checkpoint\""), 0);
+    cr_expect_eq(svg_count(svg, "fill=\"#8e6bbf\""), s.n_sync + 1);
+    cr_expect_eq(svg_count(svg, "<rect class=\"put\""), s.n_put);
+    cr_expect_eq(svg_count(svg, "<rect class=\"in-buffer\""), s.n_put);
+    cr_expect_eq(svg_count(svg, "<path class=\"publish\""), s.n_publish);
+    cr_expect_eq(svg_count(svg, "<path class=\"skip\""), 0);
+    cr_expect_eq(svg_count(svg, "<rect class=\"wait\""), s.n_wait);
+    cr_expect(svg_count(svg, "fill=\"#cfe8f7\"") >= 1, "the buffer lane");
     /* batch numbers: in its rollout box, its train box and its put marker */
     for (int b = 0; b < s.batches; b++) {
         char label[32];
@@ -284,13 +259,13 @@ Test(timeline, two_explorers_checkpoint)
     cr_expect(strstr(svg, ">Explorer 2<") < strstr(svg, ">Buffer<"));
     cr_expect(strstr(svg, ">Buffer<") < strstr(svg, ">Trainer<"));
 
-    cr_expect_eq(count(svg, "<rect class=\"rollout\""), s.batches);
-    cr_expect_eq(count(svg, "<rect class=\"train\""), s.n_train);
+    cr_expect_eq(svg_count(svg, "<rect class=\"rollout\""), s.batches);
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), s.n_train);
     cr_expect_eq(s.n_train, 4);
-    cr_expect_eq(count(svg, "<rect class=\"sync-checkpoint\""), s.n_sync);
-    cr_expect_eq(count(svg, "fill=\"#d9534f\""), s.n_sync + 1, "red: the syncs and legend");
-    cr_expect_eq(count(svg, "<rect class=\"sync-memory\""), 0);
-    cr_expect_eq(count(svg, "<path class=\"skip\""), 1);
+    cr_expect_eq(svg_count(svg, "<rect class=\"sync-checkpoint\""), s.n_sync);
+    cr_expect_eq(svg_count(svg, "fill=\"#d9534f\""), s.n_sync + 1, "red: the syncs and legend");
+    cr_expect_eq(svg_count(svg, "<rect class=\"sync-memory\""), 0);
+    cr_expect_eq(svg_count(svg, "<path class=\"skip\""), 1);
     cr_expect(strstr(svg, "skip batch 8 (version 0"), "the skip's tooltip");
     /* train boxes carry both batches */
     cr_expect_eq(count_labels(svg, "0,1"), 1);
@@ -307,11 +282,11 @@ Test(timeline, steps_and_window)
     run(&r, "%s timeline tl_win --steps 2 -o tl_win/two.svg", TERN);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "tl_win/two.svg\n");
-    cr_expect(!exists("tl_win/timeline.svg"), "-o replaces the default");
+    cr_expect(!work_file_exists("tl_win/timeline.svg"), "-o replaces the default");
     read_svg("tl_win/two.svg");
     expect_whole_svg(svg);
-    cr_expect_eq(count(svg, "<rect class=\"train\""), 2);
-    int rollouts = count(svg, "<rect class=\"rollout\"");
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), 2);
+    int rollouts = svg_count(svg, "<rect class=\"rollout\"");
     cr_expect(rollouts >= 2 && rollouts < s.batches, "%d rollouts", rollouts);
     cr_expect_null(strstr(svg, "rollout of batch 5 "), "batch 5 is past step 1");
     cr_expect_eq(count_labels(svg, "5"), 0);
@@ -320,7 +295,7 @@ Test(timeline, steps_and_window)
     run(&r, "%s timeline tl_win --steps=100 -o tl_win/all.svg", TERN);
     cr_assert_eq(r.code, 0, "%s", r.err);
     read_svg("tl_win/all.svg");
-    cr_expect_eq(count(svg, "<rect class=\"train\""), s.n_train);
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), s.n_train);
 
     /* a window: only what overlaps it */
     char cmd[256];
@@ -331,7 +306,7 @@ Test(timeline, steps_and_window)
     read_svg("tl_win/win.svg");
     expect_whole_svg(svg);
     cr_expect(strstr(svg, "width=\"800\""));
-    cr_expect_eq(count(svg, "<rect class=\"train\""), 2, "steps 2 and 3");
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), 2, "steps 2 and 3");
 
     /* -o -: the picture on stdout, nothing written */
     run(&r, "%s timeline tl_win --steps 1 -o - | head -c 4", TERN);
@@ -341,13 +316,13 @@ Test(timeline, steps_and_window)
     cr_expect_eq(r.code, 0, "%s", r.err);
     read_svg("tl_win/stdout.svg");
     expect_whole_svg(svg);
-    cr_expect(!exists("tl_win/timeline.svg"));
+    cr_expect(!work_file_exists("tl_win/timeline.svg"));
 
     /* RUN_DIR may be the trace itself: the picture goes beside it */
     run(&r, "%s timeline tl_win/trace.json", TERN);
     cr_expect_eq(r.code, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "tl_win/timeline.svg\n");
-    cr_expect(exists("tl_win/timeline.svg"));
+    cr_expect(work_file_exists("tl_win/timeline.svg"));
     run(&r, "cd tl_win && %s timeline trace.json -o x.svg && ls -A", TERN);
     cr_expect_eq(r.code, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "x.svg\n" /* the path printed, then ls */
@@ -365,7 +340,7 @@ static void expect_bad(const char *args, const char *what)
     cr_expect_eq(r.code, 2, "%s: %s", args, r.err);
     cr_expect(strstr(r.err, what), "%s: expected '%s' in: %s", args, what, r.err);
     cr_expect_str_eq(r.out, "", "%s", args);
-    cr_expect(!exists("tl_bad/timeline.svg"), "%s left a picture", args);
+    cr_expect(!work_file_exists("tl_bad/timeline.svg"), "%s left a picture", args);
     run(&r, "ls -A tl_bad | grep -c tmp");
     cr_expect_str_eq(r.out, "0\n", "%s left a temporary file", args);
 }
@@ -473,7 +448,7 @@ Test(timeline, sparse_traces)
     expect_whole_svg(svg);
     cr_expect_null(strstr(svg, ">Explorer"));
     cr_expect(strstr(svg, ">Buffer</text>"));
-    cr_expect_eq(count(svg, "<rect class=\"put\""), 1);
+    cr_expect_eq(svg_count(svg, "<rect class=\"put\""), 1);
     cr_expect_eq(count_labels(svg, "1"), 1);
 
     /* no thread names: rollouts go by their "explorer" argument, a sync of
@@ -489,9 +464,9 @@ Test(timeline, sparse_traces)
     cr_assert_eq(r.code, 0, "%s", r.err);
     expect_whole_svg(r.out);
     cr_expect(strstr(r.out, ">Explorer 1</text>") && strstr(r.out, ">Explorer 2</text>"));
-    cr_expect_eq(count(r.out, "<rect class=\"rollout\""), 2);
-    cr_expect_eq(count(r.out, "<rect class=\"train\""), 1);
-    cr_expect_eq(count(r.out, "class=\"sync"), 0);
+    cr_expect_eq(svg_count(r.out, "<rect class=\"rollout\""), 2);
+    cr_expect_eq(svg_count(r.out, "<rect class=\"train\""), 1);
+    cr_expect_eq(svg_count(r.out, "class=\"sync"), 0);
     cr_expect_eq(count_labels(r.out, "2"), 2, "the first rollout and the train");
     run(&r, "rm -rf tl_sparse");
 }

@@ -413,6 +413,83 @@ static int deal_more(tern_run *run, master *ms)
 
 /* ---- rollouts: reward, record, buffer ---------------------------------------- */
 
+/* Add k to the count of step `step` (>= c->base). TERN_ENOMEM. */
+static int step_counts_add(step_counts *c, int64_t step, uint64_t k)
+{
+    if (step < c->base)
+        step = c->base; /* its line is written: the next one counts it */
+    size_t i = (size_t)(step - c->base);
+    if (i >= c->w) {
+        size_t w = i + 16;
+        uint64_t *n = realloc(c->n, w * sizeof *n);
+        if (!n)
+            return tern_errorf(TERN_ENOMEM, "out of memory");
+        memset(n + c->w, 0, (w - c->w) * sizeof *n);
+        c->n = n;
+        c->w = w;
+    }
+    c->n[i] += k;
+    return TERN_OK;
+}
+
+/* The counts of the steps up to `step`, taken out: the next line starts at
+ * step + 1. */
+static uint64_t step_counts_take(step_counts *c, int64_t step)
+{
+    uint64_t sum = 0;
+    size_t k = 0;
+    while (k < c->w && c->base + (int64_t)k <= step)
+        sum += c->n[k++];
+    if (k) {
+        memmove(c->n, c->n + k, (c->w - k) * sizeof *c->n);
+        memset(c->n + c->w - k, 0, k * sizeof *c->n);
+    }
+    if (step + 1 > c->base)
+        c->base = step + 1;
+    return sum;
+}
+
+/* The RL step (0-based) group g of rollout r trains in, if kept: the groups
+ * before it (dealt and not yet trained or dropped, less g and the groups
+ * after it in r) fill the steps in order. Exact in a fixed schedule, an
+ * estimate in the asynchronous modes. */
+static int64_t step_of_group(const tern_run *run, const master *ms, const tern_rollout_msg *r,
+                             uint32_t g)
+{
+    uint64_t ahead = groups_ahead(ms), rest = r->n - g;
+    ahead = ahead > rest ? ahead - rest : 0;
+    return ms->steps_done + (int64_t)(ahead / run->set.batch_tasks);
+}
+
+/* A fixed schedule with algorithm.filter_groups: the groups of a stand-in
+ * batch beyond what its step needs would train in a later step, too stale
+ * for the schedule; the trainer would take them and drop them. The master
+ * drops them before the buffer instead (DAPO's loop throws away the surplus
+ * of its last generation batch too), counted as stale. TERN_OK to keep
+ * group g of rollout r, 1 when dropped, or a failure. */
+static int surplus_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint32_t g,
+                         uint64_t id)
+{
+    int64_t step = step_of_group(run, ms, r, g);
+    tern_error_clear();
+    int ok = run->sync_ops->accept(run->sync, r->version, step);
+    if (ok < 0)
+        return tern_errorf(ok, "master: the sync plugin's accept failed: %s",
+                           tern_error_message());
+    if (ok)
+        return TERN_OK;
+    char args[160];
+    snprintf(args, sizeof args, "{\"batch\":%lld,\"group\":%u,\"version\":%lld,"
+             "\"step\":%lld,\"surplus\":true}", (long long)r->batch, g, (long long)r->version,
+             (long long)step);
+    tern_trace_instant(run->session->trace, "skip", args);
+    ms->groups_stale++;
+    int rc = step_counts_add(&ms->surplus_at, step, 1);
+    if (rc == TERN_OK)
+        rc = tern_ledger_consume(&ms->ledger, &id, 1);
+    return rc == TERN_OK ? 1 : rc;
+}
+
 /* algorithm.filter_groups (algo/group_filter.h): TERN_OK to keep group g
  * of rollout r, 1 when it is dropped (consumed for good: a resume does not
  * deal it again; the next deal_more deals a stand-in), or a failure. */
@@ -425,6 +502,7 @@ static int filter_group(tern_run *run, master *ms, const tern_rollout_msg *r, ui
         return tern_errorf(TERN_ENOMEM, "out of memory");
     for (uint32_t s = 0; s < G; s++)
         rewards[s] = v[(size_t)g * G + s].reward;
+    int64_t step = step_of_group(run, ms, r, g); /* before the counts change */
     int over = 0, keep = tern_group_filter_judge(&ms->filter, rewards, G, &over);
     double first = rewards[0];
     free(rewards);
@@ -443,8 +521,9 @@ static int filter_group(tern_run *run, master *ms, const tern_rollout_msg *r, ui
              (long long)r->batch, g, first);
     tern_trace_instant(run->session->trace, "filter", args);
     ms->groups_filtered++;
-    ms->line_filtered++;
-    int rc = tern_ledger_consume(&ms->ledger, &id, 1);
+    int rc = step_counts_add(&ms->filtered_at, step, 1);
+    if (rc == TERN_OK)
+        rc = tern_ledger_consume(&ms->ledger, &id, 1);
     return rc == TERN_OK ? 1 : rc;
 }
 
@@ -568,6 +647,13 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
                 goto done;
             rc = TERN_OK;
             continue; /* dropped: a stand-in is dealt below */
+        }
+        if (run->set.filter_groups && ms->fixed_schedule &&
+            (rc = surplus_group(run, ms, r, g, id)) != TERN_OK) {
+            if (rc != 1)
+                goto done;
+            rc = TERN_OK;
+            continue;
         }
         rc = put_group(run, ms, r, g, v, tasks[(size_t)g * G], rewarded_ns, resp, &put_ns);
         if (rc == TERN_ECLOSED) { /* a stop: the batch will not be trained */
@@ -721,13 +807,15 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
                         json_real(m->train_seconds > 0 ? (double)m->train_tokens / m->train_seconds
                                                        : 0));
     json_object_set_new(o, "staleness", json_real(m->staleness));
-    json_object_set_new(o, "stale_groups", json_integer((json_int_t)m->stale));
+    /* the trainer's, and the surplus the master dropped before the buffer */
+    uint64_t surplus = step_counts_take(&ms->surplus_at, m->step - 1);
+    json_object_set_new(o, "stale_groups", json_integer((json_int_t)(m->stale + surplus)));
     json_object_set_new(o, "wait_s/explorer", json_real(ms->line_explorer_wait));
     json_object_set_new(o, "wait_s/trainer", json_real(m->wait_seconds));
     json_object_set_new(o, "wait_s/master", json_real(ms->master_wait));
     if (run->set.filter_groups) {
-        json_object_set_new(o, "filtered_groups", json_integer((json_int_t)ms->line_filtered));
-        ms->line_filtered = 0;
+        uint64_t filtered = step_counts_take(&ms->filtered_at, m->step - 1);
+        json_object_set_new(o, "filtered_groups", json_integer((json_int_t)filtered));
     }
     ms->rollout_tokens += ms->line_gen_tokens;
     ms->rollout_seconds += ms->line_gen_seconds;
@@ -872,6 +960,7 @@ static int master_loop(tern_run *run, master *ms)
     ms->fixed_schedule = run->sync_ops->explorer_plan(run->sync, 0, 0, &plan) == TERN_OK &&
                          plan.mode == TERN_SYNC_WAIT_FOR_VERSION;
     tern_group_filter_init(&ms->filter, run->set.batch_tasks, run->set.filter_max_batches);
+    ms->filtered_at.base = ms->surplus_at.base = run->resume.step;
     if (rc == TERN_OK)
         rc = deal_more(run, ms);
     if (rc != TERN_OK)
@@ -1135,6 +1224,8 @@ done:
     tern_queue_destroy(&run->trainer_jobs, tern_msg_free);
     tern_weights_free(run->weights);
     tern_ledger_free(&ms->ledger);
+    free(ms->filtered_at.n);
+    free(ms->surplus_at.n);
     free(ms->explorer_threads);
     free(ms->explorer_args);
     free(ms->train_deal.perm);

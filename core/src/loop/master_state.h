@@ -28,6 +28,15 @@ typedef struct dealer {
     int shuffle;
 } dealer;
 
+/* Counts of groups the master dropped, by the RL step (0-based) they would
+ * have trained in, so a metrics line counts the same groups however the
+ * rollouts and the step reports interleave: steps base .. base + w - 1. */
+typedef struct step_counts {
+    int64_t base;
+    uint64_t *n;
+    size_t w;
+} step_counts;
+
 typedef struct master {
     tern_run *run;
     dealer train_deal, sft_deal;
@@ -48,7 +57,8 @@ typedef struct master {
     uint64_t groups_trained;   /* that its steps trained on */
     int64_t version_ready;     /* the newest weights the trainer said it published */
     int fixed_schedule;        /* the sync plugin plans fixed versions (WAIT_FOR_VERSION) */
-    uint64_t line_filtered;    /* groups filtered since the last metrics line */
+    step_counts filtered_at;   /* groups filtered, by the step they would have trained in */
+    step_counts surplus_at;    /* surplus groups the master dropped as stale, the same way */
     /* the rollouts' figures since the last metrics line (explorer side) */
     double line_gen_tokens, line_gen_seconds, line_explorer_wait;
     pthread_t *explorer_threads; /* [n_explorers] once RL started */
