@@ -257,6 +257,22 @@ static int64_t deal_limit(const tern_run *run, const master *ms)
     return ms->deal_from + (int64_t)((groups + per - 1) / per);
 }
 
+/* Groups dealt by this part and not yet trained or dropped: they fill the
+ * trainer's next steps, in order. */
+static uint64_t groups_ahead(const master *ms)
+{
+    uint64_t gone = ms->groups_trained + ms->groups_stale + ms->groups_discarded +
+                    ms->groups_filtered;
+    return ms->groups_dealt > gone ? ms->groups_dealt - gone : 0;
+}
+
+/* The RL step (0-based) the group at place `pos` among those ahead (0: the
+ * next one the trainer takes) trains in, as they fill the steps in order. */
+static int64_t step_of_place(const tern_run *run, const master *ms, uint64_t pos)
+{
+    return ms->steps_done + (int64_t)(pos / run->set.batch_tasks);
+}
+
 /* Holding explorers back (AReaL's rule; docs/sync.md): in an asynchronous
  * mode with max_staleness S, batch k is dealt only if its last group would
  * train no more than S versions after the weights it is generated with.
@@ -271,28 +287,14 @@ static int64_t deal_limit(const tern_run *run, const master *ms)
  * whatever that bound says, or both would wait for the other: then the
  * sync plugin's accept() drops what is too stale, the last resort, and the
  * metrics count it (stale_groups). */
-/* Groups dealt by this part and not yet trained or dropped: they fill the
- * trainer's next steps, in order. */
-static uint64_t groups_ahead(const master *ms)
+static int hold_back(const tern_run *run, const master *ms)
 {
-    uint64_t gone = ms->groups_trained + ms->groups_stale + ms->groups_discarded +
-                    ms->groups_filtered;
-    return ms->groups_dealt > gone ? ms->groups_dealt - gone : 0;
-}
-
-static int hold_back(tern_run *run, const master *ms, int64_t batch)
-{
-    if (run->max_staleness < 0)
-        return 0;
-    tern_sync_plan plan = {.size = sizeof plan};
-    tern_error_clear();
-    if (run->sync_ops->explorer_plan(run->sync, 0, batch, &plan) != TERN_OK ||
-        plan.mode != TERN_SYNC_USE_NEWEST)
-        return 0; /* a fixed schedule paces itself; a failing plan fails in the explorer */
+    if (run->max_staleness < 0 || ms->fixed_schedule)
+        return 0; /* a fixed schedule paces itself */
     uint64_t per = run->set.batch_tasks, ahead = groups_ahead(ms);
     if (ahead < per)
         return 0;
-    int64_t t = ms->steps_done + (int64_t)((ahead + per - 1) / per);
+    int64_t t = step_of_place(run, ms, ahead + per - 1); /* the batch's last group */
     return t - ms->version_ready > run->max_staleness;
 }
 
@@ -323,7 +325,7 @@ static int64_t plan_index(const tern_run *run, const master *ms)
 {
     if (!run->set.filter_groups)
         return ms->batches_pushed;
-    return ms->steps_done + (int64_t)(groups_ahead(ms) / run->set.batch_tasks);
+    return step_of_place(run, ms, groups_ahead(ms));
 }
 
 /* Deal the next batch: TERN_OK, 1 when it is held back (hold_back), or a
@@ -332,7 +334,7 @@ static int push_explore_job(tern_run *run, master *ms)
 {
     if (ms->batches_pushed >= deal_limit(run, ms))
         return TERN_OK;
-    if (hold_back(run, ms, ms->batches_pushed))
+    if (hold_back(run, ms))
         return 1; /* not yet */
     if (batch_done(run, ms, ms->batches_pushed)) {
         /* nothing to make: as if dealt and back */
@@ -457,8 +459,7 @@ static int64_t step_of_group(const tern_run *run, const master *ms, const tern_r
                              uint32_t g)
 {
     uint64_t ahead = groups_ahead(ms), rest = r->n - g;
-    ahead = ahead > rest ? ahead - rest : 0;
-    return ms->steps_done + (int64_t)(ahead / run->set.batch_tasks);
+    return step_of_place(run, ms, ahead > rest ? ahead - rest : 0);
 }
 
 /* A fixed schedule with algorithm.filter_groups: the groups of a stand-in
