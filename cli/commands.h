@@ -146,6 +146,37 @@ typedef struct tern_arith_args {
  * what this call created. */
 int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a);
 
+/* What `tern data countdown` does; build it as
+ *   tern_countdown_args a = {.size = sizeof a, .seed = 1, .n_train = 2000, .n_eval = 200,
+ *                            .count = 3, .max_number = 19, .ops = "+-",
+ *                            .out_dir = "data", .n_answers = ULLONG_MAX};
+ * (the command's defaults). Members are appended only; `size` tells which
+ * this caller knows. */
+typedef struct tern_countdown_args {
+    size_t size;                    /* sizeof(tern_countdown_args) as built by the caller */
+    unsigned long long seed;        /* same seed and arguments: the same bytes */
+    unsigned long long n_train;     /* training tasks (>= 1) */
+    unsigned long long n_eval;      /* evaluation tasks (>= 1), held out from training */
+    int count;                      /* numbers per puzzle, 2..6 */
+    int max_number;                 /* numbers are drawn from 1..max_number (1..1000) */
+    const char *ops;                /* some of + - * and /, each once; NULL: "+-" */
+    const char *out_dir;            /* the directory to write the two files to */
+    unsigned long long n_answers;   /* training tasks that carry their answer (the first
+                                       ones; the rest have ""); >= n_train: all */
+} tern_countdown_args;
+
+/* `tern data countdown [--seed S] [--train N] [--eval M] [--count C] [--max K]
+ * [--ops OPS] [--answers A] OUT_DIR`: write Countdown-style puzzles (data/countdown.h,
+ * docs/data.md) to OUT_DIR/countdown-train.jsonl and
+ * OUT_DIR/countdown-eval.jsonl, one task per line:
+ * {"id":"countdown-train-00001","domain":"countdown","prompt":"6 8 12 -> 14:",
+ * "numbers":[6,8,12],"target":14,"answer":"12-6+8"}, judged by the
+ * `countdown` reward. Distinct puzzles within and across the files (eval is
+ * held out). Files, directories, output and exit codes as for
+ * tern_cmd_data_arith; asking for more puzzles than the draws find is exit 2
+ * with a message saying how many were found. */
+int tern_cmd_data_countdown(const tern_invocation *inv, const tern_countdown_args *a);
+
 /* What `tern data shapes` does; build it as
  *   tern_shapes_args a = {.size = sizeof a, .seed = 1, .n_images = 100, .size_px = 64,
  *                         .out_dir = "data/shapes"};

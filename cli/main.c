@@ -127,6 +127,8 @@ static const command commands[] = {
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text.",
      score_cmd},
     {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR\n"
+             "  tern data countdown [--seed S] [--train N] [--eval M] [--count C] [--max K]\n"
+             "                      [--ops OPS] [--answers A] OUT_DIR\n"
              "  tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR",
      "Write the synthetic arithmetic tasks of the quickstart to\n"
      "OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl, one JSON task per\n"
@@ -141,6 +143,18 @@ static const command commands[] = {
      "N + M must not exceed the distinct problems (for + alone: (K+1)^2).\n"
      "OUT_DIR is created if missing (parents too); an existing file is never\n"
      "overwritten. The task format: docs/data.md.\n"
+     "countdown: write Countdown-style puzzles to OUT_DIR/countdown-train.jsonl\n"
+     "and OUT_DIR/countdown-eval.jsonl ({\"prompt\":\"6 8 12 -> 14:\",\"numbers\":\n"
+     "[6,8,12],\"target\":14,\"answer\":\"12-6+8\",...}; domain \"countdown\", judged\n"
+     "by the countdown reward, which takes any expression that uses the numbers\n"
+     "and makes the target). Same --seed, --train and --eval, and:\n"
+     "  --count C    numbers per puzzle, 2 to 6 (default 3)\n"
+     "  --max K      numbers are drawn from 1..K, K up to 1000 (default 19)\n"
+     "  --ops OPS    the operations, some of + - * / (default +-); a puzzle is\n"
+     "               kept when its target is a whole number >= 1\n"
+     "  --answers A  only the first A training tasks carry their answer (the\n"
+     "               warm-up's demonstrations); the others have \"answer\":\"\",\n"
+     "               puzzles for RL alone (default: all carry it)\n"
      "shapes: write N pictures of a few coloured shapes, OUT_DIR/images/\n"
      "shape-00001.png ..., and OUT_DIR/shapes.jsonl with four vision tasks each\n"
      "(count_regions, color_at, grounding, counting; domain \"vision\", judged\n"
@@ -311,29 +325,29 @@ static int new_plugin_cmd(const command *c, int argc, char **argv)
     return tern_cmd_new_plugin(&inv, pos[0], pos[1], pos[2]);
 }
 
-/* The subcommand argv[0] of `tern CMD SUB ...`, one of `a` and `b` (NULL when
- * there is only a): 0 for a, 1 for b; else -1 with *rc the exit code, after
- * the help (for -h) or the problem. */
-static int subcommand(const command *c, int argc, char **argv, const char *a, const char *b,
-                      int *rc)
+/* The subcommand argv[0] of `tern CMD SUB ...`, one of names[] (a list ended
+ * by NULL): its index; else -1 with *rc the exit code, after the help (for
+ * -h) or the problem, which lists the subcommands. */
+static int subcommand(const command *c, int argc, char **argv, const char *const *names, int *rc)
 {
+    char list[128] = "";
+    size_t n = 0, o = 0;
+    for (; names[n]; n++)
+        o += (size_t)snprintf(list + o, o < sizeof list ? sizeof list - o : 0, "%s%s",
+                              n ? ", " : "", names[n]);
     if (argc < 1) {
-        *rc = b ? cli_usage_error(c->usage, "%s needs a subcommand: %s or %s", c->name, a, b)
-                : cli_usage_error(c->usage, "%s needs a subcommand: %s", c->name, a);
+        *rc = cli_usage_error(c->usage, "%s needs a subcommand: %s", c->name, list);
         return -1;
     }
     if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0) {
         *rc = cli_print_help(c->usage, c->help);
         return -1;
     }
-    if (strcmp(argv[0], a) == 0)
-        return 0;
-    if (b && strcmp(argv[0], b) == 0)
-        return 1;
-    *rc = b ? cli_usage_error(c->usage, "unknown subcommand '%s %s' (there are: %s, %s)",
-                              c->name, argv[0], a, b)
-            : cli_usage_error(c->usage, "unknown subcommand '%s %s' (there is: %s)", c->name,
-                              argv[0], a);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(argv[0], names[i]) == 0)
+            return (int)i;
+    *rc = cli_usage_error(c->usage, "unknown subcommand '%s %s' (%s: %s)", c->name, argv[0],
+                          n == 1 ? "there is" : "there are", list);
     return -1;
 }
 
@@ -341,7 +355,7 @@ static int subcommand(const command *c, int argc, char **argv, const char *a, co
 static int model_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    if (subcommand(c, argc, argv, "init", NULL, &rc) < 0)
+    if (subcommand(c, argc, argv, (const char *const[]){"init", NULL}, &rc) < 0)
         return rc;
     const char *preset = NULL, *plugin = NULL, *out_dir = NULL;
     long long seed = -1;
@@ -458,14 +472,45 @@ static int data_shapes_cmd(const command *c, int argc, char **argv)
     return tern_cmd_data_shapes(&inv, &sa);
 }
 
+/* `tern data countdown [--seed S] [--train N] [--eval M] [--count C] [--max K]
+ * [--ops OPS] [--answers A] OUT_DIR` (argv[0] is "countdown") */
+static int data_countdown_cmd(const command *c, int argc, char **argv)
+{
+    tern_countdown_args ca = {.size = sizeof ca, .seed = 1, .n_train = 2000, .n_eval = 200,
+                              .count = 3, .max_number = 19, .ops = "+-",
+                              .n_answers = ULLONG_MAX};
+    const tern_flag flags[] = {
+        {"--seed", .kind = TERN_FLAG_U64, TERN_FLAG_TO(ca.seed)},
+        {"--train", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ca.n_train), .min = 1, .max = LLONG_MAX},
+        {"--eval", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ca.n_eval), .min = 1, .max = LLONG_MAX},
+        {"--count", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ca.count), .min = 2, .max = 6},
+        {"--max", .kind = TERN_FLAG_INT, TERN_FLAG_TO(ca.max_number), .min = 1, .max = 1000},
+        {"--ops", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(ca.ops), .opts = TERN_FLAG_NONEMPTY,
+         .need = "some of + - * / (e.g. --ops '+-*')"},
+        {"--answers", .kind = TERN_FLAG_U64, TERN_FLAG_TO(ca.n_answers)},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, &ca.out_dir, 1, argc - 1, argv + 1);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!ca.out_dir || !*ca.out_dir)
+        return cli_usage_error(c->usage, "data countdown needs OUT_DIR, the directory to write "
+                               "the tasks to");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_data_countdown(&inv, &ca);
+}
+
 /* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR` */
 static int data_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    int sub = subcommand(c, argc, argv, "arith", "shapes", &rc);
+    int sub = subcommand(c, argc, argv, (const char *const[]){"arith", "countdown", "shapes", NULL},
+                         &rc);
     if (sub < 0)
         return rc;
     if (sub == 1)
+        return data_countdown_cmd(c, argc, argv);
+    if (sub == 2)
         return data_shapes_cmd(c, argc, argv);
     tern_arith_args da = {.size = sizeof da, .seed = 1, .n_train = 2000, .n_eval = 200,
                           .max_operand = 49, .ops = "+"};
@@ -492,7 +537,7 @@ static int data_cmd(const command *c, int argc, char **argv)
 static int reward_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    if (subcommand(c, argc, argv, "score", NULL, &rc) < 0)
+    if (subcommand(c, argc, argv, (const char *const[]){"score", NULL}, &rc) < 0)
         return rc;
     const char **options = calloc((size_t)argc, sizeof *options);
     if (!options) {

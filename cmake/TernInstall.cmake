@@ -5,7 +5,7 @@
 #   <libdir>/libtern.so.<abi major>           library            (tern)
 #   <libdir>/tern/abi-<major>/*.so            plugins            (tern)
 #   share/tern/etc/*.cfg, etc/modes/*.cfg,
-#   etc/data/*.jsonl                          example configs    (tern)
+#   etc/examples/*.cfg, etc/data/*.jsonl      example configs    (tern)
 #   share/doc/tern/, share/man/man{1,7}/      docs, man pages    (tern)
 #   include/tern/*.h                          the SDK            (libtern-dev)
 #   <libdir>/libtern.so                       link for embedders (libtern-dev)
@@ -33,8 +33,13 @@ install(FILES etc/quickstart.cfg DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc C
 file(GLOB _mode_configs ${PROJECT_SOURCE_DIR}/etc/modes/*.cfg)
 install(FILES ${_mode_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/modes
   COMPONENT runtime)
-# the quickstart's tasks: its data.train and data.eval, relative to the config
+# the harder demonstrations (etc/examples/README.md); their data is ../data
+file(GLOB _example_configs ${PROJECT_SOURCE_DIR}/etc/examples/*.cfg)
+install(FILES ${_example_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/examples
+  COMPONENT runtime)
+# the tasks of the quickstart and the examples, relative to their configs
 install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
+  etc/data/countdown-train.jsonl etc/data/countdown-eval.jsonl
   DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/data COMPONENT runtime)
 install(FILES README.md docs/architecture.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
   docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md

@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #include "base/errmsg.h"
-#include "tern/support/atomic_file.h"
+#include "data/ops_check.h"
+#include "data/split_files.h"
 #include "tern/rng.h"
 
 /* Up to this many problems, the draw shuffles the whole list (4 bytes each). */
@@ -47,21 +48,9 @@ uint64_t tern_arith_problems(int max_operand, const char *ops)
 int tern_arith_check(const tern_arith_spec *s)
 {
     const char *ops = ops_or_default(s->ops);
-    if (!*ops)
-        return tern_errorf(TERN_EINVAL, "--ops is empty; give some of + - * (e.g. --ops '+-*')");
-    for (const char *p = ops; *p; p++) {
-        if (!strchr("+-*", *p)) {
-            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                return tern_errorf(TERN_EINVAL, "--ops has byte 0x%02x, which is not an "
-                                   "operation; give some of + - * (e.g. --ops '+-*')",
-                                   (unsigned char)*p);
-            return tern_errorf(TERN_EINVAL, "--ops has '%c', which is not an operation; give "
-                               "some of + - * (e.g. --ops '+-*')", *p);
-        }
-        if (strchr(p + 1, *p))
-            return tern_errorf(TERN_EINVAL, "--ops has '%c' twice; give each of + - * at most "
-                               "once (e.g. --ops '+-*')", *p);
-    }
+    int rc = tern_data_check_ops(ops, "+-*");
+    if (rc != TERN_OK)
+        return rc;
     if (s->max_operand < 0)
         return tern_errorf(TERN_EINVAL, "--max is %d; give the largest operand, a whole number "
                            ">= 0 (e.g. --max 49)", s->max_operand);
@@ -166,44 +155,23 @@ static problem decode(uint64_t idx, const char *ops, uint64_t w)
     return p;
 }
 
-static int digits(size_t n)
-{
-    int d = 1;
-    while (n >= 10) {
-        n /= 10;
-        d++;
-    }
-    return d;
-}
+/* What the lines of both splits are drawn from: eval is idx[0..n_eval), train
+ * idx[n_eval..). */
+typedef struct arith_lines {
+    const uint64_t *idx;
+    size_t n_eval;
+    const char *ops;
+    uint64_t w;
+} arith_lines;
 
-/* Write one split to a new temporary file beside `path` (*a, closed but
- * not renamed; removed on failure). */
-static int write_split(tern_atomic_file *a, const char *path, const char *split,
-                       const uint64_t *idx, size_t n, const char *ops, uint64_t w)
+static int arith_line(FILE *f, const char *split, size_t i, int width, void *ctx)
 {
-    FILE *f = NULL;
-    if (tern_atomic_file_open_unique(a, path, 0, NULL, 0) != 0 ||
-        !(f = tern_atomic_file_stream(a, NULL, 0))) {
-        int e = errno;
-        tern_atomic_file_abort(a);
-        return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(e));
-    }
-    int width = digits(n) > 5 ? digits(n) : 5, ok = 1;
-    for (size_t i = 0; i < n && ok; i++) {
-        problem p = decode(idx[i], ops, w);
-        ok = fprintf(f, "{\"id\":\"arith-%s-%0*zu\",\"domain\":\"math\",\"prompt\":\"%llu%c%llu=\","
-                        "\"answer\":\"%llu\"}\n",
-                     split, width, i + 1, (unsigned long long)p.a, p.op, (unsigned long long)p.b,
-                     (unsigned long long)p.answer) > 0;
-    }
-    int e = errno;
-    if (!ok) {
-        tern_atomic_file_abort(a);
-        return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
-    }
-    if (tern_atomic_file_finish(a, NULL, 0) != 0)
-        return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(errno));
-    return TERN_OK;
+    const arith_lines *al = ctx;
+    problem p = decode(al->idx[(split[0] == 't' ? al->n_eval : 0) + i], al->ops, al->w);
+    return fprintf(f, "{\"id\":\"arith-%s-%0*zu\",\"domain\":\"math\",\"prompt\":\"%llu%c%llu=\","
+                      "\"answer\":\"%llu\"}\n",
+                   split, width, i + 1, (unsigned long long)p.a, p.op, (unsigned long long)p.b,
+                   (unsigned long long)p.answer) > 0 ? 0 : -1;
 }
 
 int tern_arith_write(const tern_arith_spec *s, const char *train_path, const char *eval_path)
@@ -228,22 +196,8 @@ int tern_arith_write(const tern_arith_spec *s, const char *train_path, const cha
         return tern_errorf(rc, "out of memory drawing %zu of %llu problems", n,
                            (unsigned long long)total);
     }
-    /* both written before either is renamed into place: both files or
-     * neither; eval first, as it is drawn first */
-    tern_atomic_file eval, train;
-    rc = write_split(&eval, eval_path, "eval", idx, s->n_eval, ops, w);
-    if (rc == TERN_OK) {
-        rc = write_split(&train, train_path, "train", idx + s->n_eval, s->n_train, ops, w);
-        if (rc != TERN_OK)
-            tern_atomic_file_abort(&eval);
-    }
+    arith_lines al = {.idx = idx, .n_eval = s->n_eval, .ops = ops, .w = w};
+    rc = tern_split_files_write(train_path, s->n_train, eval_path, s->n_eval, arith_line, &al);
     free(idx);
-    if (rc == TERN_OK && tern_atomic_file_commit(&train, NULL, 0) != 0) {
-        rc = tern_errorf(TERN_EIO, "%s: cannot write: %s", train_path, strerror(errno));
-        tern_atomic_file_abort(&eval);
-    } else if (rc == TERN_OK && tern_atomic_file_commit(&eval, NULL, 0) != 0) {
-        rc = tern_errorf(TERN_EIO, "%s: cannot write: %s", eval_path, strerror(errno));
-        unlink(train_path); /* just made: both files or neither */
-    }
     return rc;
 }

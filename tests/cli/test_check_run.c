@@ -195,6 +195,72 @@ Test(check_run, the_quickstart_passes_check_and_run, .timeout = 240)
     remove_dir();
 }
 
+/* The warm-up learns from the training tasks that have an answer (a number or
+ * a string that is not ""): with none, a warm-up is refused at its line by
+ * check and run alike; with some, the run says how many and RL draws from
+ * all of them. */
+Test(check_run, the_warm_up_learns_from_the_tasks_with_an_answer, .timeout = 120)
+{
+    make_dir();
+    char path[700];
+    snprintf(path, sizeof path, "%s/tasks.jsonl", dir);
+    write_file(path, "{\"id\": 1, \"domain\": \"math\", \"prompt\": \"1+1=\", \"answer\": \"\"}\n"
+                     "{\"id\": 2, \"domain\": \"math\", \"prompt\": \"2+3=\", \"answer\": \"\"}\n");
+    const refusal rows[] = {
+        {RUN MODEL REF DATA "explorer = { batch_tasks = 2; group_size = 2; max_tokens = 4; };\n"
+                            "trainer = { steps = 1;\n  sft = { steps = 3; }; };\n"
+                            BUFFER SYNC REWARDS,
+         "c.cfg:7: trainer.sft.steps = 3, but no task of data.train (tasks.jsonl) has an answer "
+         "(each \"answer\" is \"\"): the warm-up learns from the answers. Add them to the "
+         "tasks, or set trainer.sft.steps = 0"},
+    };
+    check_rows(rows, 1);
+    /* one of two has an answer: it is the warm-up's, and the run says so */
+    write_file(path, "{\"id\": 1, \"domain\": \"math\", \"prompt\": \"1+1=\", \"answer\": \"\"}\n"
+                     "{\"id\": 2, \"domain\": \"math\", \"prompt\": \"2+3=\", \"answer\": 5}\n");
+    snprintf(path, sizeof path, "%s/c.cfg", dir);
+    write_file(path, RUN MODEL REF DATA
+               "explorer = { batch_tasks = 2; group_size = 2; max_tokens = 4; };\n"
+               "trainer = { steps = 1; sft = { steps = 2; batch_tasks = 3; }; };\n"
+               BUFFER SYNC REWARDS);
+    result r;
+    run(&r, "cd '%s' && %s check c.cfg", dir, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "the warm-up learns from the 1 that have an answer; RL draws from "
+                            "all 2"), "%s", r.out);
+    run(&r, "cd '%s' && %s run c.cfg", dir, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "the warm-up learns from the 1 of 2 training tasks that have an "
+                            "answer; RL draws from all of them"), "%s", r.err);
+    remove_dir();
+}
+
+/* The harder demonstration, etc/examples/countdown.cfg, cut to seconds: it
+ * checks, runs with its own reward and data, and its responses are judged by
+ * the countdown verifier. */
+Test(check_run, the_countdown_example_passes_check_and_run, .timeout = 240)
+{
+    make_dir();
+    const char *opts = "-o trainer.steps=2 -o trainer.sft.steps=2 -o eval.limit=4 "
+                       "-o 'run.out_dir=\"cd\"'";
+    result r;
+    run(&r, "cd '%s' && %s check %s/etc/examples/countdown.cfg %s", dir, TERN, SRC, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "countdown 1.0.0"), "%s", r.out);
+    run(&r, "cd '%s' && %s run %s/etc/examples/countdown.cfg %s", dir, TERN, SRC, opts);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    char path[700];
+    static char text[1 << 16];
+    snprintf(path, sizeof path, "%s/cd/countdown/summary.json", dir);
+    struct stat st;
+    cr_expect_eq(stat(path, &st), 0, "the run finished: %s", r.err);
+    snprintf(path, sizeof path, "%s/cd/countdown/metrics.jsonl", dir);
+    slurp(path, text, sizeof text);
+    cr_expect(strstr(text, "\"accuracy/countdown\":") && strstr(text, "\"reward/format\":"),
+              "the countdown reward's components: %.400s", text);
+    remove_dir();
+}
+
 /* A plugin's own config (no data.train) is no run: check refuses it as run
  * would and says how to check its plugins alone, which --plugins-only does. */
 Test(check_run, a_plugin_config_is_checked_with_plugins_only)

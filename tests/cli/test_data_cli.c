@@ -11,20 +11,6 @@
 #define TERN TERN_TEST_BIN
 #define WORK TERN_TEST_WORK_DIR
 
-static int lines(const char *text)
-{
-    int n = 0;
-    for (const char *p = text; *p; p++)
-        n += *p == '\n';
-    return n;
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 Test(data_cli, help_texts)
 {
     result r;
@@ -56,11 +42,11 @@ Test(data_cli, writes_both_files)
     cr_expect(strstr(r.out, "dc/a/b/arith-eval.jsonl: 7 tasks"), "%s", r.out);
     cr_expect(strstr(r.out, "ops +-*, operands 0..20, seed 3"), "%s", r.out);
     slurp(WORK "/dc/a/b/arith-train.jsonl", text, sizeof text);
-    cr_expect_eq(lines(text), 40);
+    cr_expect_eq(count_lines(text), 40);
     cr_expect(strncmp(text, "{\"id\":\"arith-train-00001\",\"domain\":\"math\",\"prompt\":\"", 52)
               == 0, "%s", text);
     slurp(WORK "/dc/a/b/arith-eval.jsonl", text, sizeof text);
-    cr_expect_eq(lines(text), 7);
+    cr_expect_eq(count_lines(text), 7);
     cr_expect(strstr(text, "{\"id\":\"arith-eval-00007\","), "%s", text);
 
     /* the defaults, with a trailing slash; same seed, same bytes */
@@ -109,7 +95,7 @@ Test(data_cli, never_overwrites)
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "dw/arith-train.jsonl: exists"), "%s", r.err);
     cr_expect_null(strstr(r.err, "arith-eval"), "%s", r.err);
-    cr_expect(!exists(WORK "/dw/arith-eval.jsonl"));
+    cr_expect(!path_exists(WORK "/dw/arith-eval.jsonl"));
     slurp(WORK "/dw/arith-train.jsonl", after, sizeof after);
     cr_expect_str_eq(after, "mine\n");
 
@@ -117,7 +103,7 @@ Test(data_cli, never_overwrites)
         "%s data arith --train 20 --eval 3 dw", TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "dw/arith-eval.jsonl: exists"), "%s", r.err);
-    cr_expect(!exists(WORK "/dw/arith-train.jsonl"));
+    cr_expect(!path_exists(WORK "/dw/arith-train.jsonl"));
 
     /* a dangling symbolic link is a file there too */
     run(&r, "rm -rf dw && mkdir dw && ln -s nowhere dw/arith-train.jsonl && "
@@ -168,14 +154,14 @@ Test(data_cli, bad_flags_exit_2_and_write_nothing)
         cr_expect_eq(r.code, 2, "%s: %s", bad[i].args, r.err);
         cr_expect(strstr(r.err, bad[i].message), "%s:\n%s", bad[i].args, r.err);
         cr_expect_str_eq(r.out, "", "%s", bad[i].args);
-        cr_expect(!exists(WORK "/db"), "%s: nothing created", bad[i].args);
+        cr_expect(!path_exists(WORK "/db"), "%s: nothing created", bad[i].args);
     }
     run(&r, "%s data", TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "tern: data needs a subcommand: arith"), "%s", r.err);
     run(&r, "%s data frob db", TERN);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "tern: unknown subcommand 'data frob' (there are: arith, shapes)"), "%s",
+    cr_expect(strstr(r.err, "tern: unknown subcommand 'data frob' (there are: arith, countdown, shapes)"), "%s",
               r.err);
     cr_expect(strstr(r.err, "usage: tern data arith"), "%s", r.err);
 }

@@ -24,20 +24,6 @@
 #define TERN TERN_TEST_BIN
 #define WORK TERN_TEST_WORK_DIR
 
-static int lines(const char *text)
-{
-    int n = 0;
-    for (const char *p = text; *p; p++)
-        n += *p == '\n';
-    return n;
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 Test(data_shapes, help_texts)
 {
     result r;
@@ -54,10 +40,10 @@ Test(data_shapes, help_texts)
     cr_expect(strstr(r.out, "  tern data shapes"), "the overview lists it: %s", r.out);
     run(&r, "%s data", TERN);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "data needs a subcommand: arith or shapes"), "%s", r.err);
+    cr_expect(strstr(r.err, "data needs a subcommand: arith, countdown, shapes"), "%s", r.err);
     run(&r, "%s data frob x", TERN);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "unknown subcommand 'data frob' (there are: arith, shapes)"), "%s",
+    cr_expect(strstr(r.err, "unknown subcommand 'data frob' (there are: arith, countdown, shapes)"), "%s",
               r.err);
 }
 
@@ -73,7 +59,7 @@ Test(data_shapes, writes_tasks_and_images)
     cr_expect(strstr(r.out, "sh/a/b/images: 4 PNG pictures of 48x48 pixels\n"), "%s", r.out);
     cr_expect(strstr(r.out, "seed 3"), "%s", r.out);
     slurp(WORK "/sh/a/b/shapes.jsonl", text, sizeof text);
-    cr_expect_eq(lines(text), 16);
+    cr_expect_eq(count_lines(text), 16);
     static const char head[] = "{\"id\":\"shapes-00001-count_regions\",\"domain\":\"vision\","
                                "\"prompt\":\"How many ";
     cr_expect(strncmp(text, head, sizeof head - 1) == 0, "%s", text);
@@ -144,9 +130,9 @@ Test(data_shapes, never_overwrites)
         "%s data shapes --n 3 dw", TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "dw/images/shape-00002.png: exists"), "%s", r.err);
-    cr_expect(!exists(WORK "/dw/shapes.jsonl"));
-    cr_expect(!exists(WORK "/dw/images/shape-00001.png"));
-    cr_expect(!exists(WORK "/dw/images/shape-00003.png"));
+    cr_expect(!path_exists(WORK "/dw/shapes.jsonl"));
+    cr_expect(!path_exists(WORK "/dw/images/shape-00001.png"));
+    cr_expect(!path_exists(WORK "/dw/images/shape-00003.png"));
 
     /* many: three are named, then a count */
     run(&r, "rm -rf dw && %s data shapes --n 8 dw >/dev/null && rm dw/shapes.jsonl && "
@@ -159,7 +145,7 @@ Test(data_shapes, never_overwrites)
         TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "dw/shapes.jsonl: exists"), "%s", r.err);
-    cr_expect(!exists(WORK "/dw/images"), "nothing created");
+    cr_expect(!path_exists(WORK "/dw/images"), "nothing created");
 
     /* OUT_DIR or images/ not a directory */
     run(&r, "rm -rf dw && echo x > dw && %s data shapes dw", TERN);
@@ -171,7 +157,7 @@ Test(data_shapes, never_overwrites)
     run(&r, "rm -rf dw && mkdir dw && echo x > dw/images && %s data shapes dw", TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "dw/images: exists and is not a directory"), "%s", r.err);
-    cr_expect(!exists(WORK "/dw/shapes.jsonl"));
+    cr_expect(!path_exists(WORK "/dw/shapes.jsonl"));
     run(&r, "rm -rf dw");
 }
 
@@ -201,7 +187,7 @@ Test(data_shapes, bad_arguments_exit_2_and_write_nothing)
         cr_expect(strstr(r.err, bad[i].message), "%s:\n%s", bad[i].args, r.err);
         cr_expect(strstr(r.err, "usage: tern data arith"), "%s:\n%s", bad[i].args, r.err);
         cr_expect_str_eq(r.out, "", "%s", bad[i].args);
-        cr_expect(!exists(WORK "/db"), "%s: nothing created", bad[i].args);
+        cr_expect(!path_exists(WORK "/db"), "%s: nothing created", bad[i].args);
     }
 }
 
@@ -215,7 +201,7 @@ Test(data_shapes, a_failed_write_removes_what_it_made)
     cr_expect(strstr(r.err, "tern data shapes: df/x/images/shape-00001.png: cannot write: "),
               "%s", r.err);
     cr_expect_str_eq(r.out, "");
-    cr_expect(!exists(WORK "/df"), "the directories it made are gone");
+    cr_expect(!path_exists(WORK "/df"), "the directories it made are gone");
     /* a directory that was there stays, empty */
     run(&r, "rm -rf df && mkdir df && (trap '' XFSZ; ulimit -f 4; "
         "%s data shapes --n 3 --size 512 df) ; ls -A df", TERN);

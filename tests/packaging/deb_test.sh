@@ -30,6 +30,8 @@ for f in ./usr/bin/tern "./usr/lib/$ARCH/libtern.so.1" "./usr/lib/$ARCH/tern/abi
          "./usr/lib/$ARCH/tern/abi-1/multi_explorer.so" "./usr/lib/$ARCH/tern/abi-1/priority.so" \
          "./usr/lib/$ARCH/tern/abi-1/sqlite.so" "./usr/lib/$ARCH/tern/abi-1/k12.so" \
          "./usr/lib/$ARCH/tern/abi-1/vision.so" "./usr/lib/$ARCH/tern/abi-1/format.so" \
+         "./usr/lib/$ARCH/tern/abi-1/countdown.so" ./usr/share/tern/etc/examples/countdown.cfg \
+         ./usr/share/tern/etc/data/countdown-train.jsonl \
          "./usr/lib/$ARCH/tern/abi-1/code.so" "./usr/lib/$ARCH/tern/abi-1/tern-sandbox" \
          ./usr/share/doc/tern/sandbox.md \
          ./usr/share/tern/etc/modes/fully_async.cfg ./usr/share/doc/tern/rewards.md \
@@ -64,4 +66,6 @@ check "packaged tern lists its plugins" bash -c \
   "'$WORK/root/usr/bin/tern' plugins | tee '$WORK/p.txt' | grep -q '^fifo ' && grep -q '^math ' '$WORK/p.txt' && ! grep -q refused: '$WORK/p.txt'"
 check "packaged quickstart config checks" "$WORK/root/usr/bin/tern" check \
   "$WORK/root/usr/share/tern/etc/quickstart.cfg"
+check "packaged countdown example checks" "$WORK/root/usr/bin/tern" check \
+  "$WORK/root/usr/share/tern/etc/examples/countdown.cfg"
 finish

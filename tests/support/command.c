@@ -105,3 +105,17 @@ const char *test_mpirun(void)
              TERN_TEST_MPIRUN);
     return buf;
 }
+
+int count_lines(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    return n;
+}
+
+int path_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}

@@ -34,6 +34,10 @@ void run(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
  * key `with` (NULL: all): a new array. */
 struct json_t;
 struct json_t *json_lines(const char *path, const char *with);
+/* The newlines in text. */
+int count_lines(const char *text);
+/* Whether something is at `path` (lstat: a dangling link counts). */
+int path_exists(const char *path);
 /* Read up to n - 1 bytes of `path` into buf ("" if unreadable). */
 void slurp(const char *path, char *buf, size_t n);
 /* Write `text` to `path` (the test fails if it cannot). */

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "data/task_file.h"
 #include "loop/master.h"
+#include "data/task.h"
 #include "loop/run_checks.h"
 #include "config/run_settings.h"
 #include "reward/rewarder.h"
@@ -98,9 +99,16 @@ static int check_run(const tern_invocation *inv, tern_session *s)
     tern_error_clear();
     int code = report(inv, tern_run_check(run, &d), &d);
     tern_diag_free(&d);
-    if (code == TERN_EXIT_OK)
+    if (code == TERN_EXIT_OK) {
+        size_t answered = 0;
+        for (size_t i = 0; i < run->train.n; i++)
+            answered += tern_task_has_answer(run->train.tasks[i]) != 0;
         fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", run->train.n,
                 run->set.train_path, run->eval.n);
+        if (run->set.sft_steps > 0 && answered < run->train.n)
+            fprintf(out_of(inv), "           the warm-up learns from the %zu that have an "
+                    "answer; RL draws from all %zu\n", answered, run->train.n);
+    }
     else if (!config_lookup(&s->config.cfg, "data.train") && s->n_inst)
         fprintf(err_of(inv), "%s: this config is not a run (it names no data.train); to check "
                 "only the plugins it names, as for a plugin's test config: tern check "

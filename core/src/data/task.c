@@ -111,6 +111,12 @@ char *tern_task_json(const tern_task *t, const char *key)
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
 }
 
+int tern_task_has_answer(const tern_task *t)
+{
+    json_t *v = lookup(t, "answer");
+    return v && (json_is_number(v) || (json_is_string(v) && json_string_length(v) > 0));
+}
+
 const char *tern_task_type(const tern_task *t, const char *key)
 {
     json_t *v = lookup(t, key);

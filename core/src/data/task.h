@@ -25,6 +25,11 @@ TERN_INTERNAL const char *tern_task_string(const tern_task *t, const char *key);
 int tern_task_number(const tern_task *t, const char *key, double *out);
 char *tern_task_json(const tern_task *t, const char *key);
 
+/* Whether the task gives a gold answer: its "answer" is a number or a
+ * string that is not empty ("" says it has none, as a code task judged by
+ * its tests). The supervised warm-up learns from these tasks only. */
+int tern_task_has_answer(const tern_task *t);
+
 /* The JSON type of field `key`, as a word for messages: "string", "integer",
  * "real number", "object", "array", "boolean" or "null"; NULL if absent. */
 const char *tern_task_type(const tern_task *t, const char *key);

@@ -176,7 +176,7 @@ static uint32_t deal(const tern_run *run, dealer *d, int64_t pos)
     int64_t e = pos / (int64_t)d->n;
     if (e != d->epoch) {
         for (size_t i = 0; i < d->n; i++)
-            d->perm[i] = (uint32_t)i;
+            d->perm[i] = d->items ? d->items[i] : (uint32_t)i;
         if (d->shuffle) {
             tern_rng r;
             tern_rng_seed(&r, tern_run_seed(run, d->stream, (uint64_t)e, 0));
@@ -1099,12 +1099,23 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
         tern_ledger_init(&ms->ledger, run->set.batch_tasks);
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
-        ms->sft_deal = (dealer){.stream = "sft-data", .n = run->train.n, .epoch = -1,
-                                .shuffle = run->set.shuffle};
+        /* the warm-up learns from the training tasks that have an answer (all
+         * of them, usually; tern_run_check refused a warm-up with none) */
+        ms->sft_tasks = calloc(run->train.n ? run->train.n : 1, sizeof(uint32_t));
+        size_t n_sft = 0;
+        for (size_t i = 0; ms->sft_tasks && i < run->train.n; i++)
+            if (tern_task_has_answer(run->train.tasks[i]))
+                ms->sft_tasks[n_sft++] = (uint32_t)i;
+        ms->sft_deal = (dealer){.stream = "sft-data", .items = ms->sft_tasks, .n = n_sft,
+                                .epoch = -1, .shuffle = run->set.shuffle};
         ms->train_deal.perm = calloc(run->train.n, sizeof(uint32_t));
-        ms->sft_deal.perm = calloc(run->train.n, sizeof(uint32_t));
-        if (!ms->train_deal.perm || !ms->sft_deal.perm)
+        ms->sft_deal.perm = calloc(n_sft ? n_sft : 1, sizeof(uint32_t));
+        if (!ms->train_deal.perm || !ms->sft_deal.perm || !ms->sft_tasks)
             rc = tern_errorf(TERN_ENOMEM, "out of memory");
+        else if (run->set.sft_steps > 0 && n_sft < run->train.n)
+            tern_logf(TERN_LOG_INFO, "run", "the warm-up learns from the %zu of %zu training "
+                      "tasks that have an answer; RL draws from all of them", n_sft,
+                      run->train.n);
     }
 #ifdef TERN_HAVE_MPI
     /* every rank made the same checks: a worker's failure stops the run here */
@@ -1231,6 +1242,7 @@ done:
     free(ms->explorer_args);
     free(ms->train_deal.perm);
     free(ms->sft_deal.perm);
+    free(ms->sft_tasks);
     json_decref(ms->eval_before);
     json_decref(ms->eval_after);
     tern_run_drop_models(run);

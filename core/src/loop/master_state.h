@@ -23,6 +23,7 @@
 typedef struct dealer {
     const char *stream;
     uint32_t *perm;
+    const uint32_t *items; /* the task indices dealt, n of them; NULL: 0..n-1 */
     size_t n;
     int64_t epoch;
     int shuffle;
@@ -40,6 +41,7 @@ typedef struct step_counts {
 typedef struct master {
     tern_run *run;
     dealer train_deal, sft_deal;
+    uint32_t *sft_tasks; /* the training tasks with an answer: the warm-up's (sft_deal.items) */
     tern_ledger ledger; /* groups consumed, for commits and a resume's dealing */
     FILE *metrics, *rollouts;
     int lock_fd; /* the run directory's lock (tern_rundir_lock), -1 for none */

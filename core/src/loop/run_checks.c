@@ -186,11 +186,35 @@ static int check_plugins(tern_run *run, tern_diag *d)
     return d->n ? TERN_ECONFIG : TERN_OK;
 }
 
+/* The warm-up learns from the training tasks' answers (the master deals it
+ * those that have one, tern_task_has_answer): a warm-up asked for with none
+ * is refused at its line. */
+static int check_warmup_answers(tern_run *run, tern_diag *d)
+{
+    if (run->set.sft_steps <= 0)
+        return TERN_OK;
+    for (size_t i = 0; i < run->train.n; i++)
+        if (tern_task_has_answer(run->train.tasks[i]))
+            return TERN_OK;
+    tern_session *s = run->session;
+    char where[512];
+    config_setting_t *st = tern_config_lookup(config_root_setting(&s->config.cfg),
+                                              "trainer.sft.steps");
+    tern_diag_addf(d, "%s: trainer.sft.steps = %lld, but no task of data.train (%s) has an "
+                   "answer (each \"answer\" is \"\"): the warm-up learns from the answers. "
+                   "Add them to the tasks, or set trainer.sft.steps = 0",
+                   tern_config_where(&s->config, st, where, sizeof where),
+                   (long long)run->set.sft_steps, run->set.train_path);
+    return TERN_ECONFIG;
+}
+
 int tern_run_check(tern_run *run, tern_diag *d)
 {
     int rc = tern_run_settings_read(&run->session->config, &run->set, d);
     if (rc == TERN_OK)
         rc = tern_run_load_data(run);
+    if (rc == TERN_OK)
+        rc = check_warmup_answers(run, d);
     if (rc == TERN_OK)
         rc = check_plugins(run, d);
     /* a worker rank neither rewards nor reads prompts: the master checks those */

@@ -45,4 +45,18 @@ static inline void reward_excerpt(char *dst, size_t cap, const char *s, size_t l
     dst[o] = '\0';
 }
 
+/* text into dst[cap] (cap >= 1), cut at a UTF-8 character boundary when it
+ * is longer, so a reason built from excerpts stays valid UTF-8. */
+static inline void reward_set_reason(char *dst, size_t cap, const char *text)
+{
+    size_t n = strlen(text);
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(dst, text, n);
+    dst[n] = '\0';
+}
+
 #endif

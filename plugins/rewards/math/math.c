@@ -130,21 +130,6 @@ static int all_space(const char *s, size_t len)
     return 1;
 }
 
-/* The reason into r->reason: formatted at full length, then cut at a
- * character boundary, so that it stays valid UTF-8 (the excerpts are; the
- * rest is ASCII). */
-static void set_reason(tern_reward_result *r, const char *text)
-{
-    size_t n = strlen(text);
-    if (n >= sizeof r->reason) {
-        n = sizeof r->reason - 1;
-        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
-            n--;
-    }
-    memcpy(r->reason, text, n);
-    r->reason[n] = '\0';
-}
-
 static int score_one(const void *state, const tern_reward_item *item, tern_reward_result *r)
 {
     const math_state *st = state;
@@ -177,7 +162,7 @@ static int score_one(const void *state, const tern_reward_item *item, tern_rewar
             snprintf(text, sizeof text, "extracted %s (%s), gold %s%s%s%s%s", got,
                      math_form_label(a.form), want, v.note[0] ? "; " : "", v.note,
                      v.why ? ": " : "", v.why ? v.why : "");
-        set_reason(r, text);
+        reward_set_reason(r->reason, sizeof r->reason, text);
     }
     r->reward = correct ? 1.0 : 0.0;
     r->n_components = 2;
