@@ -104,7 +104,9 @@ static void expect_same_weights(const char *one, const char *two)
  * step), a few warm-up and RL steps: over many AdamW steps two runs that
  * differ in rounding drift apart as any two summation orders do, so the
  * comparison is short; the quickstart's dynamic sampling is off (a token
- * that rounding flips changes which groups it keeps, and the runs part). */
+ * that rounding flips changes which groups it keeps, and the runs part), and
+ * so is its weight decay in the 40-step warm-up, which would leave every
+ * reward 0. */
 #define OPTS                                                                                   \
     "-o 'run.out_dir=\"trainers_test\"' -o trainer.steps=4 -o trainer.sft.steps=3 "            \
     "-o trainer.sft.batch_tasks=7 -o explorer.batch_tasks=5 -o trainer.save_every=2 "         \
@@ -119,7 +121,7 @@ Test(ranks_trainers, two_trainer_ranks_train_as_one)
             "cp %s/etc/quickstart.cfg q.cfg && "
             "%s run q.cfg -o 'run.out_dir=\"trainers_test\"' -o run.name='\"base\"' "
             "-o trainer.sft.steps=40 -o trainer.steps=0 -o eval.limit=4 -o model.threads=1 "
-            "> /dev/null 2>&1 && "
+            "-o trainer.weight_decay=0 > /dev/null 2>&1 && "
             "sed 's|init = { preset = \"tiny\"; seed = 1; };|"
             "path = \"trainers_test/base/checkpoints/step-0/policy\";|' q.cfg > w.cfg && "
             "grep -q 'path = ' w.cfg",
