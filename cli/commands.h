@@ -320,9 +320,10 @@ typedef struct tern_reward_score_args {
  * verdict (docs/rewards.md). The task's domain is not consulted. The options
  * `isolate` and `timeout_ms` work as in a config. A bad line (not JSON, not
  * an object, no "response" string) gives {"error": "..."} in its place and a
- * message on `err`, and the rest is scored. 0 when every line was scored; 2
- * for a bad option, plugin or setting, or when some line was bad; 1 for a
- * runtime failure (reading the input, out of memory). */
+ * message on `err`, and the rest is scored. 0 when every line got a verdict;
+ * 2 for a bad option, plugin or setting, or when some line was bad; 1 when
+ * some response got no verdict ("failed"; their count goes to `err`) or for
+ * a runtime failure (reading the input, out of memory). */
 int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_args *a);
 
 #endif /* TERN_CLI_COMMANDS_H */

@@ -25,7 +25,12 @@ struct command {
     const char *usage;
     const char *help;
     command_fn *handler;
+    const char *const *subs; /* its subcommands, NULL-ended (`tern data arith`); NULL: none */
 };
+
+static const char *const model_subs[] = {"init", NULL};
+static const char *const data_subs[] = {"arith", "countdown", "shapes", NULL};
+static const char *const reward_subs[] = {"score", NULL};
 
 static command_fn engine_cmd, new_plugin_cmd, model_cmd, generate_cmd, score_cmd, data_cmd,
     timeline_cmd, plot_cmd, reward_cmd, version_cmd, help_cmd;
@@ -48,7 +53,7 @@ static const command commands[] = {
      "run at a time uses a run directory (its file `lock`).\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage/config/plugin or a run\n"
      "directory in use, 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.",
-     engine_cmd},
+     engine_cmd, NULL},
     {"check", "tern check CONFIG [--plugins-only] [-o section.key=value]...",
      "Make every check `tern run` makes before it creates anything: read and\n"
      "validate CONFIG, load and start every plugin it names, read the task\n"
@@ -60,15 +65,16 @@ static const command commands[] = {
      "                  plugin's test config, which has no data.train)\n"
      "Exit: 0 valid (run accepts it), 2 invalid (1 if a plugin failed for a\n"
      "runtime reason).",
-     engine_cmd},
-    {"plugins", "tern plugins [--config CONFIG]",
+     engine_cmd, NULL},
+    {"plugins", "tern plugins [--config CONFIG] [--plugin-dir DIR]",
      "List every plugin on the search path (name, kind, version, ABI, file),\n"
-     "then every file that was refused and why. The search path is: the\n"
+     "then every file that was refused and why. The search path is: DIR\n"
+     "(with --plugin-dir, as `tern reward score --plugin-dir DIR` searches), the\n"
      "config's plugin_path (with --config), $TERN_PLUGIN_PATH, the per-user\n"
      "directory ($XDG_DATA_HOME/tern/plugins/abi-1, default\n"
      "~/.local/share/tern/plugins/abi-1), then the build tree's or installed\n"
      "tern/abi-1 directory beside libtern.",
-     engine_cmd},
+     engine_cmd, NULL},
     {"new-plugin", "tern new-plugin KIND NAME [DIR]",
      "Write a ready-to-build plugin project to DIR (default ./NAME): NAME.c, a\n"
      "complete KIND plugin whose every op does something simple (replace the\n"
@@ -80,7 +86,7 @@ static const command commands[] = {
      "lower-case letter, then lower-case letters, digits or '_' (at most 64).\n"
      "DIR must not exist or be empty: nothing is ever overwritten.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage.",
-     new_plugin_cmd},
+     new_plugin_cmd, NULL},
     {"model", "tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR",
      "Create a fresh model from the preset NAME of a model plugin and save it to\n"
      "OUT_DIR, a Hugging Face-shaped directory (config.json, weights, tokenizer)\n"
@@ -91,7 +97,7 @@ static const command commands[] = {
      "OUT_DIR must not exist (it is created, parents too) or be empty: nothing\n"
      "is ever overwritten.\n"
      "Exit: 0 written, 1 runtime failure, 2 bad usage, preset, plugin or OUT_DIR.",
-     model_cmd},
+     model_cmd, model_subs},
     {"generate", "tern generate MODEL_DIR --prompt TEXT [options]",
      "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print a\n"
      "continuation: the bytes the model gives, as they are, and a newline.\n"
@@ -113,7 +119,7 @@ static const command commands[] = {
      "  --plugin P        the model plugin (default transformer)\n"
      "  --threads N       threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or prompt.",
-     generate_cmd},
+     generate_cmd, NULL},
     {"score", "tern score MODEL_DIR --text TEXT [--plugin P] [--threads N]",
      "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print\n"
      "one line per token after BOS:\n"
@@ -125,7 +131,7 @@ static const command commands[] = {
      "  --plugin P   the model plugin (default transformer)\n"
      "  --threads N  threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text.",
-     score_cmd},
+     score_cmd, NULL},
     {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR\n"
              "  tern data countdown [--seed S] [--train N] [--eval M] [--count C] [--max K]\n"
              "                      [--ops OPS] [--answers A] OUT_DIR\n"
@@ -164,7 +170,7 @@ static const command commands[] = {
      "  --size PX  width and height in pixels, 32 to 1024 (default 64)\n"
      "No file is ever overwritten. The pictures and tasks: docs/data.md.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage or a file exists.",
-     data_cmd},
+     data_cmd, data_subs},
     {"timeline", "tern timeline RUN_DIR [-o FILE] [--steps N] [--from S --to S] [--width PX]",
      "Draw the run's trace.json as a timeline (SVG): a lane per explorer, the\n"
      "buffer and the trainer; rollouts (yellow) and train steps (green) with\n"
@@ -180,7 +186,7 @@ static const command commands[] = {
      "  --width PX    picture width in pixels, 400 to 20000 (default 1200)\n"
      "The file is written whole or not at all. The picture: docs/timeline.md.\n"
      "Exit: 0 written, 1 the file could not be written, 2 bad usage or trace.",
-     timeline_cmd},
+     timeline_cmd, NULL},
     {"plot", "tern plot RUN_DIR... [-o FILE] [--png] [--x step|time] [--keys K,...] [--smooth N] "
              "[--label NAME]...",
      "Draw the learning curves of one or more runs from their metrics.jsonl as\n"
@@ -209,7 +215,7 @@ static const command commands[] = {
      "consecutive points. The keys and the picture: docs/run.md.\n"
      "Exit: 0 written, 1 a file could not be read or written or the PNG not\n"
      "made (the SVG is kept), 2 bad usage, a missing or malformed metrics.jsonl.",
-     plot_cmd},
+     plot_cmd, NULL},
     {"reward", "tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] < CASES",
      "Score saved responses with one reward plugin. Each line of standard input\n"
      "is a task object with the response to score:\n"
@@ -227,13 +233,14 @@ static const command commands[] = {
      "  --plugin-dir DIR  search DIR for plugins first\n"
      "  --batch N         responses per call to the plugin (default 64)\n"
      "Rewards, their settings and examples: docs/rewards.md.\n"
-     "Exit: 0 every line scored, 1 runtime failure, 2 bad usage, plugin,\n"
-     "setting or input line.",
-     reward_cmd},
+     "Exit: 0 every line got a verdict; 1 some response got none (\"failed\":\n"
+     "the plugin crashed, hung or failed; the count is on stderr) or a runtime\n"
+     "failure; 2 bad usage, plugin, setting or input line.",
+     reward_cmd, reward_subs},
     {"version", "tern version", "Print the tern release and the plugin ABI version.",
-     version_cmd},
-    {"help", "tern help [COMMAND]", "Show the commands, or one command's help.",
-     help_cmd},
+     version_cmd, NULL},
+    {"help", "tern help [COMMAND [SUBCOMMAND]]", "Show the commands, or one command's help.",
+     help_cmd, NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -284,11 +291,16 @@ static int engine_cmd(const command *c, int argc, char **argv)
                               .opts = TERN_FLAG_NO_EQUALS, .missing = "a file"};
     const tern_flag plugins_only = {"--plugins-only", .kind = TERN_FLAG_BOOL,
                                     TERN_FLAG_TO(inv.plugins_only)};
+    const tern_flag plugin_dir = {"--plugin-dir", .kind = TERN_FLAG_STRING,
+                                  TERN_FLAG_TO(inv.plugin_dir), .opts = TERN_FLAG_NONEMPTY,
+                                  .need = "a directory of plugins"};
+    const tern_flag end = TERN_FLAGS_END;
     const tern_flag flags[] = {
         {"-o", "--override", .kind = TERN_FLAG_STRING,
          TERN_FLAG_EACH(overrides, inv.n_overrides),
          .opts = TERN_FLAG_ATTACHED | TERN_FLAG_NO_EQUALS, .missing = "section.key=value"},
         is_run ? resume : is_plugins ? config : plugins_only,
+        is_plugins ? plugin_dir : end,
         TERN_FLAGS_END,
     };
     /* run and check take CONFIG; plugins only --config */
@@ -325,11 +337,12 @@ static int new_plugin_cmd(const command *c, int argc, char **argv)
     return tern_cmd_new_plugin(&inv, pos[0], pos[1], pos[2]);
 }
 
-/* The subcommand argv[0] of `tern CMD SUB ...`, one of names[] (a list ended
- * by NULL): its index; else -1 with *rc the exit code, after the help (for
- * -h) or the problem, which lists the subcommands. */
-static int subcommand(const command *c, int argc, char **argv, const char *const *names, int *rc)
+/* The subcommand argv[0] of `tern CMD SUB ...`, one of c->subs: its index;
+ * else -1 with *rc the exit code, after the help (for -h) or the problem,
+ * which lists the subcommands. */
+static int subcommand(const command *c, int argc, char **argv, int *rc)
 {
+    const char *const *names = c->subs;
     char list[128] = "";
     size_t n = 0, o = 0;
     for (; names[n]; n++)
@@ -355,7 +368,7 @@ static int subcommand(const command *c, int argc, char **argv, const char *const
 static int model_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    if (subcommand(c, argc, argv, (const char *const[]){"init", NULL}, &rc) < 0)
+    if (subcommand(c, argc, argv, &rc) < 0)
         return rc;
     const char *preset = NULL, *plugin = NULL, *out_dir = NULL;
     long long seed = -1;
@@ -504,8 +517,7 @@ static int data_countdown_cmd(const command *c, int argc, char **argv)
 static int data_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    int sub = subcommand(c, argc, argv, (const char *const[]){"arith", "countdown", "shapes", NULL},
-                         &rc);
+    int sub = subcommand(c, argc, argv, &rc);
     if (sub < 0)
         return rc;
     if (sub == 1)
@@ -537,7 +549,7 @@ static int data_cmd(const command *c, int argc, char **argv)
 static int reward_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    if (subcommand(c, argc, argv, (const char *const[]){"score", NULL}, &rc) < 0)
+    if (subcommand(c, argc, argv, &rc) < 0)
         return rc;
     const char **options = calloc((size_t)argc, sizeof *options);
     if (!options) {
@@ -658,18 +670,30 @@ static int version_cmd(const command *c, int argc, char **argv)
     return TERN_EXIT_OK;
 }
 
-/* `tern help [COMMAND]` (and `tern help model init`) */
+/* `tern help [COMMAND [SUBCOMMAND]]`: a command's help covers its
+ * subcommands (`tern help reward score`, `tern help data countdown`). */
 static int help_cmd(const command *c, int argc, char **argv)
 {
-    (void)c;
     if (argc == 0) {
         print_overview(stdout);
         return TERN_EXIT_OK;
     }
     const command *h = find_command(argv[0]);
-    int model_init = argc == 2 && strcmp(argv[0], "model") == 0 && strcmp(argv[1], "init") == 0;
-    if (!h || (argc > 1 && !model_init))
+    if (!h)
         return cli_usage_error(NULL, "no command '%s'", argv[0]);
+    if (argc > 1) {
+        size_t i = 0;
+        while (h->subs && h->subs[i] && strcmp(h->subs[i], argv[1]) != 0)
+            i++;
+        if (!h->subs)
+            return cli_usage_error(c->usage, "'%s' has no subcommands: tern help %s", h->name,
+                                   h->name);
+        if (!h->subs[i])
+            return cli_usage_error(c->usage, "no command '%s %s'; see tern help %s", h->name,
+                                   argv[1], h->name);
+        if (argc > 2)
+            return cli_usage_error(c->usage, "unexpected argument '%s'", argv[2]);
+    }
     return cli_print_help(h->usage, h->help);
 }
 

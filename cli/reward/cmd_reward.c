@@ -151,8 +151,9 @@ static int print_error(FILE *out, const char *msg)
     return print_json_line(out, json_pack("{s:s}", "error", msg), 1, JSON_COMPACT, "an error");
 }
 
-/* Score and print the n pending lines, in order. */
-static int flush_batch(tern_rewarder *rw, FILE *out, pending *p, size_t n)
+/* Score and print the n pending lines, in order; *failed counts the
+ * responses that got no verdict. */
+static int flush_batch(tern_rewarder *rw, FILE *out, pending *p, size_t n, size_t *failed)
 {
     const tern_task **tasks = calloc(n ? n : 1, sizeof *tasks);
     const char **texts = calloc(n ? n : 1, sizeof *texts);
@@ -177,6 +178,7 @@ static int flush_batch(tern_rewarder *rw, FILE *out, pending *p, size_t n)
     uint64_t failures = 0;
     if ((rc = tern_rewarder_score(rw, tasks, texts, ntok, m, v, &failures, NULL)) != TERN_OK)
         goto done;
+    *failed += (size_t)failures;
     for (size_t i = 0; i < n && rc == TERN_OK; i++)
         rc = p[i].task ? print_verdict(out, &v[at[i]]) : print_error(out, p[i].error);
     fflush(out);
@@ -185,9 +187,10 @@ done:
     return rc;
 }
 
-/* Read, score and print every line of `in`. *bad counts the bad lines. */
+/* Read, score and print every line of `in`. *bad counts the bad lines,
+ * *failed the responses that got no verdict, *scored those that got one. */
 static int score_stream(const tern_invocation *inv, tern_rewarder *rw, FILE *in, size_t batch,
-                        size_t *bad)
+                        size_t *bad, size_t *failed, size_t *scored)
 {
     pending *p = calloc(batch, sizeof *p);
     if (!p)
@@ -224,8 +227,10 @@ static int score_stream(const tern_invocation *inv, tern_rewarder *rw, FILE *in,
                 fprintf(cmd_err(inv), LABEL ": %s\n", q->error);
             (*bad)++;
         }
+        if (rc == TERN_OK && q->task)
+            (*scored)++;
         if (rc == TERN_OK && n == batch)
-            rc = flush_batch(rw, cmd_out(inv), p, n);
+            rc = flush_batch(rw, cmd_out(inv), p, n, failed);
         if (n == batch || rc != TERN_OK) {
             for (size_t i = 0; i < n; i++)
                 tern_task_free(p[i].task), free(p[i].error);
@@ -235,7 +240,7 @@ static int score_stream(const tern_invocation *inv, tern_rewarder *rw, FILE *in,
     if (rc == TERN_OK && ferror(in))
         rc = tern_errorf(TERN_EIO, "cannot read the input: %s", strerror(errno));
     if (rc == TERN_OK && n)
-        rc = flush_batch(rw, cmd_out(inv), p, n);
+        rc = flush_batch(rw, cmd_out(inv), p, n, failed);
     for (size_t i = 0; i < n; i++)
         tern_task_free(p[i].task), free(p[i].error);
     free(p);
@@ -271,7 +276,7 @@ int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_ar
     tern_diag_free(&d);
     tern_error_clear(); /* what the session said is printed */
     tern_rewarder rw = {0};
-    size_t bad = 0;
+    size_t bad = 0, failed = 0, scored = 0;
     if (rc == TERN_OK && (rc = tern_rewarder_open(&rw, &s)) == TERN_OK) {
         if (rw.n != 1) {
             rc = tern_errorf(TERN_ECONFIG, "%s is not a reward plugin (`tern plugins` lists "
@@ -279,7 +284,7 @@ int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_ar
         } else {
             rw.routes[0].domain = NULL; /* every line, whatever its domain */
             rc = score_stream(inv, &rw, a->in ? a->in : stdin,
-                              a->batch ? a->batch : DEFAULT_BATCH, &bad);
+                              a->batch ? a->batch : DEFAULT_BATCH, &bad, &failed, &scored);
         }
     }
     if (rc != TERN_OK && rc != TERN_ECONFIG) {
@@ -291,11 +296,17 @@ int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_ar
     tern_rewarder_close(&rw);
     tern_session_close(&s);
     tern_log_set_stream(NULL);
+    if (rc == TERN_OK && failed)
+        fprintf(cmd_err(inv), LABEL ": %zu of %zu response%s got no verdict (each has \"failed\" "
+                "and the reason in its output line; with isolate = true a crash or a hang costs "
+                "only its line)\n", failed, scored, scored == 1 ? "" : "s");
     if (rc == TERN_OK && bad) {
         fprintf(cmd_err(inv), LABEL ": %zu bad line%s (each got an {\"error\": ...} line in the "
                 "output)\n", bad, bad == 1 ? "" : "s");
         return TERN_EXIT_USAGE;
     }
+    if (rc == TERN_OK && failed)
+        return TERN_EXIT_FAILURE;
     if (rc == TERN_OK)
         return TERN_EXIT_OK;
     return rc == TERN_ECONFIG ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;

@@ -28,6 +28,27 @@ Test(cli, version_and_help)
     run(&r, "%s help check", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern check CONFIG"), "%s", r.out);
+    /* help works for every subcommand path, and says what is wrong with one
+     * that is not */
+    const char *paths[][2] = {{"reward score", "usage: tern reward score --plugin NAME"},
+                              {"data arith", "usage: tern data arith"},
+                              {"data countdown", "tern data countdown [--seed S]"},
+                              {"data shapes", "tern data shapes [--seed S]"},
+                              {"model init", "usage: tern model init --preset NAME"}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        run(&r, "%s help %s", TERN, paths[i][0]);
+        cr_expect_eq(r.code, 0, "help %s: %s", paths[i][0], r.err);
+        cr_expect(strstr(r.out, paths[i][1]), "help %s: %s", paths[i][0], r.out);
+    }
+    run(&r, "%s help reward frob", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "tern: no command 'reward frob'; see tern help reward"), "%s", r.err);
+    run(&r, "%s help version x", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "'version' has no subcommands"), "%s", r.err);
+    run(&r, "%s help data arith extra", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "unexpected argument 'extra'"), "%s", r.err);
 }
 
 Test(cli, usage_errors_exit_2)
@@ -71,6 +92,27 @@ Test(cli, plugins_shows_refused_files_on_the_environment_path)
     cr_expect(strstr(r.out, BAD "/missing_op/missing_op.so: refused: plugin 'missing_op' lacks "
                             "the required op 'get'"),
               "%s", r.out);
+}
+
+/* --plugin-dir searches a directory first, as `tern reward score --plugin-dir`
+ * does, so the hint of a plugin that is not found leads somewhere. */
+Test(cli, plugins_takes_a_plugin_dir_like_reward_score)
+{
+    result r;
+    run(&r, "%s plugins --plugin-dir %s/abi_major", TERN, BAD);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "search path:\n  " BAD "/abi_major\n"), "first: %s", r.out);
+    cr_expect(strstr(r.out, BAD "/abi_major/abi_major.so: refused: built for ABI major 2"), "%s",
+              r.out);
+    run(&r, "%s reward score --plugin abi_major --plugin-dir %s/abi_major < /dev/null", TERN, BAD);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    run(&r, "%s reward score --plugin nosuch --plugin-dir %s/abi_major < /dev/null", TERN, BAD);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "`tern plugins` with the same --config or --plugin-dir says why"),
+              "%s", r.err);
+    run(&r, "%s plugins --plugin-dir", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "--plugin-dir needs a value"), "%s", r.err);
 }
 
 Test(cli, check_reports_typos_with_file_line_and_exits_2)

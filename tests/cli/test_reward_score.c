@@ -162,7 +162,9 @@ Test(reward_isolation, each_failure_costs_one_response, .timeout = 60)
     write_cases("iso.jsonl", cases, 12);
     result r;
     run(&r, FAULTY " -o isolate=true -o timeout_ms=300 --batch 5 < %s/iso.jsonl", WORK);
-    cr_assert_eq(r.code, 0, "%s", r.err);
+    /* every line was read and answered, but 6 got no verdict: exit 1, counted */
+    cr_assert_eq(r.code, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "6 of 12 responses got no verdict"), "%s", r.err);
     const char *want[] = {"\"reward\":1.0,\"accuracy\":1.0,\"reason\":\"ok\"",
                           "\"failed\":\"crash\",\"reason\":\"the reward worker was killed by "
                           "SIGABRT\"",
@@ -195,7 +197,7 @@ Test(reward_isolation, the_worker_is_another_process_and_none_is_left, .timeout 
     /* --batch 17: a mark to find this command's processes by ("[r]" keeps
      * pgrep from finding the shell that runs it) */
     run(&r, FAULTY " -o isolate=true -o timeout_ms=200 --batch 17 < %s/iso_pid.jsonl", WORK);
-    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(r.code, 1, "a crash and a hang: %s", r.err);
     double a = reward_on(r.out, 0), b = reward_on(r.out, 2);
     result left;
     run(&left, "sleep 0.2; pgrep -f '[r]eward score.*--batch 17' || echo none-left");
@@ -209,7 +211,8 @@ Test(reward_isolation, in_process_failures_are_verdicts_too)
     write_cases("inproc.jsonl", cases, 4);
     result r;
     run(&r, FAULTY " < %s/inproc.jsonl", WORK);
-    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(r.code, 1, "one nonfinite: %s", r.err);
+    cr_expect(strstr(r.err, "1 of 4 responses got no verdict"), "%s", r.err);
     char b[1024];
     cr_expect(strstr(line_of(r.out, 0, b, sizeof b), "\"failed\":\"nonfinite\""), "%s", b);
     /* a reason with no NUL is cut to the buffer; bad component names dropped */
@@ -219,7 +222,8 @@ Test(reward_isolation, in_process_failures_are_verdicts_too)
     cr_expect(strstr(line_of(r.out, 3, b, sizeof b), "\"reason\":\"?? and ??? ok\""), "%s", b);
     write_file(WORK "/inproc_fail.jsonl", "{\"response\": \"ok:1\"}\n{\"response\": \"fail\"}\n");
     run(&r, FAULTY " < %s/inproc_fail.jsonl", WORK);
-    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(r.code, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "2 of 2 responses got no verdict"), "%s", r.err);
     /* in process, a failing call costs its whole batch */
     cr_expect(strstr(line_of(r.out, 0, b, sizeof b), "\"failed\":\"error\""), "%s", b);
     cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "\"failed\":\"error\""), "%s", b);

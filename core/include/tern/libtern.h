@@ -52,6 +52,9 @@ typedef struct tern_invocation {
     int resume;                   /* run: continue out_dir/name from its newest checkpoint */
     int plugins_only;             /* check: the plugins alone, not a run (a plugin's test
                                      config); appended after resume (TERN_HAS) */
+    const char *plugin_dir;       /* plugins: a directory searched before the config's
+                                     plugin_path and the default path (NULL: none);
+                                     appended after plugins_only (TERN_HAS) */
 } tern_invocation;
 
 /* `tern check`: every check `tern run` makes before it creates anything (one

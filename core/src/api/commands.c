@@ -212,6 +212,22 @@ int tern_cmd_plugins(const tern_invocation *inv)
             return exit_code(rc);
         }
     }
+    const char *extra = TERN_HAS(inv, plugin_dir) ? inv->plugin_dir : NULL;
+    if (extra) {
+        /* --plugin-dir first, as `tern reward score --plugin-dir` searches */
+        char **all = realloc(dirs, (ndirs + 1) * sizeof *all);
+        char *copy = strdup(extra);
+        if (!all || !copy) {
+            free(copy);
+            tern_config_free_dirs(all ? all : dirs, ndirs);
+            fprintf(err_of(inv), "out of memory\n");
+            return TERN_EXIT_FAILURE;
+        }
+        memmove(all + 1, all, ndirs * sizeof *all);
+        all[0] = copy;
+        dirs = all;
+        ndirs++;
+    }
     rc = tern_registry_init(&r, (const char *const *)dirs, ndirs);
     tern_config_free_dirs(dirs, ndirs);
     if (rc == TERN_OK)

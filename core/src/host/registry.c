@@ -296,8 +296,8 @@ int tern_registry_resolve(const tern_registry *r, const char *name, uint32_t kin
     if (best)
         snprintf(hint, sizeof hint, " (did you mean '%s'?)", best);
     else if (refused)
-        snprintf(hint, sizeof hint, " (%zu plugin file%s refused: run `tern plugins` to see why)",
-                 refused, refused == 1 ? " was" : "s were");
+        snprintf(hint, sizeof hint, " (%zu plugin file%s refused: `tern plugins` with the same "
+                 "--config or --plugin-dir says why)", refused, refused == 1 ? " was" : "s were");
     return tern_errorf(TERN_ENOTFOUND,
                        "no %s plugin named '%s' on the plugin search path%s; `tern plugins` lists "
                        "the plugins found",
