@@ -123,6 +123,14 @@ Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout =
          "buffer: plugin 'sqlite' already holds 1 group from an earlier run"},
         {RUN MODEL DATA LOOP BUFFER SYNC REWARDS, "algorithm.kl.coef = 0.001 needs a reference "
                                                   "model"},
+        /* a tasks file that is not there: the config line, the path as
+         * written, and where a relative path is taken from */
+        {RUN MODEL REF "data = {\n  train = \"missing.jsonl\"; };\n" LOOP BUFFER SYNC REWARDS,
+         "c.cfg:5: data.train = \"missing.jsonl\": missing.jsonl: cannot open: No such file or "
+         "directory (that is /"},
+        {RUN MODEL REF "data = {\n  train = \"missing.jsonl\"; };\n" LOOP BUFFER SYNC REWARDS,
+         "/missing.jsonl; a relative path is taken from the config's folder, out_dir from the "
+         "working directory: docs/config.md)"},
         {RUN MODEL REF DATA LOOP BUFFER SYNC "rewards = ( { domain = \"code\"; plugin = "
                                              "\"math\"; } );\n",
          "tasks.jsonl: 2 tasks are of domain \"math\" but no reward plugin scores that domain"},

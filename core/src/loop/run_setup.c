@@ -2,9 +2,11 @@
  * (see master_state.h); the checks before them are run_checks.c. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/errmsg.h"
 #include "host/host_table.h"
@@ -171,11 +173,41 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
     return TERN_OK;
 }
 
+/* A tasks file that cannot be opened: the loader's message ("PATH: cannot
+ * open: why") with the config line that named it, the path as written, and
+ * the absolute path tern tried, since a relative one is taken from the
+ * config's folder (a config copied elsewhere loses its data). */
+static void name_data_key(tern_run *run, const char *key, const char *path)
+{
+    tern_config *c = &run->session->config;
+    config_setting_t *st = tern_config_lookup(config_root_setting(&c->cfg), key);
+    const char *given = st ? config_setting_get_string(st) : NULL;
+    char where[600], cwd[PATH_MAX], *abs = NULL;
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd) && asprintf(&abs, "%s/%s", cwd, path) < 0)
+        abs = NULL;
+    char *msg = strdup(tern_error_message());
+    if (!msg) {
+        free(abs);
+        return;
+    }
+    tern_errorf(TERN_EIO, "%s: %s = \"%s\": %s (%s%s%sa relative path is taken from the "
+                "config's folder, out_dir from the working directory: docs/config.md)",
+                tern_config_where(c, st, where, sizeof where), key, given ? given : path, msg,
+                abs ? "that is " : "", abs ? abs : "", abs ? "; " : "");
+    free(msg);
+    free(abs);
+}
+
 int tern_run_load_data(tern_run *run)
 {
     int rc = tern_task_set_load(&run->train, run->set.train_path, run->set.skip_bad);
-    if (rc == TERN_OK && run->set.eval_path)
+    if (rc == TERN_EIO && access(run->set.train_path, R_OK) != 0)
+        name_data_key(run, "data.train", run->set.train_path);
+    if (rc == TERN_OK && run->set.eval_path) {
         rc = tern_task_set_load(&run->eval, run->set.eval_path, run->set.skip_bad);
+        if (rc == TERN_EIO && access(run->set.eval_path, R_OK) != 0)
+            name_data_key(run, "data.eval", run->set.eval_path);
+    }
     if (rc == TERN_EINVAL || rc == TERN_EIO || rc == TERN_ENOTFOUND)
         return TERN_ECONFIG; /* bad input the user fixes: the message says where */
     return rc;
