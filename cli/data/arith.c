@@ -68,17 +68,6 @@ int tern_arith_check(const tern_arith_spec *s)
     return TERN_OK;
 }
 
-/* Uniform in [0, m), m >= 1, without modulo bias. */
-static uint64_t below(tern_rng *r, uint64_t m)
-{
-    uint64_t threshold = (0 - m) % m; /* 2^64 mod m */
-    for (;;) {
-        uint64_t x = tern_rng_u64(r);
-        if (x >= threshold)
-            return x % m;
-    }
-}
-
 /* n distinct indices of [0, total) in draw order, into out[n]. */
 static int draw(tern_rng *r, uint64_t total, size_t n, uint64_t *out)
 {
@@ -89,7 +78,7 @@ static int draw(tern_rng *r, uint64_t total, size_t n, uint64_t *out)
         for (uint64_t i = 0; i < total; i++)
             perm[i] = (uint32_t)i;
         for (size_t i = 0; i < n; i++) {
-            size_t j = i + (size_t)below(r, total - i);
+            size_t j = i + (size_t)tern_rng_below(r, total - i);
             uint32_t t = perm[i];
             perm[i] = perm[j];
             perm[j] = t;
@@ -108,7 +97,7 @@ static int draw(tern_rng *r, uint64_t total, size_t n, uint64_t *out)
         return TERN_ENOMEM;
     memset(set, 0xff, cap * sizeof *set);
     for (size_t k = 0; k < n;) {
-        uint64_t x = below(r, total);
+        uint64_t x = tern_rng_below(r, total);
         size_t i = (size_t)((x * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
         while (set[i] != UINT64_MAX && set[i] != x)
             i = (i + 1) & (cap - 1);

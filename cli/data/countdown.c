@@ -51,17 +51,6 @@ int tern_countdown_check(const tern_countdown_spec *s)
     return TERN_OK;
 }
 
-/* Uniform in [0, m), m >= 1, without modulo bias. */
-static uint64_t below(tern_rng *r, uint64_t m)
-{
-    uint64_t threshold = (0 - m) % m; /* 2^64 mod m */
-    for (;;) {
-        uint64_t x = tern_rng_u64(r);
-        if (x >= threshold)
-            return x % m;
-    }
-}
-
 /* The value of p's expression with * and / first into p->target: 1 when it
  * is a whole number >= 1 and every division is exact, else 0. The numbers
  * are at most 1000 and at most 6 of them: every value fits 64 bits. */
@@ -98,9 +87,9 @@ static int cmp_int(const void *a, const void *b)
 static void draw_one(tern_rng *r, const char *ops, size_t n_ops, int count, int max, puzzle *p)
 {
     for (int i = 0; i < count; i++)
-        p->numbers[i] = 1 + (int)below(r, (uint64_t)max);
+        p->numbers[i] = 1 + (int)tern_rng_below(r, (uint64_t)max);
     for (int i = 0; i + 1 < count; i++)
-        p->ops[i] = ops[below(r, n_ops)];
+        p->ops[i] = ops[tern_rng_below(r, n_ops)];
     memcpy(p->sorted, p->numbers, (size_t)count * sizeof p->numbers[0]);
     qsort(p->sorted, (size_t)count, sizeof p->sorted[0], cmp_int);
 }

@@ -52,6 +52,18 @@ static inline uint64_t tern_rng_u64(tern_rng *r)
     return result;
 }
 
+/* Uniform whole number in [0, m), m >= 1, without modulo bias: draws below
+ * 2^64 mod m are rejected, so each residue is equally likely. */
+static inline uint64_t tern_rng_below(tern_rng *r, uint64_t m)
+{
+    uint64_t threshold = (0 - m) % m; /* 2^64 mod m */
+    for (;;) {
+        uint64_t x = tern_rng_u64(r);
+        if (x >= threshold)
+            return x % m;
+    }
+}
+
 /* Uniform double in [0, 1) with 53 random bits. */
 static inline double tern_rng_uniform(tern_rng *r)
 {
