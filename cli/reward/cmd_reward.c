@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "base/watchdog.h"
 #include "flag_config.h"
 #include "base/log.h"
 #include "reward/rewarder.h"
@@ -283,8 +284,12 @@ int tern_cmd_reward_score(const tern_invocation *inv, const tern_reward_score_ar
                              "them)", a->plugin);
         } else {
             rw.routes[0].domain = NULL; /* every line, whatever its domain */
+            /* an in-process call past watchdog_s is named, as in a run */
+            int watching = tern_watchdog_start(NULL, NULL) == TERN_OK;
             rc = score_stream(inv, &rw, a->in ? a->in : stdin,
                               a->batch ? a->batch : DEFAULT_BATCH, &bad, &failed, &scored);
+            if (watching)
+                tern_watchdog_stop();
         }
     }
     if (rc != TERN_OK && rc != TERN_ECONFIG) {

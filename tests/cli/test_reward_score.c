@@ -5,6 +5,7 @@
  * scores like an in-process one. The misbehaving plugin is
  * tests/test_plugins/faulty_reward.c. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,4 +266,116 @@ Test(reward_isolation, check_validates_isolation_settings)
                                    "isolate = true; timeout_ms = 5; } );\n");
     run(&r, "%s check --plugins-only %s/iso_ok.cfg", TERN, WORK);
     cr_expect_eq(r.code, 0, "%s", r.err);
+}
+
+/* Issue 28: a rebuilt copy in --plugin-dir that the loader refuses used to
+ * give way to an older copy later on the search path without a word. Each
+ * command that uses the older copy now names the refused file, its reason,
+ * and the file used instead. */
+static void expect_fallback_named(const result *r, const char *refused_dir, const char *reason)
+{
+    cr_expect(strstr(r->err, "warn"), "no warning: %s", r->err);
+    cr_expect(strstr(r->err, refused_dir), "the refused copy is not named: %s", r->err);
+    cr_expect(strstr(r->err, reason), "the reason is not given: %s", r->err);
+    cr_expect(strstr(r->err, "using " TERN_TEST_PLUGINS_DIR "/faulty_reward.so"),
+              "the copy used instead is not named: %s", r->err);
+}
+
+Test(reward_fallback, score_names_a_refused_newer_copy_every_time)
+{
+    write_file(WORK "/fb.jsonl", "{\"response\": \"ok:1\"}\n");
+    result r;
+    const char *dirs[][2] = {{TERN_TEST_PLUGINS_DIR "/refused_abi", "built for ABI 1.99"},
+                             {TERN_TEST_PLUGINS_DIR "/refused_entry", "no 'tern_plugin_entry'"}};
+    for (int i = 0; i < 2; i++) {
+        run(&r, "TERN_PLUGIN_PATH=%s %s reward score --plugin test_faulty_reward --plugin-dir %s "
+            "< %s/fb.jsonl", TERN_TEST_PLUGINS_DIR, TERN, dirs[i][0], WORK);
+        cr_expect_eq(r.code, 0, "the older copy still scores: %s", r.err);
+        cr_expect_eq(reward_on(r.out, 0), 1, "%s", r.out);
+        expect_fallback_named(&r, dirs[i][0], dirs[i][1]);
+    }
+    /* no refused copy, no warning */
+    run(&r, "%s < %s/fb.jsonl", FAULTY, WORK);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect_null(strstr(r.err, "refused"), "%s", r.err);
+}
+
+Test(reward_fallback, check_and_run_name_it_too, .timeout = 120)
+{
+    const char *o = "-o 'rewards=({plugin=\"test_faulty_reward\"; domain=\"math\";})' "
+                    "-o 'plugin_path=[\"" TERN_TEST_PLUGINS_DIR "/refused_entry\"]'";
+    result r;
+    run(&r, "TERN_PLUGIN_PATH=%s %s check %s/etc/quickstart.cfg %s", TERN_TEST_PLUGINS_DIR, TERN,
+        SRC, o);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    expect_fallback_named(&r, TERN_TEST_PLUGINS_DIR "/refused_entry", "no 'tern_plugin_entry'");
+
+    /* a run says it on stderr and keeps it in log.txt */
+    run(&r, "rm -rf fallback_runs && TERN_PLUGIN_PATH=%s %s run %s/etc/quickstart.cfg %s "
+        "-o trainer.steps=1 -o trainer.sft.steps=0 -o eval.limit=4 "
+        "-o 'run.out_dir=\"fallback_runs\"'", TERN_TEST_PLUGINS_DIR, TERN, SRC, o);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    expect_fallback_named(&r, TERN_TEST_PLUGINS_DIR "/refused_entry", "no 'tern_plugin_entry'");
+    char log[16384];
+    slurp(WORK "/fallback_runs/quickstart/log.txt", log, sizeof log);
+    cr_expect(strstr(log, "warn  [plugins] plugin 'test_faulty_reward': using"), "%s", log);
+    cr_expect(strstr(log, TERN_TEST_PLUGINS_DIR "/refused_entry/faulty_reward.so: refused"), "%s",
+              log);
+}
+
+/* Issue 28: a response that crashed the reward was counted in the metrics
+ * and lost. Each one is now a line of reward_failures.jsonl in the run
+ * directory, which `tern reward score` reads as it is, and the log gives
+ * the command. */
+Test(reward_failures, kept_in_the_run_directory_and_scored_again, .timeout = 120)
+{
+    result r;
+    run(&r, "rm -rf failure_runs && TERN_PLUGIN_PATH=%s %s run %s/etc/quickstart.cfg "
+        "-o 'rewards=({plugin=\"test_faulty_reward\"; domain=\"math\"; isolate=true; "
+        "crash_every=40;})' -o trainer.steps=2 -o trainer.sft.steps=0 -o eval.limit=50 "
+        "-o 'run.out_dir=\"failure_runs\"'", TERN_TEST_PLUGINS_DIR, TERN, SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    const char *file = WORK "/failure_runs/quickstart/reward_failures.jsonl";
+    json_t *lines = json_lines(file, NULL);
+    /* every 40th response of a worker's life: one in the 50 evaluated
+     * before RL, more in the 2 x 128 of RL and the 50 after */
+    cr_assert_geq(json_array_size(lines), 3, "%zu lines", json_array_size(lines));
+    size_t i;
+    json_t *l;
+    int rl = 0, eval = 0;
+    json_array_foreach(lines, i, l) {
+        json_t *why = json_object_get(l, "tern_failure");
+        cr_assert(json_is_string(json_object_get(l, "response")), "line %zu", i);
+        cr_assert(json_is_string(json_object_get(l, "prompt")), "the task's own fields: %zu", i);
+        cr_assert(json_is_string(json_object_get(l, "id")), "line %zu", i);
+        cr_assert_str_eq(json_string_value(json_object_get(why, "failure")), "crash");
+        cr_assert_str_eq(json_string_value(json_object_get(why, "plugin")), "test_faulty_reward");
+        cr_assert_str_eq(json_string_value(json_object_get(why, "reward")), "rewards[0]");
+        cr_assert(strstr(json_string_value(json_object_get(why, "reason")), "SIGABRT"));
+        const char *stage = json_string_value(json_object_get(why, "stage"));
+        rl += strcmp(stage, "rl") == 0 && json_is_integer(json_object_get(why, "batch"));
+        eval += strcmp(stage, "eval") == 0 && json_is_integer(json_object_get(why, "version"));
+    }
+    cr_expect_gt(rl, 0);
+    cr_expect_gt(eval, 0);
+    /* said once, with the command, on stderr and in log.txt */
+    cr_expect(strstr(r.err, "score them again with: tern reward score --plugin "
+                            "test_faulty_reward -o 'isolate=true' -o 'crash_every=40'"), "%s",
+              r.err);
+    char log[65536];
+    slurp(WORK "/failure_runs/quickstart/log.txt", log, sizeof log);
+    cr_expect(strstr(log, "reward_failures.jsonl; score them again with"), "%s", log);
+
+    /* the file is the command's input as it is: each line scored in order */
+    run(&r, "TERN_PLUGIN_PATH=%s %s reward score --plugin test_faulty_reward < %s",
+        TERN_TEST_PLUGINS_DIR, TERN, file);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect_eq(count_lines(r.out), (int)json_array_size(lines), "%s", r.out);
+    json_decref(lines);
+
+    /* a run without a failure makes no file */
+    run(&r, "rm -rf failure_runs && %s run %s/etc/quickstart.cfg -o trainer.steps=1 "
+        "-o trainer.sft.steps=0 -o eval.limit=4 -o 'run.out_dir=\"failure_runs\"'", TERN, SRC);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect_not(path_exists(file));
 }

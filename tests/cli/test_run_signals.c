@@ -2,7 +2,9 @@
  * SIGTERM (schedulers), SIGHUP (a closed terminal), ^C, a second ^C, and a
  * stdout and stderr whose reader went away -- and each resumed with nothing
  * lost: every step once, with the values of a run never stopped; two runs
- * on one run directory (the second is refused); closed standard descriptors.
+ * on one run directory (the second is refused); closed standard descriptors;
+ * a reward plugin that crashes or hangs in process (it is named, and ^C says
+ * what the run waits for).
  *
  * Runs are started with fork and exec (not a shell) so the tests see how the
  * process ended and choose its descriptors. Every wait is for evidence in
@@ -32,7 +34,8 @@ enum { WAIT_S = 120 }; /* bound of every wait: generous for sanitizer builds */
 /* A run of the tiny model, seeded and single-threaded (so deterministic):
  * a short warm-up, then `steps` RL steps with a checkpoint every `save`.
  * `sizes` is the explorer's batch; the default takes milliseconds a step. */
-static void write_config(const char *name, int steps, int save, const char *sizes)
+static void write_config_with(const char *name, int steps, int save, const char *sizes,
+                              const char *rewards)
 {
     char path[512], text[4096];
     snprintf(path, sizeof path, "%s/%s.cfg", WORK, name);
@@ -48,10 +51,16 @@ static void write_config(const char *name, int steps, int save, const char *size
              "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"
              "buffer = { plugin = \"fifo\"; capacity = 1024; };\n"
              "sync = { plugin = \"synchronous\"; };\n"
-             "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n",
+             "plugin_path = [ \"" TERN_TEST_PLUGINS_DIR "\" ];\n"
+             "rewards = ( { domain = \"math\"; %s } );\n",
              name, SRC, sizes ? sizes : "batch_tasks = 4; group_size = 4; max_tokens = 6;",
-             steps, save);
+             steps, save, rewards);
     write_file(path, text);
+}
+
+static void write_config(const char *name, int steps, int save, const char *sizes)
+{
+    write_config_with(name, steps, save, sizes, "plugin = \"math\";");
 }
 
 static const char *run_dir(const char *name, char *buf, size_t n)
@@ -406,6 +415,64 @@ Test(signals, a_second_sigint_stops_at_once_after_the_summary_and_trace)
     expect_stopped("twice_parts", 0);
     cr_expect(file_has(log, "SIGINT again: stopped at once"), "%s", log);
     resume_and_compare("twice_parts", "twice_whole");
+}
+
+/* ---- a reward plugin that crashes or hangs in process (issue 28) ---------------------- */
+
+/* It used to end the run with exit 134 or 139 and a log.txt that stopped at
+ * its last line, naming nothing. */
+Test(plugin_faults, an_in_process_crash_names_the_plugin_the_op_and_the_task)
+{
+    write_config_with("crashes", 4, 2, NULL,
+                      "plugin = \"test_faulty_reward\"; crash_every = 20;");
+    char dir[512], log[600], err[600];
+    result r;
+    run(&r, "rm -rf %s", run_dir("crashes", dir, sizeof dir));
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    snprintf(err, sizeof err, "%s/crashes.err", WORK);
+    int st = wait_run(start_run("crashes", 0, -1, -1), "crashes");
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+              "the crash still ends tern by its signal: status %#x", st);
+    const char *said[] = {"[rewards[0]] plugin 'test_faulty_reward' (" TERN_TEST_PLUGINS_DIR
+                          "/faulty_reward.so) crashed with SIGABRT",
+                          "in its score() op, on a batch of 16 responses, the first to task "
+                          "'arith-train-",
+                          "with isolate = true in its config group"};
+    for (size_t i = 0; i < sizeof said / sizeof *said; i++) {
+        cr_expect(file_has(err, said[i]), "stderr lacks \"%s\"", said[i]);
+        cr_expect(file_has(log, said[i]), "log.txt lacks \"%s\"", said[i]);
+    }
+    cr_expect(file_has(log, "error [rewards[0]] plugin"), "a log.txt line of its own");
+}
+
+/* An in-process op that hangs used to stall the run in silence, and the
+ * first ^C said nothing. */
+Test(plugin_faults, a_hang_is_named_by_the_watchdog_and_at_the_first_sigint)
+{
+    write_config_with("hangs", 4, 2, NULL,
+                      "plugin = \"test_faulty_reward\"; hang_every = 20; watchdog_s = 0.5;");
+    char dir[512], log[600];
+    result r;
+    run(&r, "rm -rf %s", run_dir("hangs", dir, sizeof dir));
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    pid_t pid = start_run("hangs", 0, -1, -1);
+    int st = 0;
+    cr_assert(wait_for(pid, log, "in its score() op, for rewards[0], on a batch of 16 "
+                                 "responses", &st), "status %#x", st);
+    cr_expect(file_has(log, "may be stuck (a call inside tern cannot be stopped); with isolate "
+                            "= true"), "%s", log);
+    kill(pid, SIGINT);
+    cr_assert(wait_for(pid, log, "SIGINT: the step in progress waits for plugin "
+                                 "'test_faulty_reward'", &st),
+              "the run ended (status %#x) without saying what it waits for", st);
+    /* the master is the one stuck: the watchdog acts on the second */
+    kill(pid, SIGINT);
+    st = wait_run(pid, "hangs");
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT, "status %#x", st);
+    cr_expect(file_has(log, "SIGINT again: stopped at once"), "%s", log);
+    char summary[600];
+    snprintf(summary, sizeof summary, "%s/summary.json", dir);
+    cr_expect(path_exists(summary), "summary.json is written");
 }
 
 /* ---- one run per directory ------------------------------------------------------------ */

@@ -10,8 +10,13 @@
  *   overlong  reward 1, a reason holding an overlong UTF-8 form and a surrogate
  *   pid       reward = the scoring process's id
  *   count     reward = how many responses this instance has scored
- * Setting `fail_create = true` makes create() fail. Not thread-safe (no
- * TERN_CAP_THREAD_SAFE): the core must serialise calls. */
+ * Setting `fail_create = true` makes create() fail; `crash_every = N` and
+ * `hang_every = N` crash or hang on every Nth response an instance scores,
+ * whatever it is (for runs, whose responses are the model's). Not thread-safe (no
+ * TERN_CAP_THREAD_SAFE): the core must serialise calls.
+ * Built twice more as copies the loader refuses, for the "no silent
+ * fallback" tests: FAULTY_NEWER_ABI (ABI 1.99) and FAULTY_NO_ENTRY (no entry
+ * point, so not even its name can be read). */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -26,6 +31,7 @@ static const tern_host *host;
 
 typedef struct faulty {
     long calls;
+    int64_t crash_every, hang_every; /* 0: never */
 } faulty;
 
 static int faulty_create(tern_ctx *ctx, void **state)
@@ -37,6 +43,8 @@ static int faulty_create(tern_ctx *ctx, void **state)
     faulty *f = calloc(1, sizeof *f);
     if (!f)
         return host->fail(ctx, TERN_ENOMEM, "out of memory");
+    host->get_int(ctx, "crash_every", &f->crash_every);
+    host->get_int(ctx, "hang_every", &f->hang_every);
     *state = f;
     return TERN_OK;
 }
@@ -57,6 +65,11 @@ static int faulty_score(void *state, const tern_reward_item *items, tern_reward_
         tern_reward_result *r = &res[i];
         f->calls++;
         strcpy(r->reason, "ok");
+        if (f->crash_every && f->calls % f->crash_every == 0)
+            abort();
+        if (f->hang_every && f->calls % f->hang_every == 0)
+            for (;;)
+                pause();
         if (it->response_len > 3 && memcmp(it->response, "ok:", 3) == 0) {
             r->reward = atof(it->response + 3);
             r->components[0] = (tern_reward_component){"accuracy", r->reward >= 0.5};
@@ -111,13 +124,21 @@ static const tern_reward_ops faulty_ops = {
 static const tern_setting_spec faulty_settings[] = {
     TERN_SETTING(.name = "fail_create", .type = TERN_SETTING_BOOL, .def = "false",
                  .doc = "make create() fail"),
+    TERN_SETTING(.name = "crash_every", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
+                 .doc = "abort() on every Nth response this instance scores, whatever it says"),
+    TERN_SETTING(.name = "hang_every", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1e9,
+                 .doc = "never return from every Nth response this instance scores"),
     TERN_SETTINGS_END,
 };
 
 static const tern_plugin_descriptor faulty_descriptor = {
     .size = sizeof faulty_descriptor,
     .abi_major = TERN_ABI_MAJOR,
+#ifdef FAULTY_NEWER_ABI
+    .abi_minor = 99,
+#else
     .abi_minor = TERN_ABI_MINOR,
+#endif
     .kind = TERN_KIND_REWARD,
     .name = "test_faulty_reward",
     .version = "0.1.0",
@@ -127,7 +148,12 @@ static const tern_plugin_descriptor faulty_descriptor = {
     .settings = faulty_settings,
 };
 
+#ifdef FAULTY_NO_ENTRY
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *not_the_entry_point(const tern_host *h);
+TERN_PLUGIN_EXPORT const tern_plugin_descriptor *not_the_entry_point(const tern_host *h)
+#else
 TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)
+#endif
 {
     host = h;
     return &faulty_descriptor;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static tern_log_level log_level = TERN_LOG_INFO;
 static FILE *log_file;
+static atomic_int log_fd = -1; /* log_file's, read by the crash report without the lock */
 static FILE *log_stream;
 static int stream_gone; /* its reader went away (EPIPE) or its terminal hung up (EIO) */
 static char progress_line[512]; /* the status line shown on a terminal */
@@ -43,16 +45,24 @@ int tern_log_open_file(const char *path)
     if (!f)
         return tern_errorf(TERN_EIO, "%s: cannot open log file: %s", path, strerror(errno));
     pthread_mutex_lock(&log_lock);
+    atomic_store(&log_fd, -1);
     if (log_file)
         fclose(log_file);
     log_file = f;
+    atomic_store(&log_fd, fileno(f));
     pthread_mutex_unlock(&log_lock);
     return TERN_OK;
+}
+
+int tern_log_fd(void)
+{
+    return atomic_load(&log_fd);
 }
 
 void tern_log_close_file(void)
 {
     pthread_mutex_lock(&log_lock);
+    atomic_store(&log_fd, -1);
     if (log_file)
         fclose(log_file);
     log_file = NULL;

@@ -19,6 +19,9 @@ int tern_log_level_parse(const char *name);
 /* Also write to `path` (appending); TERN_EIO with a message on failure. */
 int tern_log_open_file(const char *path);
 void tern_log_close_file(void);
+/* log.txt's file descriptor, or -1 when none is open: for the crash report
+ * (base/op_watch.h), which may only write(2). */
+int tern_log_fd(void);
 /* Where stderr lines go (tests redirect it); NULL restores stderr. */
 TERN_INTERNAL void tern_log_set_stream(FILE *stream);
 

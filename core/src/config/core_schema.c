@@ -51,6 +51,9 @@ static const tern_setting_spec reward_slot_keys[] = {
                         "one response, and the worker is restarted"),
     TERN_SETTING(.name = "timeout_ms", .type = TERN_SETTING_INT, .min = 1, .max = 86400000,
                  .doc = "with isolate: the longest one response may take (default 10000)"),
+    TERN_SETTING(.name = "watchdog_s", .type = TERN_SETTING_FLOAT, .def = "60", .min = 0,
+                 .max = 86400, .doc = "in process (without isolate): warn, naming the plugin, "
+                 "when one call has run this many seconds (it cannot be stopped there); 0: never"),
     TERN_SETTINGS_END,
 };
 

@@ -111,6 +111,11 @@ char *tern_task_json(const tern_task *t, const char *key)
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
 }
 
+const json_t *tern_task_object(const tern_task *t)
+{
+    return t->obj;
+}
+
 int tern_task_has_answer(const tern_task *t)
 {
     json_t *v = lookup(t, "answer");

@@ -24,6 +24,9 @@ size_t tern_task_line(const tern_task *t);
 TERN_INTERNAL const char *tern_task_string(const tern_task *t, const char *key);
 int tern_task_number(const tern_task *t, const char *key, double *out);
 char *tern_task_json(const tern_task *t, const char *key);
+/* The whole task, as parsed (borrowed: valid while the task is). */
+struct json_t;
+TERN_INTERNAL const struct json_t *tern_task_object(const tern_task *t);
 
 /* Whether the task gives a gold answer: its "answer" is a number or a
  * string that is not empty ("" says it has none, as a code task judged by

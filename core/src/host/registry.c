@@ -250,6 +250,27 @@ void tern_registry_free(tern_registry *r)
     memset(r, 0, sizeof *r);
 }
 
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+const tern_registry_entry *tern_registry_next_shadow(const tern_registry *r,
+                                                     const tern_registry_entry *e,
+                                                     const tern_registry_entry *prev)
+{
+    /* entries are in search-path order: only those before e shadow it */
+    for (const tern_registry_entry *c = prev ? prev + 1 : r->entries; c < e; c++) {
+        if (!c->refusal)
+            continue;
+        if (c->name ? strcmp(c->name, e->name) == 0
+                    : strcmp(base_name(c->path), base_name(e->path)) == 0)
+            return c;
+    }
+    return NULL;
+}
+
 int tern_registry_resolve(const tern_registry *r, const char *name, uint32_t kind,
                           const char *slot, const tern_registry_entry **out)
 {

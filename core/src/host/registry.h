@@ -47,6 +47,16 @@ void tern_registry_free(tern_registry *r);
 int tern_registry_resolve(const tern_registry *r, const char *name, uint32_t kind,
                           const char *slot, const tern_registry_entry **out);
 
+/* The next refused entry after `prev` (NULL: the first) that comes before
+ * `e` on the search path and is the same plugin: the same name, or, for a
+ * file refused before its name could be read (no entry point, a missing
+ * library), the same file name. Such a copy is most likely the one the user
+ * meant (a fresh build in --plugin-dir) and lost to `e`, an older copy later
+ * on the path: the caller says so whenever it uses `e`. NULL when none is left. */
+const tern_registry_entry *tern_registry_next_shadow(const tern_registry *r,
+                                                     const tern_registry_entry *e,
+                                                     const tern_registry_entry *prev);
+
 /* The per-user plugin directory, or NULL when neither XDG_DATA_HOME nor HOME
  * is an absolute path. */
 const char *tern_registry_user_dir(char *buf, size_t n);

@@ -1,11 +1,14 @@
 /* session.c: config + plugins + instances (see session.h). */
 #include "host/session.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/errmsg.h"
 #include "base/log.h"
+#include "base/op_watch.h"
 #include "config/schema.h"
 #include "tern/sync.h"
 
@@ -53,6 +56,42 @@ static int add_instance(tern_session *s, const tern_slot_def *slot, config_setti
     return TERN_OK;
 }
 
+/* Log a warning once and keep it for log.txt (tern_session.warnings). */
+static void session_warn(tern_session *s, const char *fmt, ...)
+{
+    char *line = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    for (size_t i = 0; i < s->n_warnings; i++)
+        if (strcmp(s->warnings[i], line) == 0) {
+            free(line);
+            return; /* two instances of one plugin: said once */
+        }
+    tern_logf(TERN_LOG_WARN, "plugins", "%s", line);
+    char **nw = realloc(s->warnings, (s->n_warnings + 1) * sizeof *nw);
+    if (!nw) {
+        free(line);
+        return;
+    }
+    s->warnings = nw;
+    s->warnings[s->n_warnings++] = line;
+}
+
+/* No silent fallback: a copy of the plugin that was refused earlier on the
+ * search path (a rebuild in --plugin-dir with the wrong ABI, say) is named
+ * with its reason every time the older copy is used instead. */
+static void warn_shadowed(tern_session *s, const tern_registry_entry *e)
+{
+    for (const tern_registry_entry *sh = NULL;
+         (sh = tern_registry_next_shadow(&s->registry, e, sh)) != NULL;)
+        session_warn(s, "plugin '%s': using %s, because the copy before it on the search path "
+                     "was refused: %s", e->name, e->path, sh->refusal);
+}
+
 /* Find the plugin an instance names and check its group. */
 static void resolve_instance(tern_session *s, tern_instance *in, tern_diag *d)
 {
@@ -82,6 +121,7 @@ static void resolve_instance(tern_session *s, tern_instance *in, tern_diag *d)
         if (tern_registry_resolve(&s->registry, name, in->slot->kind, in->label, &e) == TERN_OK) {
             in->entry = e;
             specs[1] = e->plugin->desc->settings;
+            warn_shadowed(s, e);
         } else {
             tern_diag_addf(d, "%s: %s.plugin: %s",
                            tern_config_where(&s->config, ps, where, sizeof where), in->label,
@@ -277,7 +317,11 @@ static int session_open(tern_session *s, const char *path, const char *text, con
         resolve_instance(s, &s->inst[i], d);
     if (d->n > before)
         return TERN_ECONFIG;
-    return start ? start_instances(s, d) : TERN_OK;
+    if (!start)
+        return TERN_OK;
+    /* a plugin that crashes from here on is named (base/op_watch.h) */
+    tern_crash_report_install();
+    return start_instances(s, d);
 }
 
 int tern_session_open(tern_session *s, const char *path, const char *const *overrides,
@@ -301,6 +345,9 @@ void tern_session_close(tern_session *s)
         tern_ctx_free(in->ctx);
     }
     free(s->inst);
+    for (size_t i = 0; i < s->n_warnings; i++)
+        free(s->warnings[i]);
+    free(s->warnings);
     tern_registry_free(&s->registry);
     if (s->have_config)
         tern_config_free(&s->config);

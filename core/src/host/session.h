@@ -39,6 +39,11 @@ typedef struct tern_session {
     uint64_t seed;
     tern_instance *inst;
     size_t n_inst;
+    /* warnings about the plugins in use (a refused newer copy shadowed by an
+     * older one), each logged once on stderr when found; a run copies them
+     * into log.txt */
+    char **warnings;
+    size_t n_warnings;
 } tern_session;
 
 /* Open a session for the config at `path` with `overrides`. Every problem

@@ -12,8 +12,8 @@
 #define CHUNK 64 /* tasks per generate() call: bounds the KV cache */
 
 /* Evaluate tasks [from, to) into the per-domain counts. */
-static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json_t *total,
-                      double *len_sum)
+static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, json_t *right,
+                      json_t *total, double *len_sum)
 {
     const tern_model *m = &run->evaluator;
     size_t n = to - from;
@@ -57,6 +57,9 @@ static int eval_chunk(tern_run *run, size_t from, size_t to, json_t *right, json
     if (rc == TERN_OK)
         rc = tern_rewarder_score(&run->rewards, tasks, (const char *const *)texts, ntok, n, v, &failures,
                                 NULL);
+    if (rc == TERN_OK && failures)
+        tern_failure_log_keep(&run->failures, &run->rewards, tasks, (const char *const *)texts,
+                              ntok, v, n, "eval", version);
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
         const char *dom = tern_task_string(tasks[i], "domain");
         json_t *r = json_object_get(right, dom), *t = json_object_get(total, dom);
@@ -85,7 +88,8 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     if (!right || !total)
         rc = tern_errorf(TERN_ENOMEM, "out of memory");
     for (size_t from = 0; rc == TERN_OK && from < n; from += CHUNK)
-        rc = eval_chunk(run, from, from + CHUNK < n ? from + CHUNK : n, right, total, &len_sum);
+        rc = eval_chunk(run, tern_snapshot_version(w), from, from + CHUNK < n ? from + CHUNK : n,
+                        right, total, &len_sum);
     if (rc == TERN_OK) {
         out->per_domain = json_object();
         size_t all_right = 0;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/watchdog.h"
 #include "base/errmsg.h"
 #include "host/host_table.h"
 #include "base/log.h"
@@ -60,8 +61,10 @@ static void on_stop_signal(int sig)
         atomic_int *f = stop_flag;
         if (f)
             atomic_store(f, 1);
+        tern_watchdog_signal(sig, 1);
     } else if (n == 1) {
         atomic_store(&second_signal, sig);
+        tern_watchdog_signal(sig, 2);
     } else {
         /* a third: the summary and trace are taking too long (a hung disk);
          * sig's default action, once this handler returns and unblocks it */
@@ -129,6 +132,12 @@ static void note_stop(int *noted)
  * and end the process by that signal, as its default action would have. */
 static _Noreturn void stop_at_once(tern_run *run, master *ms, int interrupted)
 {
+    /* the master, or the watchdog when the master is stuck in a plugin op:
+     * whichever comes second waits for the first to end the process */
+    static atomic_int stopping;
+    if (atomic_exchange(&stopping, 1))
+        for (;;)
+            pause();
     int sig = atomic_load(&second_signal);
     tern_log_progress_end();
     if (run->dir[0] && ms->metrics) {
@@ -151,6 +160,19 @@ static _Noreturn void stop_at_once(tern_run *run, master *ms, int interrupted)
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     raise(sig);
     _exit(128 + sig); /* not reached: sig's default action ends the process */
+}
+
+/* The watchdog's call after a second stop signal that the master has not
+ * acted on for a second: it is stuck in a plugin op (base/watchdog.h). */
+typedef struct stuck_stop_arg {
+    tern_run *run;
+    master *ms;
+} stuck_stop_arg;
+
+static void stop_while_stuck(void *arg)
+{
+    stuck_stop_arg *a = arg;
+    stop_at_once(a->run, a->ms, 1);
 }
 
 /* Join t, unless a second stop signal comes first (watch): 1 joined, 0 not. */
@@ -635,6 +657,9 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     tern_trace_end(run->session->trace, span, args);
     if (rc != TERN_OK)
         goto done;
+    if (failures)
+        tern_failure_log_keep(&run->failures, &run->rewards, tasks, texts, ntok, v, total, "rl",
+                              r->batch);
     uint64_t rewarded_ns = tern_run_unix_ns();
     int put_any = 0;
     for (uint32_t g = 0; g < r->n; g++) {
@@ -1085,7 +1110,8 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
     int have_trainer = 0, workers_live = 0;
     (void)workers_live;
     struct sigaction old_handlers[N_STOP_SIGNALS];
-    int have_handler[N_STOP_SIGNALS] = {0}, handling = 0;
+    int have_handler[N_STOP_SIGNALS] = {0}, handling = 0, watching = 0;
+    stuck_stop_arg stuck = {run, ms};
 
     /* the same checks as `tern check`, then what only a run makes */
     int rc = tern_run_check(run, d);
@@ -1152,6 +1178,12 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
     if (o->handle_signals) {
         install_stop_handlers(&run->stop, old_handlers, have_handler);
         handling = 1;
+        /* names a plugin op that runs too long or holds up a stop; a crash
+         * inside one is named by the report session.c installed */
+        watching = tern_watchdog_start(stop_while_stuck, &stuck) == TERN_OK;
+        if (!watching)
+            tern_logf(TERN_LOG_WARN, "run", "%s; a stuck plugin will not be named",
+                      tern_error_message());
     }
     tern_trace_name_lane(s->trace, "master");
 #ifdef TERN_HAVE_MPI
@@ -1192,6 +1224,8 @@ done:
         joined = join_role(trainer, handling);
     if (!joined)
         stop_at_once(run, ms, rc != TERN_OK);
+    if (watching)
+        tern_watchdog_stop();
     tern_log_progress_end();
     int stopped_by = rc == TERN_EINTR ? atomic_load(&first_signal) : 0;
     /* the error text lives on this thread: keep it across the writes below */

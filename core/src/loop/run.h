@@ -23,6 +23,7 @@
 #include "config/run_settings.h"
 #include "weights/weights.h"
 #include "reward/rewarder.h"
+#include "loop/reward_failures.h"
 #include "host/session.h"
 #include "model/model.h"
 #include "tern/buffer.h"
@@ -65,6 +66,7 @@ typedef struct tern_run {
     int64_t max_staleness;   /* the sync plugin's bound, -1 unbounded */
     int async;               /* the explorers never wait for weights (USE_NEWEST plans) */
     tern_rewarder rewards;
+    tern_failure_log failures; /* master's: reward_failures.jsonl, once the run dir exists */
 
     tern_task_set train, eval; /* read-only once the roles start; their sha256 is
                                   kept in checkpoints to check on resume */

@@ -240,6 +240,7 @@ int tern_run_check(tern_run *run, tern_diag *d)
 
 void tern_run_check_free(tern_run *run)
 {
+    tern_failure_log_close(&run->failures);
     tern_rewarder_close(&run->rewards);
     tern_task_set_free(&run->train);
     tern_task_set_free(&run->eval);

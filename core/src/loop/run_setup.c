@@ -101,6 +101,8 @@ static void log_notes(tern_run *run)
         }
     }
     json_decref(notes);
+    for (size_t i = 0; i < run->session->n_warnings; i++)
+        tern_log_file_only(TERN_LOG_WARN, "plugins", run->session->warnings[i]);
 }
 
 int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
@@ -135,7 +137,8 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
     }
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/log.txt", run->dir);
-    if ((rc = tern_log_open_file(path)) != TERN_OK)
+    if ((rc = tern_log_open_file(path)) != TERN_OK ||
+        (rc = tern_failure_log_open(&run->failures, run->dir, &run->rewards)) != TERN_OK)
         return rc;
     log_notes(run);
     if (o->resume) {

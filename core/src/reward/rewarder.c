@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "base/op_watch.h"
 #include "base/log.h"
 #include "data/task.h"
 #include "tern/plugin.h"
@@ -44,6 +45,7 @@ static int open_route(tern_reward_route *r, tern_instance *in)
                          : (double)config_setting_get_int64(w))
                   : 1.0;
     r->label = in->label;
+    r->instance = in;
     r->ops = in->entry->plugin->desc->ops;
     r->state = in->state;
     r->ctx = in->ctx;
@@ -57,6 +59,11 @@ static int open_route(tern_reward_route *r, tern_instance *in)
                            "remove timeout_ms", at, in->label);
     }
     r->timeout_ms = t ? config_setting_get_int64(t) : DEFAULT_TIMEOUT_MS;
+    config_setting_t *wd = config_setting_get_member(in->group, "watchdog_s");
+    double wd_s = !wd ? 60 : config_setting_type(wd) == CONFIG_TYPE_FLOAT
+                                 ? config_setting_get_float(wd)
+                                 : (double)config_setting_get_int64(wd);
+    r->watchdog_ns = (uint64_t)(wd_s * 1e9);
     if (isolate)
         return tern_reward_worker_start(&r->worker, r->ops, r->ctx, r->label);
     return TERN_OK;
@@ -169,8 +176,21 @@ static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_rewar
                       (unsigned long long)(rw->restarts - before),
                       rw->restarts - before == 1 ? "" : "s");
     } else {
+        /* named if it crashes (SIGSEGV...) or runs past watchdog_s */
+        char task[128];
+        tern_op_mark mark = {
+            .who = rt->label, .plugin = rt->instance->entry->name,
+            .path = rt->instance->entry->path, .op = "score",
+            .task = m && *tern_task_id_text(items[0].task, task, sizeof task) ? task : NULL,
+            .items = m,
+            .fix = "with isolate = true in its config group (`-o isolate=true` for `tern reward "
+                   "score`) a crash or a hang costs only its response, which a run keeps in "
+                   "reward_failures.jsonl",
+            .limit_ns = rt->watchdog_ns};
         tern_error_clear();
+        tern_op_enter(&mark);
         int st = rt->ops->score(rt->state, items, res, m);
+        tern_op_leave(&mark);
         if (st != TERN_OK) {
             const char *msg = tern_error_message();
             tern_logf(TERN_LOG_WARN, rt->label, "the reward plugin failed on %zu responses, "
@@ -199,7 +219,7 @@ judged:
 
 /* Fold one route's result into a verdict. */
 static void add_result(tern_verdict *v, int *have_acc, int first, const tern_reward_route *rt,
-                       const tern_reward_result *r, tern_reward_failure fail,
+                       size_t route, const tern_reward_result *r, tern_reward_failure fail,
                        tern_metrics *observe)
 {
     if (first || (fail != TERN_REWARD_OK && !v->failed))
@@ -208,6 +228,7 @@ static void add_result(tern_verdict *v, int *have_acc, int first, const tern_rew
         if (!v->failed) {
             v->failure = tern_reward_failure_name(fail);
             v->failure_code = (uint32_t)fail;
+            v->failed_route = route;
         }
         v->failed = 1;
         if (observe) {
@@ -284,7 +305,7 @@ int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
         rc = call_route(rw, rt, items, res, fail, m, 0);
         for (size_t k = 0; k < m && rc == TERN_OK; k++) {
             size_t i = which[k];
-            add_result(&out[i], &have_acc[i], !scored[i], rt, &res[k], fail[k], observe);
+            add_result(&out[i], &have_acc[i], !scored[i], rt, r, &res[k], fail[k], observe);
             scored[i] = 1;
         }
     }

@@ -32,7 +32,9 @@ typedef struct tern_reward_route {
     double weight;
     int thread_safe;     /* TERN_CAP_THREAD_SAFE: calls need no lock */
     int64_t timeout_ms;  /* isolated: per response; 0 none */
+    uint64_t watchdog_ns; /* in process: the watchdog names a call this long; 0 never */
     tern_reward_worker *worker; /* isolated routes only */
+    const tern_instance *instance; /* its config group and plugin (the session's) */
     pthread_mutex_t lock; /* one call at a time (not thread-safe, or isolated) */
 } tern_reward_route;
 
@@ -62,6 +64,7 @@ typedef struct tern_verdict {
      * "timeout", "garbage", "start" (tern_reward_failure_name); NULL if none */
     const char *failure;
     uint32_t failure_code; /* the same as a tern_reward_failure (0: none), as records keep it */
+    size_t failed_route;   /* the index in routes of that first failed route (when failed) */
     /* the named components the plugins gave (finite values, in route order;
      * the first TERN_EXPERIENCE_MAX_PARTS), as the experience keeps them */
     uint32_t n_parts;
