@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tern/libtern.h"
 
@@ -27,9 +28,47 @@ int cli_usage_error(const char *usage, const char *fmt, ...)
     return TERN_EXIT_USAGE;
 }
 
+/* The installed doc directory, or NULL (see cli_print_docs_text). */
+static const char *installed_docs(void)
+{
+    static char dir[PATH_MAX];
+    static int looked;
+    if (looked)
+        return dir[0] ? dir : NULL;
+    looked = 1;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    char joined[2 * PATH_MAX];
+    snprintf(joined, sizeof joined, "%s/%s", exe, TERN_DOCS_FROM_BIN);
+    if (!realpath(joined, dir))
+        dir[0] = '\0';
+    return dir[0] ? dir : NULL;
+}
+
+void cli_print_docs_text(FILE *f, const char *text)
+{
+    const char *docs = installed_docs();
+    const char *p = text, *hit;
+    while (docs && (hit = strstr(p, "docs/")) != NULL) {
+        fwrite(p, 1, (size_t)(hit - p), f);
+        fprintf(f, "%s/", docs);
+        p = hit + 5;
+    }
+    fputs(p, f);
+}
+
 int cli_print_help(const char *usage, const char *help)
 {
-    printf("usage: %s\n\n%s\n", usage, help);
+    printf("usage: %s\n\n", usage);
+    cli_print_docs_text(stdout, help);
+    printf("\n");
     return TERN_EXIT_OK;
 }
 

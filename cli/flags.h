@@ -28,6 +28,7 @@
 #define TERN_CLI_FLAGS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "tern/host.h" /* TERN_PRINTF */
 
@@ -95,7 +96,13 @@ int cli_flags_parse(const tern_flag_cmd *cmd, int argc, char **argv);
  * help`) to stderr; returns TERN_EXIT_USAGE. */
 int cli_usage_error(const char *usage, const char *fmt, ...) TERN_PRINTF(2, 3);
 
-/* Print "usage: USAGE", a blank line and HELP to stdout; returns TERN_EXIT_OK. */
+/* Print "usage: USAGE", a blank line and HELP to stdout; returns TERN_EXIT_OK.
+ * HELP's "docs/x.md" are printed as cli_print_docs_text prints them. */
 int cli_print_help(const char *usage, const char *help);
+/* Print `text` to f with each "docs/" (the source tree's docs) replaced by
+ * the installed doc directory when tern runs installed: found from the
+ * executable (BINDIR/TERN_DOCS_FROM_BIN), so a moved prefix still finds
+ * it. A build tree has none there and keeps "docs/". */
+void cli_print_docs_text(FILE *f, const char *text);
 
 #endif /* TERN_CLI_FLAGS_H */

@@ -258,7 +258,8 @@ static void print_overview(FILE *f)
             tern_version_string());
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %s\n", commands[i].usage);
-    fprintf(f, "\n`tern help COMMAND` tells more. Docs: docs/config.md, docs/plugins.md.\n");
+    cli_print_docs_text(f, "\n`tern help COMMAND` tells more. Docs: docs/config.md, "
+                           "docs/plugins.md.\n");
 }
 
 

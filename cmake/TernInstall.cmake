@@ -28,15 +28,32 @@ install(TARGETS tern LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
 install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(DIRECTORY core/include/tern DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
-install(FILES etc/quickstart.cfg DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc COMPONENT runtime)
+# The configs as installed speak of installed paths: their comments say
+# `build/bin/tern` and `docs/x.md` and `etc/...` for the source tree, which an
+# installed system does not have; the copies installed say `tern`, the
+# installed docs and share/tern/etc/ (the values, relative paths to ../data,
+# stay as they are).
+function(tern_install_config src dest)
+  file(READ ${PROJECT_SOURCE_DIR}/${src} text)
+  string(REPLACE "build/bin/tern" "tern" text "${text}")
+  string(REGEX REPLACE "([^A-Za-z0-9_./-])docs/" "\\1${CMAKE_INSTALL_FULL_DOCDIR}/" text "${text}")
+  string(REGEX REPLACE "([ `(])etc/" "\\1${CMAKE_INSTALL_FULL_DATADIR}/tern/etc/" text "${text}")
+  file(WRITE ${CMAKE_BINARY_DIR}/installed/${src} "${text}")
+  set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+    ${PROJECT_SOURCE_DIR}/${src})
+  install(FILES ${CMAKE_BINARY_DIR}/installed/${src} DESTINATION ${dest} COMPONENT runtime)
+endfunction()
+tern_install_config(etc/quickstart.cfg ${CMAKE_INSTALL_DATADIR}/tern/etc)
 # one demonstration per sync mode (docs/sync.md); their data is ../data
-file(GLOB _mode_configs ${PROJECT_SOURCE_DIR}/etc/modes/*.cfg)
-install(FILES ${_mode_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/modes
-  COMPONENT runtime)
+file(GLOB _mode_configs RELATIVE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/etc/modes/*.cfg)
+foreach(cfg ${_mode_configs})
+  tern_install_config(${cfg} ${CMAKE_INSTALL_DATADIR}/tern/etc/modes)
+endforeach()
 # the harder demonstrations (etc/examples/README.md); their data is ../data
-file(GLOB _example_configs ${PROJECT_SOURCE_DIR}/etc/examples/*.cfg)
-install(FILES ${_example_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/examples
-  COMPONENT runtime)
+file(GLOB _example_configs RELATIVE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/etc/examples/*.cfg)
+foreach(cfg ${_example_configs})
+  tern_install_config(${cfg} ${CMAKE_INSTALL_DATADIR}/tern/etc/examples)
+endforeach()
 # the tasks of the quickstart and the examples, relative to their configs
 install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
   etc/data/countdown-train.jsonl etc/data/countdown-eval.jsonl
@@ -65,13 +82,19 @@ foreach(page tern.1 tern-plugin.7)
 endforeach()
 add_custom_target(man_pages ALL DEPENDS ${_man_pages})
 
-# pkg-config: the SDK (cflags) and the plugin directory. Relocatable: paths
-# are relative to the .pc file's own directory.
-file(RELATIVE_PATH _pc_to_prefix ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
-string(REGEX REPLACE "/$" "" _pc_to_prefix "${_pc_to_prefix}")
-configure_file(cmake/tern.pc.in ${CMAKE_BINARY_DIR}/tern.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/tern.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-  COMPONENT dev)
+# pkg-config: the SDK (cflags), libtern for embedders (libs) and the plugin
+# directory. Written when installing, with the prefix installed to
+# (`cmake --install --prefix P` or CMAKE_INSTALL_PREFIX; DESTDIR is not part
+# of it), so that pkg-config prints plain paths: -I/usr/include, not
+# -I/usr/lib/x86_64-linux-gnu/pkgconfig/../../../include.
+set(TERN_PC_PREFIX "@TERN_PC_PREFIX@") # kept for the install step to fill in
+configure_file(cmake/tern.pc.in ${CMAKE_BINARY_DIR}/pc/tern.pc.in @ONLY)
+install(CODE "
+  set(TERN_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${CMAKE_BINARY_DIR}/pc/tern.pc.in\" \"${CMAKE_BINARY_DIR}/pc/tern.pc\" @ONLY)
+  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\"
+       TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES \"${CMAKE_BINARY_DIR}/pc/tern.pc\")" COMPONENT dev)
 
 # CMake package: find_package(Tern 1 REQUIRED), target Tern::sdk,
 # tern_add_plugin(). Its version is the ABI version, and SameMajorVersion

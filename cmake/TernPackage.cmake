@@ -13,15 +13,23 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+# The shlibs file is ours (packaging/deb/shlibs.in): CPack's generator looks
+# at every .so, and warns for each plugin (a module, without a soname), and
+# A program linked with libtern 1.x needs a tern at least as new.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
+configure_file(packaging/deb/shlibs.in ${CMAKE_BINARY_DIR}/deb/shlibs @ONLY)
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME tern)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION science)
 # libtern.so.1 is in the linker's path: dpkg's ldconfig trigger refreshes its
-# cache. Our own (empty) postinst/postrm stop CPack from calling ldconfig too.
+# cache. CPack writes postinst and postrm calling ldconfig for any library
+# under /usr/lib unless CONTROL_EXTRA brings its own: ours do nothing (lintian
+# warns of ldconfig calls, which policy has replaced by the trigger, and of
+# empty scripts: the second is overridden, packaging/deb/tern.lintian-overrides).
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/deb/triggers
-  ${PROJECT_SOURCE_DIR}/packaging/deb/postinst ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)
+  ${CMAKE_BINARY_DIR}/deb/shlibs ${PROJECT_SOURCE_DIR}/packaging/deb/postinst
+  ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # the code reward runs programs with them (docs/sandbox.md); tern runs without
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "python3, gcc, libc6-dev")
 # `tern plot --png` converts its SVG with rsvg-convert
@@ -51,11 +59,15 @@ add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
           > ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
   DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog VERBATIM)
 add_custom_target(deb_changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz)
+# lintian-overrides: the warnings kept on purpose, each with its reason
+# (docs/packaging.md, "lintian").
 foreach(comp runtime dev)
   string(TOUPPER ${comp} COMP)
+  set(pkg ${CPACK_DEBIAN_${COMP}_PACKAGE_NAME})
   install(FILES packaging/deb/copyright ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${CPACK_DEBIAN_${COMP}_PACKAGE_NAME}
-    COMPONENT ${comp})
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${pkg} COMPONENT ${comp})
+  install(FILES packaging/deb/${pkg}.lintian-overrides DESTINATION
+    ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME ${pkg} COMPONENT ${comp})
 endforeach()
 
 include(CPack)

@@ -6,9 +6,10 @@
 # tree and out-of-tree projects (find_package(Tern) includes this file).
 #
 #   TERN_PLUGIN_OUTPUT_DIR   where the .so is built (default: the usual place)
-#   TERN_PLUGIN_INSTALL_DIR  where `install` puts it, relative to the install
-#                            prefix (default: <libdir>/tern/abi-<major>, the
-#                            directory tern searches in that prefix)
+#   TERN_PLUGIN_INSTALL_DIR  where `install` puts it: out of tree, the plugin
+#                            directory of the tern found (TernConfig.cmake);
+#                            in tern's tree, <libdir>/tern/abi-<major> of the
+#                            install prefix. A relative path is under the prefix.
 function(tern_add_plugin name)
   cmake_parse_arguments(ARG "NO_INSTALL" "" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)

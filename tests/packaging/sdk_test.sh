@@ -2,9 +2,10 @@
 # sdk_test.sh BUILD_DIR SOURCE_DIR WORK_DIR
 # The plugin SDK as a user without the source tree meets it: install tern to a
 # staging prefix; build examples/reward-plugin (CMake and plain make with
-# pkg-config) and a `tern new-plugin` project against that prefix only; put
-# the plugins in a per-user plugin directory; `tern plugins`, `tern check` and
-# a short `tern run` use them.
+# pkg-config) and a `tern new-plugin` project against that prefix only;
+# install the first to a per-user plugin directory and the second with
+# `cmake --install` (which lands in the staged tern's own plugin directory);
+# `tern plugins`, `tern check` and a short `tern run` use them.
 set -uo pipefail
 BUILD=$(realpath "$1") SRC=$(realpath "$2") WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK" && WORK=$(realpath "$WORK")
@@ -37,6 +38,17 @@ check "example: make install to the user plugin directory" \
   env PKG_CONFIG_PATH="$STAGE/lib/pkgconfig" make -C "$WORK/example" install PLUGINDIR="$USERDIR"
 check "pkg-config: plugindir is the staged plugin directory" \
   bash -c "[ \"\$(realpath \$(PKG_CONFIG_PATH='$STAGE/lib/pkgconfig' pkg-config --variable=plugindir tern))\" = '$STAGE/lib/tern/abi-1' ]"
+# issue 28: --cflags gave an unreduced -I.../pkgconfig/../../../include and
+# --libs nothing, although libtern.so ships for programs that embed it
+check "pkg-config: --cflags and --libs are plain paths of the stage" bash -c \
+  "[ \"\$(PKG_CONFIG_PATH='$STAGE/lib/pkgconfig' pkg-config --cflags --libs tern)\" = '-I$STAGE/include -L$STAGE/lib -ltern ' ]"
+cat > "$WORK/embed.c" <<'C'
+#include <stdio.h>
+#include <tern/libtern.h>
+int main(void) { printf("%s\n", tern_version_string()); return 0; }
+C
+check "pkg-config: a program embedding libtern builds and runs with its flags" bash -c \
+  "cc -o '$WORK/embed' '$WORK/embed.c' \$(PKG_CONFIG_PATH='$STAGE/lib/pkgconfig' pkg-config --cflags --libs tern) && LD_LIBRARY_PATH='$STAGE/lib' '$WORK/embed' | grep -q '^[0-9]'"
 
 # a generated project
 check "new-plugin: generate a reward project" "$TERN" new-plugin reward np_reward "$WORK/np"
@@ -44,11 +56,14 @@ check "new-plugin: configure against the stage only" \
   cmake -S "$WORK/np" -B "$WORK/np/build" -DCMAKE_PREFIX_PATH="$STAGE"
 check "new-plugin: build" cmake --build "$WORK/np/build"
 check "new-plugin: its test" ctest --test-dir "$WORK/np/build" --output-on-failure
-check "new-plugin: copy to the user plugin directory" cp "$WORK/np/build/np_reward.so" "$USERDIR/"
+# issue 28: it used to go to <CMAKE_INSTALL_PREFIX>/lib/tern/abi-1 (by
+# default /usr/local/...), where the tern it was built for does not look
+check "new-plugin: cmake --install puts it in the staged tern's plugin directory" bash -c \
+  "cmake --install '$WORK/np/build' && [ -f '$STAGE/lib/tern/abi-1/np_reward.so' ]"
 
 # tern finds and uses them
-check "tern plugins lists both user plugins" bash -c \
-  "'$TERN' plugins | tee '$WORK/plugins.txt' | grep -q '^format_length .*$USERDIR' && grep -q '^np_reward ' '$WORK/plugins.txt' && ! grep -q refused: '$WORK/plugins.txt'"
+check "tern plugins lists the user's and the installed plugin" bash -c \
+  "'$TERN' plugins | tee '$WORK/plugins.txt' | grep -q '^format_length .*$USERDIR' && grep -q '^np_reward .*$STAGE/lib/tern/abi-1' '$WORK/plugins.txt' && ! grep -q refused: '$WORK/plugins.txt'"
 check "tern data arith writes tasks" "$TERN" data arith --max 9 --train 40 --eval 8 "$WORK/data"
 cat > "$WORK/run.cfg" <<CFG
 run = { name = "sdk"; out_dir = "$WORK/runs"; };
