@@ -13,7 +13,14 @@
  *                serialises them and the figure shows it)
  *   isolated     `isolate = true`: the plugin in a worker process, one
  *                response per call; the last column is what isolation adds
- *                per response (microseconds). */
+ *                per response (microseconds).
+ *
+ *   bench_rewards [--seconds S] length
+ *
+ * compares one reward written three ways (examples/length-target/): the C
+ * plugin in process and isolated, the Python function (`python` reward)
+ * and the exec command (`exec` reward), one thread, on the math corpus's
+ * responses. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,9 +136,9 @@ static double measure(const char *plugin, const char *extra, int isolate, int th
 {
     char text[2048];
     snprintf(text, sizeof text,
-             "plugin_path = [ \"%s\" ];\nrewards = ( { plugin = \"%s\"; domain = \"*\"; "
-             "isolate = %s; %s } );\n",
-             TERN_TEST_PLUGIN_DIR, plugin, isolate ? "true" : "false", extra);
+             "plugin_path = [ \"%s\", \"%s\" ];\nrewards = ( { plugin = \"%s\"; domain = "
+             "\"*\"; isolate = %s; %s } );\n",
+             TERN_TEST_PLUGIN_DIR, BENCH_PLUGIN_DIR, plugin, isolate ? "true" : "false", extra);
     tern_session s;
     tern_diag d;
     tern_diag_init(&d);
@@ -166,6 +173,40 @@ static double measure(const char *plugin, const char *extra, int isolate, int th
     return rate;
 }
 
+/* The length-target reward as a C plugin, a Python function and an exec
+ * command: verdicts per second, one thread, and each one's ratio to C. */
+static int length_three_ways(double seconds)
+{
+    corpus c;
+    if (load_corpus("math", &c) != 0)
+        return 1;
+    char py[1200], ex[1200];
+    snprintf(py, sizeof py, "file = \"%s/examples/length-target/length_target.py\";",
+             TERN_TEST_SOURCE_DIR);
+    snprintf(ex, sizeof ex, "command = [ \"python3\", \"%s/examples/length-target/"
+             "length_target_exec.py\" ];", TERN_TEST_SOURCE_DIR);
+    struct {
+        const char *what, *plugin, *extra;
+        int isolate;
+    } ways[] = {{"C plugin, in process", "length_target", "", 0},
+                {"C plugin, isolate = true", "length_target", "", 1},
+                {"python (a Python function)", "python", py, 0},
+                {"exec (a Python command)", "exec", ex, 0}};
+    printf("the length-target reward on %zu responses, one thread\n", c.n);
+    printf("%-28s %14s %10s %14s\n", "written as", "verdicts/s", "vs C", "us/verdict");
+    double base = 0;
+    for (size_t i = 0; i < sizeof ways / sizeof *ways; i++) {
+        double rate = measure(ways[i].plugin, ways[i].extra, ways[i].isolate, 1, &c, seconds);
+        if (i == 0)
+            base = rate;
+        printf("%-28s %14.0f %9.3fx %14.2f\n", ways[i].what, rate,
+               base > 0 && rate > 0 ? rate / base : 0, rate > 0 ? 1e6 / rate : 0);
+        fflush(stdout);
+    }
+    free_corpus(&c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     double seconds = 2;
@@ -183,6 +224,8 @@ int main(int argc, char **argv)
         plugins[n++] = "vision";
         plugins[n++] = "format";
     }
+    if (n == 1 && strcmp(plugins[0], "length") == 0)
+        return length_three_ways(seconds);
     char vision_root[1100];
     snprintf(vision_root, sizeof vision_root, "image_root = \"%s/tests/corpora/vision\";",
              TERN_TEST_SOURCE_DIR);

@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev                     # the sqlite buffer plugin
   libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
   libpng-dev                         # the vision reward plugin (PNG images)
-  libseccomp-dev python3             # the code reward plugin (sandbox filter; Python programs)
+  libseccomp-dev python3             # the code reward (sandbox filter; Python programs), the python reward
   openmpi-bin libopenmpi-dev         # runs across MPI ranks (mpirun), and their tests
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)

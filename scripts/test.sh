@@ -4,7 +4,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, then `tern run` under
 # ThreadSanitizer (scripts/tsan.sh), then a short fuzzing run of
 # the settings layer, the safetensors reader, the experience decoder and the
-# reward plugins' parsers (math, k12, vision, format, countdown, code) and the code
+# reward plugins' parsers (math, k12, vision, format, countdown, exec, code) and the code
 # reward's sandbox messages.
 # Exits non-zero if anything fails.
 set -euo pipefail
@@ -34,7 +34,7 @@ scripts/tsan.sh
 
 # 10 s a target keeps the whole suite near 20 minutes on 2 cores (TERN_FUZZ_SECONDS for longer)
 secs=${TERN_FUZZ_SECONDS:-10}
-targets="settings safetensors experience math k12 vision format countdown code sandbox_wire tokenizer wire"
+targets="settings safetensors experience math k12 vision format countdown exec code sandbox_wire tokenizer wire"
 echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null

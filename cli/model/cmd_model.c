@@ -120,6 +120,7 @@ static int model_open(const tern_invocation *inv, const char *label, const char 
         tern_instance *in = &m->s.inst[i];
         if (in->created && in->slot->kind == TERN_KIND_MODEL) {
             m->px = (tern_model){.ops = in->entry->plugin->desc->ops, .state = in->state};
+            tern_model_name(&m->px, in->label, in->entry->name, in->entry->path);
             return TERN_EXIT_OK;
         }
     }

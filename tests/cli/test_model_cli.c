@@ -189,6 +189,22 @@ Test(model_cli, generate_prints_max_tokens_bytes_seeded)
     run(&r, "rm -rf mg");
 }
 
+/* Issue 28: a crash inside a model plugin's op names the plugin and the op
+ * before tern dies of it (exit status as before: 128 + SIGABRT). */
+Test(model_cli, a_crash_in_generate_names_the_plugin_and_the_op)
+{
+    result r;
+    run(&r, "rm -rf mc && " T " model init --preset tiny " P " mc");
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run(&r, T " generate mc --prompt 'please crash' " P);
+    cr_expect_eq(r.code, 128 + 6, "killed by SIGABRT, as before: %d", r.code);
+    cr_expect(strstr(r.err, "plugin 'test_uniform_model' ("), "%s", r.err);
+    cr_expect(strstr(r.err, "uniform_model.so) crashed with SIGABRT (abort(), a failed assert) "
+                            "in its generate() op"), "%s", r.err);
+    cr_expect(strstr(r.err, "report this line to its author"), "%s", r.err);
+    run(&r, "rm -rf mc");
+}
+
 Test(model_cli, generate_greedy_stop_and_samples)
 {
     make_model("ms");

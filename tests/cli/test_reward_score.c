@@ -379,3 +379,22 @@ Test(reward_failures, kept_in_the_run_directory_and_scored_again, .timeout = 120
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_expect_not(path_exists(file));
 }
+
+/* ABI 1.10: a plugin says one response got no verdict (result.failure); the
+ * others of the call stand, in process and isolated alike. */
+Test(reward_isolation, a_plugin_fails_one_response_alone)
+{
+    const char *cases[] = {"ok:1", "refuse", "ok:0.5"};
+    write_cases("rs_refuse.jsonl", cases, 3);
+    for (int isolate = 0; isolate < 2; isolate++) {
+        result r;
+        run(&r, "%s %s < %s/rs_refuse.jsonl", FAULTY, isolate ? "-o isolate=true" : "", WORK);
+        cr_expect_eq(r.code, 1, "%s", r.err);
+        char b[1024];
+        cr_expect_eq(reward_on(r.out, 0), 1, "%s", r.out);
+        cr_expect(strstr(line_of(r.out, 1, b, sizeof b),
+                         "\"failed\":\"error\",\"reason\":\"asked to refuse this one\""),
+                  "isolate=%d: %s", isolate, r.out);
+        cr_expect_eq(reward_on(r.out, 2), 0.5, "%s", r.out);
+    }
+}

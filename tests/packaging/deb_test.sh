@@ -33,6 +33,7 @@ for f in ./usr/bin/tern "./usr/lib/$ARCH/libtern.so.1" "./usr/lib/$ARCH/tern/abi
          "./usr/lib/$ARCH/tern/abi-1/sqlite.so" "./usr/lib/$ARCH/tern/abi-1/k12.so" \
          "./usr/lib/$ARCH/tern/abi-1/vision.so" "./usr/lib/$ARCH/tern/abi-1/format.so" \
          "./usr/lib/$ARCH/tern/abi-1/countdown.so" ./usr/share/tern/etc/examples/countdown.cfg \
+         "./usr/lib/$ARCH/tern/abi-1/exec.so" "./usr/lib/$ARCH/tern/abi-1/python.so" \
          ./usr/share/tern/etc/data/countdown-train.jsonl \
          "./usr/lib/$ARCH/tern/abi-1/code.so" "./usr/lib/$ARCH/tern/abi-1/tern-sandbox" \
          ./usr/share/doc/tern/sandbox.md \
@@ -45,7 +46,8 @@ done
 for f in ./usr/include/tern/plugin.h ./usr/include/tern/reward.h "./usr/lib/$ARCH/libtern.so" \
          "./usr/lib/$ARCH/pkgconfig/tern.pc" "./usr/lib/$ARCH/cmake/Tern/TernConfig.cmake" \
          "./usr/lib/$ARCH/cmake/Tern/TernPluginHelpers.cmake" \
-         ./usr/share/doc/libtern-dev/examples/reward-plugin/format_length.c; do
+         ./usr/share/doc/libtern-dev/examples/reward-plugin/format_length.c \
+         ./usr/share/doc/libtern-dev/examples/length-target/length_target.py; do
   check "libtern-dev contains $f" grep -q " $f" "$WORK/dev.txt"
 done
 check "headers are not in tern" bash -c "! grep -q '/usr/include' '$WORK/runtime.txt'"
@@ -78,6 +80,8 @@ check "packaged quickstart config checks" "$WORK/root/usr/bin/tern" check \
   "$WORK/root/usr/share/tern/etc/quickstart.cfg"
 check "packaged countdown example checks" "$WORK/root/usr/bin/tern" check \
   "$WORK/root/usr/share/tern/etc/examples/countdown.cfg"
+check "the packaged python reward scores the example's function" bash -c \
+  "cd '$WORK/root/usr/share/doc/libtern-dev/examples/length-target' && echo '{\"target_length\": 3, \"response\": \"abc\"}' | '$WORK/root/usr/bin/tern' reward score --plugin python -o file=length_target.py | grep -q '\"reward\":1.0'"
 # issue 28: the installed configs and the help spoke of build/bin/tern and
 # docs/config.md, which an installed system does not have
 check "the installed configs speak of installed paths" bash -c \

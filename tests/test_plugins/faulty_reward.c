@@ -6,6 +6,7 @@
  *   exit      _exit(7)                hang    never return
  *   slow:MS   sleep MS ms, then reward 1
  *   nan       reward NaN              fail    return a failure status
+ *   refuse    result.failure = error (ABI 1.10): this response alone fails
  *   garbage   components with a bad name and no name, a reason with no NUL
  *   overlong  reward 1, a reason holding an overlong UTF-8 form and a surrogate
  *   pid       reward = the scoring process's id
@@ -88,6 +89,10 @@ static int faulty_score(void *state, const tern_reward_item *items, tern_reward_
             struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
             r->reward = 1;
+        } else if (is(it, "refuse")) {
+            /* ABI 1.10: this response alone gets no verdict */
+            r->failure = TERN_REWARD_ERROR;
+            strcpy(r->reason, "asked to refuse this one");
         } else if (is(it, "nan")) {
             r->reward = NAN;
         } else if (is(it, "fail")) {

@@ -18,6 +18,8 @@
  *               {"model_type":"uniform_bytes","preset":"tiny","seed":1}; a
  *               model of seed 666 fails to save after writing it, to test how
  *               callers clean up
+ *   generate    aborts on a prompt that ends in the bytes "crash", to test the
+ *               crash report that names the plugin and the op (base/op_watch.h)
  */
 #define _POSIX_C_SOURCE 200809L /* as the template: mkdir, stat */
 
@@ -145,6 +147,22 @@ static const tern_setting_spec test_settings[] = {
     TERN_SETTINGS_END,
 };
 
+static int test_generate(void *state, const tern_gen_request *req, size_t n,
+                         tern_gen_output *outs)
+{
+    static const char word[] = "crash";
+    for (size_t i = 0; req && i < n; i++) {
+        const tern_gen_request *q = &req[i];
+        size_t k = sizeof word - 1, at = q->prompt_len >= k ? q->prompt_len - k : 0;
+        int same = q->prompt && q->prompt_len >= k;
+        for (size_t j = 0; same && j < k; j++)
+            same = q->prompt[at + j] == (unsigned char)word[j];
+        if (same)
+            abort(); /* to test the crash report */
+    }
+    return model_generate(state, req, n, outs);
+}
+
 /* The template's descriptor and ops, with the changes above. The entry point
  * may be called more than once: each call writes the same values. */
 static tern_model_ops test_ops;
@@ -157,6 +175,7 @@ TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_ho
     test_ops.create = test_create;
     test_ops.tokenize = test_tokenize;
     test_ops.save = test_save;
+    test_ops.generate = test_generate;
     test_descriptor = *base;
     test_descriptor.summary = "test model: uniform over 256 byte tokens, transformer's settings";
     test_descriptor.ops = &test_ops;

@@ -122,7 +122,8 @@ typedef struct tern_host {
      * (not a number). */
     int (*task_number)(const tern_task *task, const char *key, double *out);
     /* Field `key` (any JSON type) serialized as compact JSON text, or NULL if
-     * absent or out of memory. The caller frees it with host->free(). */
+     * absent or out of memory; "" is the whole task object. The caller frees
+     * it with host->free(). */
     char *(*task_json)(const tern_task *task, const char *key);
     /* Frees memory the host allocated for the plugin (task_json). NULL is fine. */
     void (*free)(void *p);
@@ -149,6 +150,15 @@ typedef struct tern_host {
      * A later note with the same key replaces the earlier one. Call it from
      * create or later; a NULL ctx or a bad key is ignored. */
     void (*note)(tern_ctx *ctx, const char *key, const char *value);
+
+    /* ---- Added in ABI 1.10 (check TERN_HAS(host, config_dir)) --------- */
+
+    /* The absolute directory of the config file this instance's settings
+     * come from, or the working directory when they come from elsewhere
+     * (`tern reward score`'s flags): resolve a relative path a user gives
+     * in a setting (a script, a command) against it, as tern resolves the
+     * config's data paths. Valid while the instance is; never NULL. */
+    const char *(*config_dir)(tern_ctx *ctx);
 } tern_host;
 
 #ifdef __cplusplus

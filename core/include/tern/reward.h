@@ -9,9 +9,12 @@
  * and a short reason a user reads when debugging a reward.
  *
  * A response the plugin cannot judge (malformed, unparseable) is not an error:
- * it gets a verdict (usually 0) and a reason. Return a failure status only when
- * the plugin itself is broken (out of memory, its checker died); the core then
- * scores the whole batch as failed and counts it.
+ * it gets a verdict (usually 0) and a reason. When the plugin could not judge
+ * one response at all (its checker died on it, a user function raised),
+ * it says so in that result's `failure` (ABI 1.10): that response is scored
+ * as failed, the others stand. Return a failure status only when the plugin
+ * itself is broken (out of memory); the core then scores the whole batch as
+ * failed and counts it.
  *
  * Thread-safety: without TERN_CAP_THREAD_SAFE the core never calls score()
  * concurrently on one instance.
@@ -33,6 +36,19 @@ extern "C" {
 #define TERN_REWARD_MAX_COMPONENTS 8
 /* Bytes of tern_reward_result.reason, the terminating NUL included. */
 #define TERN_REWARD_REASON_MAX 160
+
+/* Why a response got no verdict (tern_reward_result.failure, ABI 1.10), as
+ * the metrics count it: reward/failed/<name> with the names in comments. */
+typedef enum tern_reward_failure {
+    TERN_REWARD_OK = 0,    /* "ok": judged, the result holds the verdict */
+    TERN_REWARD_ERROR,     /* "error": the plugin could not judge it (a user
+                              function raised; score() returned a failure) */
+    TERN_REWARD_NONFINITE, /* "nonfinite": the reward was NaN or infinite (the core) */
+    TERN_REWARD_CRASH,     /* "crash": what judges it died (a worker, a child process) */
+    TERN_REWARD_TIMEOUT,   /* "timeout": no verdict in time */
+    TERN_REWARD_GARBAGE,   /* "garbage": what judges it answered something malformed */
+    TERN_REWARD_START      /* "start": what judges it could not be (re)started */
+} tern_reward_failure;
 
 /* One response to score. */
 typedef struct tern_reward_item {
@@ -57,6 +73,14 @@ typedef struct tern_reward_result {
     uint32_t n_components;
     tern_reward_component components[TERN_REWARD_MAX_COMPONENTS];
     char reason[TERN_REWARD_REASON_MAX]; /* e.g. "extracted 41, expected 42" */
+
+    /* ---- Added in ABI 1.10 (write it only if TERN_HAS(result, failure)) -- */
+
+    /* TERN_REWARD_OK (the core zeroes it), or a tern_reward_failure saying
+     * why this response got no verdict, with `reason` saying it for a user:
+     * the response scores 0, counts as failed and is kept in the run's
+     * reward_failures.jsonl, while the other results of the call stand. */
+    uint32_t failure;
 } tern_reward_result;
 
 typedef struct tern_reward_ops {

@@ -1,6 +1,7 @@
 /* host_table.c: the services plugins reach through tern_host (see tern/host.h). */
 #include "host/host_table.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ struct tern_ctx {
     uint64_t run_seed;
     tern_metrics *metrics;
     tern_trace *trace;
+    char config_dir[PATH_MAX]; /* host->config_dir */
 };
 
 tern_ctx *tern_ctx_new(const char *label, tern_config *config, config_setting_t *group,
@@ -39,6 +41,18 @@ tern_ctx *tern_ctx_new(const char *label, tern_config *config, config_setting_t 
     c->run_seed = run_seed;
     c->metrics = metrics;
     c->trace = trace;
+    /* the config file's directory (a text config's label has none: ".") */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", config && config->path ? config->path : ".");
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(path, sizeof path, ".");
+    else if (slash == path)
+        path[1] = '\0'; /* "/x.cfg": the root */
+    else
+        *slash = '\0';
+    if (!realpath(path, c->config_dir))
+        snprintf(c->config_dir, sizeof c->config_dir, "%s", path);
     return c;
 }
 
@@ -51,6 +65,7 @@ void tern_ctx_free(tern_ctx *ctx)
 }
 
 const char *tern_ctx_label(const tern_ctx *ctx) { return ctx ? ctx->label : "plugin"; }
+
 
 /* Set in an isolated reward worker (tern_host_enter_worker). */
 static int in_worker;
@@ -267,6 +282,8 @@ static void host_note(tern_ctx *ctx, const char *key, const char *value)
     tern_logf(TERN_LOG_DEBUG, ctx->label, "%s: %s", key, v);
 }
 
+static const char *host_config_dir(tern_ctx *ctx) { return ctx ? ctx->config_dir : "."; }
+
 static const tern_host host_table = {
     .size = sizeof(tern_host),
     .abi_major = TERN_ABI_MAJOR,
@@ -291,6 +308,7 @@ static const tern_host host_table = {
     .free = host_free,
     .task_origin = tern_task_origin,
     .note = host_note,
+    .config_dir = host_config_dir,
 };
 
 const tern_host *tern_host_table(void) { return &host_table; }

@@ -35,6 +35,8 @@ static int make_model(tern_run *run, const tern_instance *model, const char *lab
     int rc = tern_model_make(m, model->entry->plugin->desc->ops, ctx, what);
     if (rc != TERN_OK)
         tern_ctx_free(ctx);
+    else
+        tern_model_name(m, tern_ctx_label(ctx), model->entry->name, model->entry->path);
     return rc;
 }
 

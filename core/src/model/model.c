@@ -5,11 +5,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/op_watch.h"
 #include "base/errmsg.h"
 
 /* The plugin failed: its status (TERN_ERR for a positive one) with
  * "WHAT: REASON". Called right after the op, so the thread's message is the
  * plugin's (each call clears it first). */
+/* A model op a crash inside is named by (base/op_watch.h); no watchdog: a
+ * generation or a step may rightly take minutes. */
+#define MODEL_FIX "a bug in the model plugin or in the files it loaded: report this line to " \
+                  "its author; `tern run CONFIG --resume` continues from the newest checkpoint"
+#define WATCHED(m, name, call)                                                            \
+    do {                                                                                  \
+        tern_op_mark mark_ = {.who = (m)->who ? (m)->who : "model",                       \
+                              .plugin = (m)->plugin ? (m)->plugin : "?",                  \
+                              .path = (m)->path ? (m)->path : "?", .op = name,            \
+                              .fix = MODEL_FIX};                                          \
+        tern_op_enter(&mark_);                                                            \
+        call;                                                                             \
+        tern_op_leave(&mark_);                                                            \
+    } while (0)
+
+void tern_model_name(tern_model *m, const char *who, const char *plugin, const char *path)
+{
+    m->who = who, m->plugin = plugin, m->path = path;
+}
+
 static int failed(int rc, const char *what, const char *op)
 {
     const char *m = tern_error_message();
@@ -129,7 +150,8 @@ int tern_model_generate(const tern_model *m, const char *what, const tern_gen_re
                         size_t n, tern_gen_output *outs)
 {
     tern_error_clear();
-    int rc = m->ops->generate(m->state, req, n, outs);
+    int rc;
+    WATCHED(m, "generate", rc = m->ops->generate(m->state, req, n, outs));
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "generate");
 }
 
@@ -147,7 +169,8 @@ int tern_model_score(const tern_model *m, const char *what, const tern_sequence 
                      float **logprobs, float **entropies)
 {
     tern_error_clear();
-    int rc = m->ops->score(m->state, seqs, n, logprobs, entropies);
+    int rc;
+    WATCHED(m, "score", rc = m->ops->score(m->state, seqs, n, logprobs, entropies));
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "score");
 }
 
@@ -155,14 +178,16 @@ int tern_model_backward(const tern_model *m, const char *what, const tern_sequen
                         size_t n, const float *const *dlogp, const float *const *dentropy)
 {
     tern_error_clear();
-    int rc = m->ops->backward(m->state, seqs, n, dlogp, dentropy);
+    int rc;
+    WATCHED(m, "backward", rc = m->ops->backward(m->state, seqs, n, dlogp, dentropy));
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "backward");
 }
 
 int tern_model_step(const tern_model *m, const char *what, tern_optim_step *step)
 {
     tern_error_clear();
-    int rc = m->ops->step(m->state, step);
+    int rc;
+    WATCHED(m, "step", rc = m->ops->step(m->state, step));
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "step");
 }
 
@@ -234,13 +259,15 @@ int tern_model_device_gradients(const tern_model *m, const char *what, const ter
 int tern_model_save(const tern_model *m, const char *what, const char *dir, int with_optimizer)
 {
     tern_error_clear();
-    int rc = m->ops->save(m->state, dir, with_optimizer);
+    int rc;
+    WATCHED(m, "save", rc = m->ops->save(m->state, dir, with_optimizer));
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "save");
 }
 
 int tern_model_load(const tern_model *m, const char *what, const char *dir, int with_optimizer)
 {
     tern_error_clear();
-    int rc = m->ops->load(m->state, dir, with_optimizer);
+    int rc;
+    WATCHED(m, "load", rc = m->ops->load(m->state, dir, with_optimizer));
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "load");
 }

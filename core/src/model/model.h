@@ -26,7 +26,15 @@ typedef struct tern_model {
     void *state;
     tern_ctx *ctx;  /* owned when the run made the instance (tern_model_make) */
     int made;       /* 1: tern_model_make created it and tern_model_unmake destroys it */
+    /* what a crash inside one of its ops is reported as (base/op_watch.h):
+     * the role or instance ("explorer 0"), the plugin's name and file; not
+     * copied, NULL until tern_model_name */
+    const char *who, *plugin, *path;
 } tern_model;
+
+/* Name m for the crash report (the strings must outlive m). */
+TERN_INTERNAL void tern_model_name(tern_model *m, const char *who, const char *plugin,
+                                   const char *path);
 
 /* Create an instance of `ops` on the host context `ctx` (which the model
  * then owns); on failure `ctx` is still the caller's. */

@@ -201,8 +201,12 @@ static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_rewar
                          *msg ? msg : "it gave no reason");
             }
         } else {
-            for (size_t k = 0; k < m; k++)
-                fail[k] = TERN_REWARD_OK;
+            /* a response the plugin says it could not judge fails alone */
+            for (size_t k = 0; k < m; k++) {
+                fail[k] = tern_reward_failure_of(res[k].failure);
+                if (fail[k] != TERN_REWARD_OK)
+                    res[k].n_components = 0;
+            }
         }
     }
     if (locked)

@@ -60,6 +60,8 @@ typedef struct reply_head {
     double reward;
     uint32_t n_comp;
     uint32_t reason_len;
+    uint32_t failure; /* the result's tern_reward_failure (ABI 1.10) */
+    uint32_t pad;
 } reply_head;
 
 typedef struct comp_head {
@@ -77,6 +79,11 @@ struct tern_reward_worker {
     char *names[MAX_NAMES];
     size_t n_names;
 };
+
+tern_reward_failure tern_reward_failure_of(uint32_t value)
+{
+    return value <= TERN_REWARD_START ? (tern_reward_failure)value : TERN_REWARD_ERROR;
+}
 
 const char *tern_reward_failure_name(tern_reward_failure f)
 {
@@ -231,7 +238,8 @@ static long read_request(int fd, tern_task ***tasks, char ***texts, tern_reward_
 static int send_reply(int fd, int status, const tern_reward_result *r, const char *error)
 {
     bytes b = {0};
-    reply_head h = {.magic = REPLY_MAGIC, .status = status, .reward = r->reward};
+    reply_head h = {.magic = REPLY_MAGIC, .status = status, .reward = r->reward,
+                    .failure = status == TERN_OK ? r->failure : 0};
     uint32_t n_comp = 0;
     for (uint32_t c = 0; status == TERN_OK && c < r->n_components &&
                          c < TERN_REWARD_MAX_COMPONENTS;
@@ -476,6 +484,7 @@ static int read_reply(tern_reward_worker *w, tern_reward_result *r, int *status,
         return 1;
     *status = h.status;
     r->reward = h.reward;
+    r->failure = h.failure;
     r->n_components = 0;
     for (uint32_t c = 0; c < h.n_comp; c++) {
         comp_head ch;
@@ -581,6 +590,9 @@ int tern_reward_worker_score(tern_reward_worker *w, const tern_reward_item *item
                 snprintf(res[k].reason, sizeof res[k].reason, "the plugin failed: %.130s", msg);
                 res[k].n_components = 0;
                 fail[k] = TERN_REWARD_ERROR;
+            } else if (io == IO_OK && res[k].failure != TERN_REWARD_OK) {
+                fail[k] = tern_reward_failure_of(res[k].failure); /* the plugin's own word */
+                res[k].n_components = 0;
             }
             if (io != IO_OK)
                 break;

@@ -17,20 +17,15 @@
 #include "tern/host.h"
 #include "tern/reward.h"
 
-/* Why an isolated response got no verdict. */
-typedef enum tern_reward_failure {
-    TERN_REWARD_OK = 0,
-    TERN_REWARD_ERROR,     /* the plugin returned a failure status */
-    TERN_REWARD_NONFINITE, /* it gave a NaN or infinite reward */
-    TERN_REWARD_CRASH,     /* the worker died (a signal or an exit) */
-    TERN_REWARD_TIMEOUT,   /* no verdict within the timeout: the worker was killed */
-    TERN_REWARD_GARBAGE,   /* the worker's reply was malformed */
-    TERN_REWARD_START      /* the worker could not be (re)started */
-} tern_reward_failure;
+/* tern_reward_failure (why a response got no verdict) is the SDK's, tern/reward.h. */
 
 /* Whether name[0..len) is a component name the core keeps: [a-z0-9_]+, at
  * most TERN_EXPERIENCE_NAME_MAX (64) bytes. */
 int tern_reward_name_ok(const char *name, size_t len);
+
+/* A plugin's result.failure as a tern_reward_failure: an unknown value is
+ * TERN_REWARD_ERROR. */
+tern_reward_failure tern_reward_failure_of(uint32_t value);
 
 /* The metric-friendly name of a failure ("crash", "timeout", ...). */
 const char *tern_reward_failure_name(tern_reward_failure f);
