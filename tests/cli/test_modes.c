@@ -64,7 +64,7 @@ Test(modes, fully_async_stops_and_resumes)
                        "-o eval.limit=8 -o trainer.save_every=5";
     result r;
     run(&r, "cd %s && rm -rf modes_test/async_resume && { %s run %s/etc/modes/fully_async.cfg "
-            "%s & pid=$!; while ! grep -q '\"stage\":\"rl\",\"step\":8,' "
+            "%s & pid=$!; while kill -0 $pid 2>/dev/null && ! grep -q '\"stage\":\"rl\",\"step\":8,' "
             "modes_test/async_resume/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
             "kill -INT $pid; wait $pid; echo \"exit $?\"; }",
         WORK, TERN, SRC, opts);

@@ -192,7 +192,7 @@ static void interrupted_then_resumed(const char *sig, const char *name)
              "-o trainer.save_every=5", name);
     result r;
     run(&r, "cd %s && rm -rf ranks_test/%s && { %s -np 3 %s run %s/etc/modes/fully_async.cfg "
-            "%s & pid=$!; while ! grep -q '\"stage\":\"rl\",\"step\":8,' "
+            "%s & pid=$!; while kill -0 $pid 2>/dev/null && ! grep -q '\"stage\":\"rl\",\"step\":8,' "
             "ranks_test/%s/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
             "kill -%s $pid; wait $pid; echo \"exit $?\"; }",
         work, name, MPIRUN, TERN, SRC, opts, name, sig);
@@ -230,7 +230,7 @@ Test(ranks, a_killed_explorer_rank_then_resume)
     /* the explorer rank is the one with OMPI_COMM_WORLD_RANK=2 */
     run(&r, "cd %s && rm -rf ranks_test/killed && { %s -np 3 %s run "
             "%s/etc/modes/synchronous.cfg %s & pid=$!; "
-            "while ! grep -q '\"stage\":\"rl\",\"step\":9,' "
+            "while kill -0 $pid 2>/dev/null && ! grep -q '\"stage\":\"rl\",\"step\":9,' "
             "ranks_test/killed/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
             "for p in $(pgrep -f 'run.name=\"killed\"'); do "
             "  grep -qz '^OMPI_COMM_WORLD_RANK=2$' /proc/$p/environ 2>/dev/null && kill -9 $p; "

@@ -172,7 +172,7 @@ Test(ranks_trainers, two_trainer_ranks_stop_and_resume)
     result r;
     run(&r, "cd %s && rm -rf trainers_test/stopped && { %s -np 4 %s run "
             "%s/etc/modes/synchronous.cfg %s & pid=$!; "
-            "while ! grep -q '\"stage\":\"rl\",\"step\":5,' "
+            "while kill -0 $pid 2>/dev/null && ! grep -q '\"stage\":\"rl\",\"step\":5,' "
             "trainers_test/stopped/metrics.jsonl 2>/dev/null; do sleep 0.02; done; "
             "kill -USR1 $pid; wait $pid; echo \"exit $?\"; }",
         work, MPIRUN, TERN, SRC, opts);

@@ -142,7 +142,7 @@ Test(run, sigint_then_resume_trains_on_the_same_tasks_as_an_unbroken_run)
 
     /* stop it once a few RL steps are done */
     run(&r, "%s run parts.cfg & pid=$!; "
-            "while ! grep -q '\"stage\":\"rl\",\"step\":4,' runs_loop/parts/metrics.jsonl "
+            "while kill -0 $pid 2>/dev/null && ! grep -q '\"stage\":\"rl\",\"step\":4,' runs_loop/parts/metrics.jsonl "
             "2>/dev/null; do sleep 0.02; done; kill -INT $pid; wait $pid; echo \"exit $?\"",
         TERN);
     cr_assert(strstr(r.out, "exit 130"), "interrupted run exits 130: %s\n%s", r.out, r.err);

@@ -22,6 +22,7 @@ static _Thread_local tern_op_mark *current __attribute__((tls_model("initial-exe
 void tern_op_enter(tern_op_mark *m)
 {
     m->start_ns = tern_mono_ns();
+    m->thread = pthread_self();
     m->warned = 0;
     m->outer = current;
     pthread_mutex_lock(&table_lock);

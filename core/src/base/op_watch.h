@@ -17,6 +17,7 @@
 #ifndef TERN_OP_WATCH_H
 #define TERN_OP_WATCH_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,7 @@ typedef struct tern_op_mark {
     uint64_t limit_ns;   /* the watchdog names the op past this long; 0: never */
     /* set by tern_op_enter */
     uint64_t start_ns;   /* tern_mono_ns() at entry */
+    pthread_t thread;    /* the thread in the op */
     int warned;          /* the watchdog named it (under the table's lock) */
     struct tern_op_mark *outer, *prev, *next;
 } tern_op_mark;

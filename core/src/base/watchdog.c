@@ -20,6 +20,7 @@ static pthread_t thread;
 static int running, quitting;
 static void (*stuck_stop)(void *);
 static void *stuck_arg;
+static pthread_t owner; /* the thread that started it: the run's master */
 static atomic_int first_sig, second_sig;
 
 void tern_watchdog_signal(int sig, int nth)
@@ -42,12 +43,15 @@ typedef struct seen {
     double secs[MAX_SEEN];
     const char *fix[MAX_SEEN];
     int want_stuck; /* collect those in flight over a second (a stop waits for them) */
+    int owner_stuck; /* the owner has been in an op for over a second */
 } seen;
 
 static void visit(tern_op_mark *m, uint64_t now, void *arg)
 {
     seen *s = arg;
     uint64_t age = now - m->start_ns;
+    if (pthread_equal(m->thread, owner) && age > STOP_GRACE_NS)
+        s->owner_stuck = 1;
     int over = m->limit_ns && age > m->limit_ns && !m->warned;
     int stuck = s->want_stuck && age > STOP_GRACE_NS;
     if ((!over && !stuck) || s->n == MAX_SEEN)
@@ -97,7 +101,7 @@ static void *watch(void *arg)
             uint64_t now = tern_mono_ns();
             if (!second_at)
                 second_at = now;
-            else if (now - second_at > STOP_GRACE_NS) {
+            else if (now - second_at > STOP_GRACE_NS && s.owner_stuck) {
                 stuck_stop(stuck_arg); /* does not return when it stops the process */
                 stuck_stop = NULL;
             }
@@ -118,6 +122,7 @@ int tern_watchdog_start(void (*on_stuck_stop)(void *arg), void *arg)
     quitting = 0;
     stuck_stop = on_stuck_stop;
     stuck_arg = arg;
+    owner = pthread_self();
     atomic_store(&first_sig, 0);
     atomic_store(&second_sig, 0);
     int rc = pthread_create(&thread, NULL, watch, NULL);

@@ -6,9 +6,12 @@
  *   fix (an in-process call cannot be stopped; isolation can).
  * - After a stop signal (tern_watchdog_signal, from the handler), the ops in
  *   flight for over a second are named: what the step in progress waits for.
- * - After a second stop signal, if the process is still there a second
- *   later (the thread that should act on it is stuck in a plugin), the
- *   callback given to tern_watchdog_start runs on the watchdog's thread. */
+ * - After a second stop signal, while the thread that started the watchdog
+ *   (the run's master, which acts on that signal) has been in a plugin op
+ *   for over a second, the callback given to tern_watchdog_start runs on
+ *   the watchdog's thread: the master cannot act, stuck in the plugin. A
+ *   master that is not in a plugin op acts itself, and the watchdog never
+ *   does. */
 #ifndef TERN_WATCHDOG_H
 #define TERN_WATCHDOG_H
 
