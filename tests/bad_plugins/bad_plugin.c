@@ -53,6 +53,9 @@ static void b_destroy(void *state) { (void)state; }
 static int b_put(void *s, const void *d, size_t n, const tern_record_meta *m, int64_t t)
 {
     (void)s, (void)d, (void)n, (void)m, (void)t;
+#ifdef BAD_CRASH_PUT
+    abort(); /* a buffer that crashes, for the crash report (base/op_watch.h) */
+#endif
     return TERN_EUNSUPPORTED;
 }
 #ifndef BAD_MISSING_OP

@@ -445,6 +445,30 @@ Test(plugin_faults, an_in_process_crash_names_the_plugin_the_op_and_the_task)
     cr_expect(file_has(log, "error [rewards[0]] plugin"), "a log.txt line of its own");
 }
 
+/* The same for a buffer plugin: its put() crashes at the first group. */
+Test(plugin_faults, a_crash_in_a_buffer_plugin_names_it)
+{
+    write_config_with("buffer_crash", 4, 2, NULL, "plugin = \"math\";");
+    char dir[512], log[600], err[600], cfg[600];
+    result r;
+    run(&r, "rm -rf %s", run_dir("buffer_crash", dir, sizeof dir));
+    snprintf(cfg, sizeof cfg, "%s/buffer_crash.cfg", WORK);
+    /* the crashing buffer, from a directory of its own */
+    run(&r, "sed -i -e 's|^buffer = .*|buffer = { plugin = \"crash_buffer\"; };|' "
+        "-e 's|^plugin_path = .*|plugin_path = [ \"%s/crash_put\" ];|' %s",
+        TERN_TEST_BAD_PLUGIN_DIR, cfg);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    snprintf(err, sizeof err, "%s/buffer_crash.err", WORK);
+    int st = wait_run(start_run("buffer_crash", 0, -1, -1), "buffer_crash");
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %#x", st);
+    const char *said = "[buffer] plugin 'crash_buffer' (" TERN_TEST_BAD_PLUGIN_DIR
+                       "/crash_put/crash_buffer.so) crashed with SIGABRT (abort(), a failed "
+                       "assert) in its put() op, and took tern with it; a bug in the plugin";
+    cr_expect(file_has(err, said), "stderr lacks \"%s\"", said);
+    cr_expect(file_has(log, said), "log.txt lacks \"%s\"", said);
+}
+
 /* An in-process op that hangs used to stall the run in silence, and the
  * first ^C said nothing. */
 Test(plugin_faults, a_hang_is_named_by_the_watchdog_and_at_the_first_sigint)

@@ -37,6 +37,22 @@ typedef struct tern_op_mark {
     struct tern_op_mark *outer, *prev, *next;
 } tern_op_mark;
 
+/* Run the statement `call` inside plugin op `op` of plugin `plugin` (file
+ * `path`) for `who`, with `fix` for the crash report; a NULL plugin (a
+ * core stand-in, not a plugin) runs it unmarked. */
+#define TERN_IN_OP(who_, plugin_, path_, op_, fix_, call)                                 \
+    do {                                                                                  \
+        if (!(plugin_)) {                                                                 \
+            call;                                                                         \
+            break;                                                                        \
+        }                                                                                 \
+        tern_op_mark op_mark_ = {.who = (who_), .plugin = (plugin_), .path = (path_),    \
+                                 .op = (op_), .fix = (fix_)};                             \
+        tern_op_enter(&op_mark_);                                                         \
+        call;                                                                             \
+        tern_op_leave(&op_mark_);                                                         \
+    } while (0)
+
 /* This thread enters the op that m describes (m stays valid until
  * tern_op_leave(m)). Nested ops are fine; the innermost is named. */
 void tern_op_enter(tern_op_mark *m);

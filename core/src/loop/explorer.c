@@ -25,7 +25,9 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t min_v
     const tern_model *m = &run->explorers[id];
     tern_sync_plan plan = {.size = sizeof plan};
     tern_error_clear();
-    int rc = run->sync_ops->explorer_plan(run->sync, id, batch, &plan);
+    int rc;
+    TERN_SYNC_OP(run, "explorer_plan",
+                 rc = run->sync_ops->explorer_plan(run->sync, id, batch, &plan));
     if (rc != TERN_OK)
         return tern_role_failed(rc, "explorer", "the sync plugin's explorer_plan failed");
     int64_t want = -1;

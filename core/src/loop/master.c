@@ -495,7 +495,8 @@ static int surplus_group(tern_run *run, master *ms, const tern_rollout_msg *r, u
 {
     int64_t step = step_of_group(run, ms, r, g);
     tern_error_clear();
-    int ok = run->sync_ops->accept(run->sync, r->version, step);
+    int ok;
+    TERN_SYNC_OP(run, "accept", ok = run->sync_ops->accept(run->sync, r->version, step));
     if (ok < 0)
         return tern_errorf(ok, "master: the sync plugin's accept failed: %s",
                            tern_error_message());
@@ -574,7 +575,7 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e, uint6
     for (;;) {
         tern_error_clear();
         *attempt_ns = tern_trace_clock();
-        rc = run->buffer_ops->put(run->buffer, buf, len, &meta, 20);
+        TERN_BUFFER_OP(run, "put", rc = run->buffer_ops->put(run->buffer, buf, len, &meta, 20));
         if (rc != TERN_ETIMEDOUT)
             break;
         if (atomic_load(&run->stop) || atomic_load(&run->failed)) {
@@ -775,7 +776,9 @@ static int complete_checkpoint(tern_run *run, master *ms, const char *saved, int
     if (TERN_HAS(run->buffer_ops, commit) && run->buffer_ops->commit) {
         uint64_t span = tern_trace_begin(run->session->trace, "commit");
         tern_error_clear();
-        rc = run->buffer_ops->commit(run->buffer, ms->ledger.pending, ms->ledger.n_pending);
+        TERN_BUFFER_OP(run, "commit",
+                       rc = run->buffer_ops->commit(run->buffer, ms->ledger.pending,
+                                                    ms->ledger.n_pending));
         char args[64];
         snprintf(args, sizeof args, "{\"groups\":%zu}", ms->ledger.n_pending);
         tern_trace_end(run->session->trace, span, args);

@@ -380,6 +380,7 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     if (rk->role == TERN_RANK_TRAINER && !follows(rk)) {
         run->buffer_ops = &tern_buffer_forward_ops;
         run->buffer = tern_buffer_forward_new(rk->link);
+        run->buffer_plugin = NULL; /* not a plugin: nothing to name in a crash */
         if (!run->buffer)
             rc = TERN_ENOMEM;
     }

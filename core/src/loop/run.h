@@ -25,6 +25,7 @@
 #include "reward/rewarder.h"
 #include "loop/reward_failures.h"
 #include "host/session.h"
+#include "base/op_watch.h"
 #include "model/model.h"
 #include "tern/buffer.h"
 #include "tern/model.h"
@@ -59,6 +60,10 @@ typedef struct tern_run {
 
     const tern_buffer_ops *buffer_ops;
     void *buffer;
+    /* the buffer and sync plugins' names and files, for the crash report
+     * (base/op_watch.h: TERN_IN_OP); buffer_plugin is NULL for a trainer
+     * rank's forwarding stand-in (loop/buffer_forward.c) */
+    const char *buffer_plugin, *buffer_path, *sync_plugin, *sync_path;
     const tern_sync_ops *sync_ops;
     void *sync;
     char transport[32];      /* the sync plugin's weight transport ("memory", ...) */
@@ -87,6 +92,16 @@ typedef struct tern_run {
     atomic_int all_dealt;      /* every batch the run needs is dealt: an explorer without
                                   a job is done (idle), not waiting */
 } tern_run;
+
+/* The fix a crash report gives for a buffer or sync plugin (base/op_watch.h). */
+#define TERN_RUN_PLUGIN_FIX "a bug in the plugin: report this line to its author; `tern run " \
+                            "CONFIG --resume` continues from the newest checkpoint"
+/* `call` inside the buffer plugin's op `op` (or the sync plugin's),
+ * named if it crashes and by the stop watchdog. */
+#define TERN_BUFFER_OP(run, op, call) \
+    TERN_IN_OP("buffer", (run)->buffer_plugin, (run)->buffer_path, op, TERN_RUN_PLUGIN_FIX, call)
+#define TERN_SYNC_OP(run, op, call) \
+    TERN_IN_OP("sync", (run)->sync_plugin, (run)->sync_path, op, TERN_RUN_PLUGIN_FIX, call)
 
 /* Push a failure report of `role` (the calling thread's error message) and
  * set run->failed. */

@@ -69,8 +69,12 @@ static int check_plugins(tern_run *run, tern_diag *d)
         run->buffer_ops = buf->entry->plugin->desc->ops;
         run->buffer = buf->state;
     }
+    run->buffer_plugin = buf->entry->name;
+    run->buffer_path = buf->entry->path;
     run->sync_ops = sync->entry->plugin->desc->ops;
     run->sync = sync->state;
+    run->sync_plugin = sync->entry->name;
+    run->sync_path = sync->entry->path;
 
     char where[600];
     if (tern_run_check_buffer_empty(run) != TERN_OK) {

@@ -278,7 +278,8 @@ static int take_group(tern_run *run, int64_t step, const tern_record *rec, batch
     int64_t v = e.version > step ? step : e.version;
     *staleness += (double)(step - v);
     tern_error_clear();
-    int ok = run->sync_ops->accept(run->sync, v, step);
+    int ok;
+    TERN_SYNC_OP(run, "accept", ok = run->sync_ops->accept(run->sync, v, step));
     if (ok < 0) {
         tern_experience_clear(&e);
         return tern_role_failed(ok, "trainer", "the sync plugin's accept failed");
@@ -326,7 +327,8 @@ static int read_groups(tern_run *run, int64_t step, size_t want, batch *b, tern_
             recs[i].size = sizeof recs[i];
         size_t got = 0;
         tern_error_clear();
-        rc = run->buffer_ops->get(run->buffer, recs, want - b->n, &got, 200);
+        TERN_BUFFER_OP(run, "get",
+                       rc = run->buffer_ops->get(run->buffer, recs, want - b->n, &got, 200));
         if (rc == TERN_ETIMEDOUT) {
             rc = TERN_OK;
             continue;
@@ -639,7 +641,8 @@ static int rl_step(tern_run *run, int64_t step)
 
     rep->version = done;
     tern_error_clear();
-    int pub = run->sync_ops->trainer_publishes(run->sync, step);
+    int pub;
+    TERN_SYNC_OP(run, "trainer_publishes", pub = run->sync_ops->trainer_publishes(run->sync, step));
     if (pub < 0) {
         rc = tern_role_failed(pub, "trainer", "the sync plugin's trainer_publishes failed");
         goto fail;

@@ -16,15 +16,8 @@
 #define MODEL_FIX "a bug in the model plugin or in the files it loaded: report this line to " \
                   "its author; `tern run CONFIG --resume` continues from the newest checkpoint"
 #define WATCHED(m, name, call)                                                            \
-    do {                                                                                  \
-        tern_op_mark mark_ = {.who = (m)->who ? (m)->who : "model",                       \
-                              .plugin = (m)->plugin ? (m)->plugin : "?",                  \
-                              .path = (m)->path ? (m)->path : "?", .op = name,            \
-                              .fix = MODEL_FIX};                                          \
-        tern_op_enter(&mark_);                                                            \
-        call;                                                                             \
-        tern_op_leave(&mark_);                                                            \
-    } while (0)
+    TERN_IN_OP((m)->who ? (m)->who : "model", (m)->plugin ? (m)->plugin : "?",             \
+               (m)->path ? (m)->path : "?", name, MODEL_FIX, call)
 
 void tern_model_name(tern_model *m, const char *who, const char *plugin, const char *path)
 {
