@@ -100,9 +100,7 @@ static int check_run(const tern_invocation *inv, tern_session *s)
     int code = report(inv, tern_run_check(run, &d), &d);
     tern_diag_free(&d);
     if (code == TERN_EXIT_OK) {
-        size_t answered = 0;
-        for (size_t i = 0; i < run->train.n; i++)
-            answered += tern_task_has_answer(run->train.tasks[i]) != 0;
+        size_t answered = run->n_answered;
         fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", run->train.n,
                 run->set.train_path, run->eval.n);
         if (run->set.sft_steps > 0 && answered < run->train.n)

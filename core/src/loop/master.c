@@ -1129,17 +1129,14 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
         ms->train_deal = (dealer){.stream = "data", .n = run->train.n, .epoch = -1,
                                   .shuffle = run->set.shuffle};
         /* the warm-up learns from the training tasks that have an answer (all
-         * of them, usually; tern_run_check refused a warm-up with none) */
-        ms->sft_tasks = calloc(run->train.n ? run->train.n : 1, sizeof(uint32_t));
-        size_t n_sft = 0;
-        for (size_t i = 0; ms->sft_tasks && i < run->train.n; i++)
-            if (tern_task_has_answer(run->train.tasks[i]))
-                ms->sft_tasks[n_sft++] = (uint32_t)i;
-        ms->sft_deal = (dealer){.stream = "sft-data", .items = ms->sft_tasks, .n = n_sft,
+         * of them, usually; tern_run_check listed them and refused a warm-up
+         * with none) */
+        size_t n_sft = run->n_answered;
+        ms->sft_deal = (dealer){.stream = "sft-data", .items = run->answered, .n = n_sft,
                                 .epoch = -1, .shuffle = run->set.shuffle};
         ms->train_deal.perm = calloc(run->train.n, sizeof(uint32_t));
         ms->sft_deal.perm = calloc(n_sft ? n_sft : 1, sizeof(uint32_t));
-        if (!ms->train_deal.perm || !ms->sft_deal.perm || !ms->sft_tasks)
+        if (!ms->train_deal.perm || !ms->sft_deal.perm)
             rc = tern_errorf(TERN_ENOMEM, "out of memory");
         else if (run->set.sft_steps > 0 && n_sft < run->train.n)
             tern_logf(TERN_LOG_INFO, "run", "the warm-up learns from the %zu of %zu training "
@@ -1279,7 +1276,6 @@ done:
     free(ms->explorer_args);
     free(ms->train_deal.perm);
     free(ms->sft_deal.perm);
-    free(ms->sft_tasks);
     json_decref(ms->eval_before);
     json_decref(ms->eval_after);
     tern_run_drop_models(run);

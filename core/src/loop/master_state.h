@@ -41,7 +41,6 @@ typedef struct step_counts {
 typedef struct master {
     tern_run *run;
     dealer train_deal, sft_deal;
-    uint32_t *sft_tasks; /* the training tasks with an answer: the warm-up's (sft_deal.items) */
     tern_ledger ledger; /* groups consumed, for commits and a resume's dealing */
     FILE *metrics, *rollouts;
     int lock_fd; /* the run directory's lock (tern_rundir_lock), -1 for none */

@@ -73,6 +73,10 @@ typedef struct tern_run {
     tern_rewarder rewards;
     tern_failure_log failures; /* master's: reward_failures.jsonl, once the run dir exists */
 
+    /* the indices of the training tasks that have an answer, in file order:
+     * what the warm-up learns from (tern_run_check finds them, once) */
+    uint32_t *answered;
+    size_t n_answered;
     tern_task_set train, eval; /* read-only once the roles start; their sha256 is
                                   kept in checkpoints to check on resume */
 

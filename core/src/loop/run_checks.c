@@ -192,16 +192,20 @@ static int check_plugins(tern_run *run, tern_diag *d)
     return d->n ? TERN_ECONFIG : TERN_OK;
 }
 
-/* The warm-up learns from the training tasks' answers (the master deals it
- * those that have one, tern_task_has_answer): a warm-up asked for with none
- * is refused at its line. */
+/* The warm-up learns from the training tasks' answers: run->answered lists
+ * the tasks that have one (tern_task_has_answer), which the master deals
+ * it; a warm-up asked for with none is refused at its line. */
 static int check_warmup_answers(tern_run *run, tern_diag *d)
 {
-    if (run->set.sft_steps <= 0)
-        return TERN_OK;
+    free(run->answered);
+    run->n_answered = 0;
+    if (!(run->answered = calloc(run->train.n ? run->train.n : 1, sizeof *run->answered)))
+        return tern_errorf(TERN_ENOMEM, "out of memory");
     for (size_t i = 0; i < run->train.n; i++)
         if (tern_task_has_answer(run->train.tasks[i]))
-            return TERN_OK;
+            run->answered[run->n_answered++] = (uint32_t)i;
+    if (run->set.sft_steps <= 0 || run->n_answered > 0)
+        return TERN_OK;
     tern_session *s = run->session;
     char where[512];
     config_setting_t *st = tern_config_lookup(config_root_setting(&s->config.cfg),
@@ -248,6 +252,9 @@ void tern_run_check_free(tern_run *run)
 {
     tern_failure_log_close(&run->failures);
     tern_rewarder_close(&run->rewards);
+    free(run->answered);
+    run->answered = NULL;
+    run->n_answered = 0;
     tern_task_set_free(&run->train);
     tern_task_set_free(&run->eval);
     tern_run_settings_free(&run->set);

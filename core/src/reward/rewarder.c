@@ -34,16 +34,23 @@ static void where(config_setting_t *s, char *buf, size_t cap)
         buf[0] = '\0';
 }
 
+/* A FLOAT setting's value (an integer literal is accepted for it too), or
+ * `def` when the group does not have it. */
+static double setting_number(const config_setting_t *group, const char *name, double def)
+{
+    config_setting_t *s = config_setting_get_member(group, name);
+    if (!s)
+        return def;
+    return config_setting_type(s) == CONFIG_TYPE_FLOAT ? config_setting_get_float(s)
+                                                      : (double)config_setting_get_int64(s);
+}
+
 static int open_route(tern_reward_route *r, tern_instance *in)
 {
     config_setting_t *d = config_setting_get_member(in->group, "domain");
-    config_setting_t *w = config_setting_get_member(in->group, "weight");
     config_setting_t *t = config_setting_get_member(in->group, "timeout_ms");
     r->domain = d ? config_setting_get_string(d) : "";
-    r->weight = w ? (config_setting_type(w) == CONFIG_TYPE_FLOAT
-                         ? config_setting_get_float(w)
-                         : (double)config_setting_get_int64(w))
-                  : 1.0;
+    r->weight = setting_number(in->group, "weight", 1.0);
     r->label = in->label;
     r->instance = in;
     r->ops = in->entry->plugin->desc->ops;
@@ -59,11 +66,7 @@ static int open_route(tern_reward_route *r, tern_instance *in)
                            "remove timeout_ms", at, in->label);
     }
     r->timeout_ms = t ? config_setting_get_int64(t) : DEFAULT_TIMEOUT_MS;
-    config_setting_t *wd = config_setting_get_member(in->group, "watchdog_s");
-    double wd_s = !wd ? 60 : config_setting_type(wd) == CONFIG_TYPE_FLOAT
-                                 ? config_setting_get_float(wd)
-                                 : (double)config_setting_get_int64(wd);
-    r->watchdog_ns = (uint64_t)(wd_s * 1e9);
+    r->watchdog_ns = (uint64_t)(setting_number(in->group, "watchdog_s", 60) * 1e9);
     if (isolate)
         return tern_reward_worker_start(&r->worker, r->ops, r->ctx, r->label);
     return TERN_OK;

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tern/support/wait_status.h"
 #include "base/clock.h"
 #include "base/errmsg.h"
 #include "experience/experience.h"
@@ -360,22 +361,6 @@ static void kill_worker(tern_reward_worker *w, int *status)
         *status = st;
 }
 
-/* "was killed by SIGSEGV" or "exited with status 3". */
-static void describe_death(int st, char *buf, size_t cap)
-{
-    if (WIFSIGNALED(st)) {
-        const char *abbrev = sigabbrev_np(WTERMSIG(st));
-        if (abbrev)
-            snprintf(buf, cap, "was killed by SIG%s", abbrev);
-        else
-            snprintf(buf, cap, "was killed by signal %d", WTERMSIG(st));
-    } else if (WIFEXITED(st)) {
-        snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
-    } else {
-        snprintf(buf, cap, "stopped (wait status %d)", st);
-    }
-}
-
 static int spawn(tern_reward_worker *w)
 {
     int sv[2];
@@ -414,7 +399,7 @@ static int spawn(tern_reward_worker *w)
         return tern_errorf(TERN_ECONFIG, "%s: the plugin did not start in its worker process: "
                            "%s", w->label, msg);
     char death[64];
-    describe_death(st, death, sizeof death);
+    tern_wait_status_text(st, death, sizeof death);
     return tern_errorf(TERN_EIO, "%s: the reward worker %s while starting", w->label,
                        death);
 }
@@ -613,7 +598,7 @@ int tern_reward_worker_score(tern_reward_worker *w, const tern_reward_item *item
                      (long long)timeout_ms);
         } else if (io == IO_CLOSED) {
             char death[64];
-            describe_death(dead, death, sizeof death);
+            tern_wait_status_text(dead, death, sizeof death);
             fail[k] = TERN_REWARD_CRASH;
             snprintf(res[k].reason, sizeof res[k].reason, "the reward worker %s", death);
         } else {

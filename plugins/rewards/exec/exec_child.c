@@ -216,18 +216,3 @@ void exec_child_stop(exec_child *c, int grace_ms)
     c->buf = NULL;
     c->cap = 0;
 }
-
-void exec_child_describe(int st, char *buf, size_t n)
-{
-    if (WIFSIGNALED(st)) {
-        const char *abbrev = sigabbrev_np(WTERMSIG(st));
-        if (abbrev)
-            snprintf(buf, n, "was killed by SIG%s", abbrev);
-        else
-            snprintf(buf, n, "was killed by signal %d", WTERMSIG(st));
-    } else if (WIFEXITED(st)) {
-        snprintf(buf, n, "exited with status %d", WEXITSTATUS(st));
-    } else {
-        snprintf(buf, n, "stopped (wait status %d)", st);
-    }
-}

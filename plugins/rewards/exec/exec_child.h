@@ -55,7 +55,5 @@ void exec_child_kill(exec_child *c, int *status);
  * kill it; free the buffer. */
 void exec_child_stop(exec_child *c, int grace_ms);
 
-/* "exited with status 1" or "was killed by SIGSEGV". */
-void exec_child_describe(int status, char *buf, size_t n);
 
 #endif

@@ -7,6 +7,8 @@
 
 #include <jansson.h>
 
+#include "tern/support/wait_status.h"
+
 enum { DEATHS_IN_A_ROW = 3, STOP_GRACE_MS = 1000, READY_MS = 60000 };
 
 /* No verdict for r: why, and a reason for a user (cut to fit). */
@@ -46,7 +48,7 @@ static int await_ready(exec_engine *e, char *why, size_t n)
         snprintf(why, n, "it did not say it was ready within %d s", READY_MS / 1000);
     else if (io != EXEC_IO_OK) {
         char death[64];
-        exec_child_describe(status, death, sizeof death);
+        tern_wait_status_text(status, death, sizeof death);
         snprintf(why, n, "it %s before it was ready (its stderr says why)", death);
     }
     return -1;
@@ -143,7 +145,7 @@ static void lost(exec_engine *e, tern_reward_result *r, exec_io io, int garbage)
         no_verdict(r, TERN_REWARD_GARBAGE, msg);
     } else {
         char death[64];
-        exec_child_describe(status, death, sizeof death);
+        tern_wait_status_text(status, death, sizeof death);
         snprintf(msg, sizeof msg, "the command %s", death);
         no_verdict(r, TERN_REWARD_CRASH, msg);
     }
