@@ -54,6 +54,14 @@ int tern_cmd_new_plugin(const tern_invocation *inv, const char *kind, const char
 int tern_cmd_model_init(const tern_invocation *inv, const char *plugin,
                                  const char *preset, long long seed, const char *out_dir);
 
+/* `tern model convert [--plugin P] MODEL OUT_DIR`: load MODEL (a model
+ * directory, or a model file the plugin reads: a GGUF file for transformer)
+ * and save it to OUT_DIR as tern_cmd_model_init saves a fresh one, under
+ * the same rules (OUT_DIR absent or empty, removed again on failure).
+ * Prints the directory and the files in it to `out`. */
+int tern_cmd_model_convert(const tern_invocation *inv, const char *plugin, const char *model,
+                           const char *out_dir);
+
 /* What `tern generate` does; build it as
  *   tern_generate_args a = {.size = sizeof a, .model_dir = "ckpt", .prompt = "Hi",
  *                           .prompt_len = 2, .max_tokens = 64, .temperature = 1.0,

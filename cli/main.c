@@ -28,11 +28,11 @@ struct command {
     const char *const *subs; /* its subcommands, NULL-ended (`tern data arith`); NULL: none */
 };
 
-static const char *const model_subs[] = {"init", NULL};
+static const char *const model_subs[] = {"init", "convert", NULL};
 static const char *const data_subs[] = {"arith", "countdown", "shapes", NULL};
 static const char *const reward_subs[] = {"score", NULL};
 
-static command_fn engine_cmd, new_plugin_cmd, model_cmd, generate_cmd, score_cmd, data_cmd,
+static command_fn engine_cmd, new_plugin_cmd, model_cmd, model_convert_cmd, generate_cmd, score_cmd, data_cmd,
     timeline_cmd, plot_cmd, reward_cmd, version_cmd, help_cmd;
 
 static const command commands[] = {
@@ -87,16 +87,21 @@ static const command commands[] = {
      "DIR must not exist or be empty: nothing is ever overwritten.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage.",
      new_plugin_cmd, NULL},
-    {"model", "tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR",
-     "Create a fresh model from the preset NAME of a model plugin and save it to\n"
-     "OUT_DIR, a Hugging Face-shaped directory (config.json, weights, tokenizer)\n"
-     "that `tern generate`, `tern score` and configs (model.path) load.\n"
+    {"model", "tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR\n"
+     "       tern model convert [--plugin P] MODEL OUT_DIR",
+     "init: create a fresh model from the preset NAME of a model plugin and save\n"
+     "it to OUT_DIR, a Hugging Face-shaped directory (config.json, weights,\n"
+     "tokenizer) that `tern generate`, `tern score` and configs (model.path) load.\n"
+     "convert: load MODEL (a model directory, or a file the plugin reads, such\n"
+     "as a GGUF model for transformer) and save it to OUT_DIR the same way:\n"
+     "float32 safetensors, config.json, tokenizer.json, tokenizer_config.json.\n"
      "  --preset NAME  a size the plugin offers (transformer: tiny or bench)\n"
      "  --seed S       seed of the initial weights (default: the plugin's)\n"
      "  --plugin P     the model plugin (default transformer; see `tern plugins`)\n"
      "OUT_DIR must not exist (it is created, parents too) or be empty: nothing\n"
      "is ever overwritten.\n"
-     "Exit: 0 written, 1 runtime failure, 2 bad usage, preset, plugin or OUT_DIR.",
+     "Exit: 0 written, 1 runtime failure, 2 bad usage, preset, plugin, MODEL or\n"
+     "OUT_DIR.",
      model_cmd, model_subs},
     {"generate", "tern generate MODEL_DIR --prompt TEXT [options]",
      "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print a\n"
@@ -365,12 +370,35 @@ static int subcommand(const command *c, int argc, char **argv, int *rc)
     return -1;
 }
 
+/* `tern model convert [--plugin P] MODEL OUT_DIR` */
+static int model_convert_cmd(const command *c, int argc, char **argv)
+{
+    const char *plugin = NULL, *pos[3] = {NULL, NULL, NULL};
+    const tern_flag flags[] = {
+        {"--plugin", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(plugin)},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, pos, 2, argc - 1, argv + 1);
+    if (rc != TERN_FLAGS_GO_ON)
+        return rc;
+    if (!pos[0] || !*pos[0] || !pos[1] || !*pos[1])
+        return cli_usage_error(c->usage, "model convert needs MODEL (a model directory or file) "
+                               "and OUT_DIR, the directory to write");
+    if (plugin && !*plugin)
+        return cli_usage_error(c->usage, "--plugin needs a plugin name");
+    tern_invocation inv = {.size = sizeof inv};
+    return tern_cmd_model_convert(&inv, plugin, pos[0], pos[1]);
+}
+
 /* `tern model init --preset NAME [--seed S] [--plugin P] OUT_DIR` */
 static int model_cmd(const command *c, int argc, char **argv)
 {
     int rc = TERN_FLAGS_GO_ON;
-    if (subcommand(c, argc, argv, &rc) < 0)
+    int sub = subcommand(c, argc, argv, &rc);
+    if (sub < 0)
         return rc;
+    if (sub == 1)
+        return model_convert_cmd(c, argc, argv);
     const char *preset = NULL, *plugin = NULL, *out_dir = NULL;
     long long seed = -1;
     const tern_flag flags[] = {

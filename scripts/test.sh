@@ -34,16 +34,18 @@ scripts/tsan.sh
 
 # 10 s a target keeps the whole suite near 20 minutes on 2 cores (TERN_FUZZ_SECONDS for longer)
 secs=${TERN_FUZZ_SECONDS:-10}
-targets="settings safetensors experience math k12 vision format countdown exec code sandbox_wire tokenizer wire"
-echo "== fuzz the settings layer, the safetensors reader, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
+targets="settings safetensors gguf experience math k12 vision format countdown exec code sandbox_wire tokenizer wire"
+echo "== fuzz the settings layer, the safetensors and GGUF readers, the experience decoder, the role messages' wire format, the reward parsers and the tokenizers (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$jobs" --target $(printf 'fuzz_%s ' $targets)
 for target in $targets; do
   corpus=tests/fuzz/corpus; [ $target != settings ] && corpus=tests/fuzz/corpus_$target
   mkdir -p build-fuzz/corpus_$target
+  # a GGUF file with a byte vocabulary, or a whole layer, is a few KB
+  max_len=4096; [ $target = gguf ] && max_len=8192
   build-fuzz/tests/fuzz/fuzz_$target -artifact_prefix=build-fuzz/ -max_total_time="$secs" \
-    -max_len=4096 -timeout=10 -print_final_stats=1 build-fuzz/corpus_$target $corpus 2>&1 |
+    -max_len=$max_len -timeout=10 -print_final_stats=1 build-fuzz/corpus_$target $corpus 2>&1 |
     tail -n 12
 done
 

@@ -165,8 +165,10 @@ static int check_model_dir(const tern_invocation *inv, const char *label, const 
                    dir, e == ENOENT ? "no such directory" : strerror(e));
         return e == ENOENT || e == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        cmd_report(inv, label, "%s: not a directory; give the directory of a saved model", dir);
+    /* a regular file goes to the plugin, which reads model files of its own (GGUF) */
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        cmd_report(inv, label, "%s: neither a directory nor a file; give the directory of a "
+                   "saved model or a model file (GGUF)", dir);
         return TERN_EXIT_USAGE;
     }
     return TERN_EXIT_OK;
@@ -328,6 +330,62 @@ static void list_dir(FILE *out, const char *dir)
     free(names);
 }
 
+/* Save the open model m (`what`: "new", "converted") to out_dir, checked
+ * absent or empty again (opening may take a while), removing what was made
+ * on failure. Returns an exit code. */
+static int save_new_dir(const tern_invocation *inv, const char *label, model *m,
+                        const char *out_dir, const char *what)
+{
+    int code = check_out_dir(inv, label, out_dir);
+    if (code != TERN_EXIT_OK)
+        return code;
+    tern_made_dirs made = {.n = 0};
+    if (tern_make_dirs(out_dir, &made, NULL, 0) != 0) {
+        cmd_report(inv, label, "%s: cannot create directory: %s", out_dir, strerror(errno));
+        undo_init(out_dir, &made);
+        tern_made_dirs_free(&made);
+        return TERN_EXIT_FAILURE;
+    }
+    char context[PATH_MAX + 64];
+    snprintf(context, sizeof context, "saving the %s model to %s failed", what, out_dir);
+    int rc = tern_model_save(&m->px, context, out_dir, 0);
+    if (rc != TERN_OK) {
+        cmd_report(inv, label, "%s", tern_error_message());
+        undo_init(out_dir, &made);
+        code = exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : exit_code(rc);
+    }
+    tern_made_dirs_free(&made);
+    return code;
+}
+
+int tern_cmd_model_convert(const tern_invocation *inv, const char *plugin, const char *model_path,
+                           const char *out_dir)
+{
+    const char *label = "tern model convert";
+    if (bad_invocation(inv))
+        return TERN_EXIT_USAGE;
+    if (!plugin)
+        plugin = DEFAULT_PLUGIN;
+    int code = check_model_dir(inv, label, model_path);
+    if (code == TERN_EXIT_OK)
+        code = check_out_dir(inv, label, out_dir);
+    if (code != TERN_EXIT_OK)
+        return code;
+    model m;
+    code = open_model(inv, label, plugin, model_path, NULL, -1, 0, &m);
+    if (code == TERN_EXIT_OK)
+        code = check_weights_finite(inv, label, &m, model_path);
+    if (code == TERN_EXIT_OK)
+        code = save_new_dir(inv, label, &m, out_dir, "converted");
+    if (code == TERN_EXIT_OK) {
+        FILE *out = cmd_out(inv);
+        fprintf(out, "%s: %s converted by plugin %s\n", out_dir, model_path, plugin);
+        list_dir(out, out_dir);
+    }
+    model_close(&m);
+    return code;
+}
+
 int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const char *preset,
                         long long seed, const char *out_dir)
 {
@@ -346,26 +404,8 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
 
     model m;
     code = open_model(inv, label, plugin, NULL, preset, seed, 0, &m);
-    tern_made_dirs made = {.n = 0};
-    if (code == TERN_EXIT_OK) {
-        /* Checked again: the plugin may take a while to start. */
-        code = check_out_dir(inv, label, out_dir);
-    }
-    if (code == TERN_EXIT_OK && tern_make_dirs(out_dir, &made, NULL, 0) != 0) {
-        cmd_report(inv, label, "%s: cannot create directory: %s", out_dir, strerror(errno));
-        undo_init(out_dir, &made);
-        code = TERN_EXIT_FAILURE;
-    }
-    if (code == TERN_EXIT_OK) {
-        char context[PATH_MAX + 64];
-        snprintf(context, sizeof context, "saving the new model to %s failed", out_dir);
-        int rc = tern_model_save(&m.px, context, out_dir, 0);
-        if (rc != TERN_OK) {
-            cmd_report(inv, label, "%s", tern_error_message());
-            undo_init(out_dir, &made);
-            code = exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : exit_code(rc);
-        }
-    }
+    if (code == TERN_EXIT_OK)
+        code = save_new_dir(inv, label, &m, out_dir, "new");
     if (code == TERN_EXIT_OK) {
         long long used = seed;
         config_lookup_int64(&m.s.config.cfg, "model.init.seed", &used);
@@ -377,7 +417,6 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
             fprintf(out, "%s: new model, preset %s, plugin %s\n", out_dir, preset, plugin);
         list_dir(out, out_dir);
     }
-    tern_made_dirs_free(&made);
     model_close(&m);
     return code;
 }

@@ -33,7 +33,8 @@
 #define SRC TERN_TEST_SOURCE_DIR
 #define WORK TERN_TEST_WORK_DIR
 
-enum { STEPS = 16, TASKS = 16, KILLS = 10, MAX_IDS = 4096 };
+/* enough steps that the run outlasts its KILLS kills (a step takes ~0.1 s here) */
+enum { STEPS = 48, TASKS = 16, KILLS = 10, MAX_IDS = 4096 };
 
 /* When each kill lands, in ms after the process started: spread so that
  * some land in start-up, most in the steps, and the run still gets on. */

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_model.h"
+#include "gguf/gguf_vocab.h"
 #include "hf/checkpoint.h"
 #include "hf/hf_config.h"
 #include "tokenizer/chat_template.h"
@@ -101,13 +104,16 @@ static int fresh_config(transformer *t, llama_config *c, uint64_t *seed)
 /* The chat template of the `chat_template` setting (from the model
  * directory `dir` under "auto", NULL for a fresh model), and its
  * end-of-turn token, which must be one token of the tokenizer. */
-static int open_chat_template(transformer *t, const char *dir)
+static int open_chat_template(transformer *t, const char *dir, const char *gguf_path,
+                              const char *gguf_config)
 {
     const char *name = "auto";
     int rc = host->get_string(t->ctx, "chat_template", &name);
     if (rc != TERN_OK && rc != TERN_ENOTFOUND)
         return rc;
-    if (chat_template_from_dir(dir, name, &t->chat, t->err, sizeof t->err) != 0)
+    if (gguf_config ? chat_template_from_config_text(gguf_path, gguf_config, strlen(gguf_config),
+                                                     name, &t->chat, t->err, sizeof t->err)
+                    : chat_template_from_dir(dir, name, &t->chat, t->err, sizeof t->err))
         return host->setting_error(t->ctx, "chat_template", "%s", t->err);
     t->end_of_turn = -1;
     const char *eot = chat_template_end_of_turn(t->chat);
@@ -165,7 +171,30 @@ int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
     }
     llama_config c;
     uint64_t seed = 0;
-    if (has_path) {
+    gguf_file gf = {0};
+    char *gguf_config = NULL; /* a GGUF model's tokenizer_config.json text, for its template */
+    int is_gguf = has_path && gguf_model_is_gguf(path);
+    if (is_gguf) {
+        char *tok_json = NULL, *cfg_json = NULL;
+        size_t tok_len = 0, cfg_len = 0;
+        if (gguf_open(path, &gf, t->err, sizeof t->err) != 0 ||
+            gguf_model_config(&gf, path, &c, t->err, sizeof t->err) != 0 ||
+            gguf_vocab_texts(&gf, path, &tok_json, &tok_len, &cfg_json, &cfg_len, t->err,
+                             sizeof t->err) != 0 ||
+            !(gguf_config = strdup(cfg_json)) ||
+            tokenizer_load_text(path, tok_json, tok_len, cfg_json, cfg_len, &t->tok, t->err,
+                                sizeof t->err) != 0) {
+            if (!gguf_config && cfg_json)
+                snprintf(t->err, sizeof t->err, "%s: out of memory", path), free(tok_json),
+                    free(cfg_json);
+            rc = host->setting_error(ctx, "path", "%s", t->err);
+            gguf_close(&gf);
+            free(gguf_config);
+            tokenizer_free(t->tok);
+            free(t);
+            return rc;
+        }
+    } else if (has_path) {
         char cfg[4200];
         snprintf(cfg, sizeof cfg, "%s/config.json", path);
         if (hf_config_read(cfg, &c, t->err, sizeof t->err) != 0 ||
@@ -184,28 +213,26 @@ int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
             return rc;
         }
     }
-    if (tokenizer_vocab_size(t->tok) > c.vocab_size) {
+    rc = TERN_OK;
+    if (tokenizer_vocab_size(t->tok) > c.vocab_size)
         rc = host->fail(ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
                         "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
-        front_destroy(t);
-        return rc;
-    }
-    if (llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0) {
+    else if (llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0)
         rc = host->fail(ctx, TERN_ENOMEM, "%s", t->err);
-        front_destroy(t);
-        return rc;
-    }
-    if (has_path) {
-        if (checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0) {
-            rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
-            front_destroy(t);
-            return rc;
-        }
-    } else {
+    else if (is_gguf && gguf_model_load_weights(&gf, path, &t->m, t->err, sizeof t->err) != 0)
+        rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
+    else if (has_path && !is_gguf &&
+             checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0)
+        rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
+    gguf_close(&gf); /* the weights are dequantised into t->m: the file is done with */
+    if (rc == TERN_OK && !has_path)
         llama_init_random(&t->m, seed);
-    }
-    if ((rc = open_chat_template(t, has_path ? path : NULL)) != TERN_OK ||
-        (rc = engine->open(host, ctx, &t->m, &t->eng)) != TERN_OK) {
+    if (rc == TERN_OK)
+        rc = open_chat_template(t, has_path ? path : NULL, path, gguf_config);
+    free(gguf_config);
+    if (rc == TERN_OK)
+        rc = engine->open(host, ctx, &t->m, &t->eng);
+    if (rc != TERN_OK) {
         front_destroy(t);
         return rc;
     }

@@ -33,12 +33,12 @@ typedef struct cuda_decoder {
     int32_t *tok, *pos, *row_sample; /* [S] */
 } cuda_decoder;
 
-static int prefill(void *self, const llama_batch *b, const int *sample_prompt, int S,
+static int prefill(void *self, const llama_batch *b, const int *sample_prompt, int S, int P_,
                    float *logits, char *err, size_t errn)
 {
     cuda_decoder *d = self;
     cuda_model *m = d->m;
-    const size_t L = (size_t)m->cfg.n_layers, P = (size_t)m->cfg.max_positions,
+    const size_t L = (size_t)m->cfg.n_layers, P = (size_t)P_,
                  D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
                  V = (size_t)m->cfg.vocab_size, HD = D / (size_t)m->cfg.n_heads,
                  QD = (size_t)m->cfg.n_heads * HD, KD = (size_t)m->cfg.n_kv_heads * HD,

@@ -57,7 +57,7 @@ static int push(gen_sample *o, size_t *cap, int32_t tok, float lp)
 int gen_run(const gen_backend *be, int V, int P, const gen_prompt *prompts, int n_prompts,
             gen_sample *out, char *err, size_t errn)
 {
-    int S = 0;
+    int S = 0, cache_P = 1;
     size_t rows = 0;
     for (int i = 0; i < n_prompts; i++) {
         if (prompts[i].len < 1 || prompts[i].len >= (size_t)P || prompts[i].n_samples < 1) {
@@ -68,6 +68,12 @@ int gen_run(const gen_backend *be, int V, int P, const gen_prompt *prompts, int 
         }
         S += prompts[i].n_samples;
         rows += prompts[i].len;
+        /* the cache holds what is fed: the prompt and all but the last new token; an
+         * 8K-context model asked for 64 new tokens needs no 8K cache per sample */
+        int64_t need = (int64_t)prompts[i].len + (prompts[i].params->max_new > 0
+                                                     ? prompts[i].params->max_new : 0);
+        if (need > cache_P)
+            cache_P = need < P ? (int)need : P;
     }
     int32_t *start = malloc(((size_t)n_prompts + 1) * sizeof *start);
     int32_t *tok = malloc(rows * sizeof *tok), *pos = malloc(rows * sizeof *pos);
@@ -103,7 +109,7 @@ int gen_run(const gen_backend *be, int V, int P, const gen_prompt *prompts, int 
     llama_batch b = {.n_seqs = n_prompts, .n_rows = (int)rows, .seq_start = start, .tokens = tok,
                      .pos = pos, .target = tgt};
     opened = 1;
-    if (be->prefill(be->self, &b, sample_prompt, S, logits, err, errn) != 0)
+    if (be->prefill(be->self, &b, sample_prompt, S, cache_P, logits, err, errn) != 0)
         goto done;
     for (int i = 0, s = 0; i < n_prompts; i++) {
         const size_t len = prompts[i].len;

@@ -240,7 +240,7 @@ typedef struct cpu_gen {
     int have_d;
 } cpu_gen;
 
-static int cpu_prefill(void *self, const llama_batch *b, const int *sample_prompt, int S,
+static int cpu_prefill(void *self, const llama_batch *b, const int *sample_prompt, int S, int P,
                        float *logits, char *err, size_t errn)
 {
     cpu_gen *g = self;
@@ -248,7 +248,7 @@ static int cpu_prefill(void *self, const llama_batch *b, const int *sample_promp
     const int V = m->cfg.vocab_size, L = m->cfg.n_layers;
     const size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
     float *lp = malloc((size_t)b->n_rows * sizeof *lp);
-    if (!lp || decoder_init(&g->d, m, S, m->cfg.max_positions) != 0) {
+    if (!lp || decoder_init(&g->d, m, S, P) != 0) {
         free(lp);
         snprintf(err, errn, "out of memory for generating %d samples", S);
         return -1;

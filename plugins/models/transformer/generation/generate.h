@@ -34,11 +34,12 @@ typedef struct gen_sample {
 /* A decoder with a KV cache, driven by gen_run (gen_driver.c). */
 typedef struct gen_backend {
     void *self;
-    /* Run the packed prompts of b (targets all -1), make caches for S
-     * samples, start sample s's cache from the rows of its prompt
-     * sample_prompt[s], and write that prompt's last-row logits at
+    /* Run the packed prompts of b (targets all -1), make caches of P
+     * positions (the longest prompt and its new tokens, at most the
+     * model's) for S samples, start sample s's cache from the rows of its
+     * prompt sample_prompt[s], and write that prompt's last-row logits at
      * logits[s * V]. 0, or -1 with a message. */
-    int (*prefill)(void *self, const llama_batch *b, const int *sample_prompt, int S,
+    int (*prefill)(void *self, const llama_batch *b, const int *sample_prompt, int S, int P,
                    float *logits, char *err, size_t errn);
     /* Advance B rows: row r feeds token tok[r] at position pos[r] to sample
      * row_sample[r]'s cache; logits[B, V] out. 0, or -1 with a message. */

@@ -593,13 +593,18 @@ static int load_pre_tokenizer(const char *path, json_t *root, bpe *b, char *err,
             int k = re ? pretok_find(re) : -1;
             if (k < 0)
                 return tf_fail(err, errn, "%s: key %s.\"pattern\" is %s%.80s%s; tern knows the "
-                            "Regex patterns of GPT-2, Llama 3 and Qwen2 only", path, where,
+                            "Regex patterns of GPT-2, Llama 3 and Qwen2 (and \\p{N}, \\p{N}+) only", path, where,
                             re ? "the Regex \"" : "not a Regex", re ? re : "", re ? "\"" : "");
             if (!behavior || strcmp(behavior, "Isolated") != 0 ||
                 json_is_true(json_object_get(p, "invert")))
                 return tf_fail(err, errn, "%s: key %s: tern supports \"behavior\": \"Isolated\" "
                             "with \"invert\": false only", path, where);
             b->steps[b->nsteps].p = (pretok_pattern)k;
+            b->steps[b->nsteps++].space = UNICODE_WS;
+        } else if (t && strcmp(t, "Digits") == 0 && i + 1 < count) {
+            /* digits split apart (individual_digits) or in runs, the rest left whole */
+            json_t *ind = json_object_get(p, "individual_digits");
+            b->steps[b->nsteps].p = json_is_true(ind) ? PRETOK_DIGIT : PRETOK_DIGITS;
             b->steps[b->nsteps++].space = UNICODE_WS;
         } else if (t && strcmp(t, "ByteLevel") == 0 && i + 1 == count) {
             if (json_is_true(json_object_get(p, "add_prefix_space")))
@@ -612,7 +617,7 @@ static int load_pre_tokenizer(const char *path, json_t *root, bpe *b, char *err,
             }
         } else {
             return tf_fail(err, errn, "%s: key %s is %s; tern supports ByteLevel, alone or last in "
-                        "a Sequence after Split regexes", path, where, describe(p, d, sizeof d));
+                        "a Sequence after Split regexes and Digits", path, where, describe(p, d, sizeof d));
         }
     }
     return 0;
@@ -770,6 +775,8 @@ static int config_token(const char *path, json_t *cfg, const char *key, const bp
     return 0;
 }
 
+/* The tokenizer_config.json beside path, or (b->config already set) the
+ * text given for it. */
 static int load_config(const char *path, bpe *b, char *err, size_t errn)
 {
     char cpath[4096];
@@ -780,7 +787,7 @@ static int load_config(const char *path, bpe *b, char *err, size_t errn)
         return tf_fail(err, errn, "%s: path too long", path);
     b->bos = b->eos = b->pad = -1;
     char why[TERN_REGULAR_WHY_MAX];
-    if (bpe_read_file(cpath, &b->config, &b->config_len, why, sizeof why) != 0) {
+    if (!b->config && bpe_read_file(cpath, &b->config, &b->config_len, why, sizeof why) != 0) {
         if (errno == ENOENT)
             return 0;
         return tf_fail(err, errn, "%s: cannot read: %s", cpath, why);
@@ -803,18 +810,21 @@ static int load_config(const char *path, bpe *b, char *err, size_t errn)
     return rc;
 }
 
-int bpe_load(const char *path, json_t *root, char *json, size_t json_len, bpe **out, char *err,
-             size_t errn)
+int bpe_load(const char *path, json_t *root, char *json, size_t json_len, char *config,
+             size_t config_len, bpe **out, char *err, size_t errn)
 {
     *out = NULL;
     bpe *b = calloc(1, sizeof *b);
     if (!b) {
         free(json);
+        free(config);
         return tf_fail(err, errn, "%s: out of memory", path);
     }
     byte_level_init(b);
     b->json = json;
     b->json_len = json_len;
+    b->config = config;
+    b->config_len = config_len;
     if (load_normalizer(path, root, b, err, errn) != 0 ||
         load_pre_tokenizer(path, root, b, err, errn) != 0 ||
         load_decoder(path, root, err, errn) != 0 || load_model(path, root, b, err, errn) != 0 ||

@@ -7,8 +7,8 @@
  * Supported in tokenizer.json: model BPE (vocab, merges as "a b" or
  * ["a", "b"], unk_token, byte_fallback, ignore_merges), added_tokens
  * (special or not, lstrip, rstrip, normalized), normalizer null or NFC,
- * pre_tokenizer ByteLevel or a Sequence of known Split regexes and ByteLevel
- * (pretokenize.h), post_processor null, ByteLevel or TemplateProcessing (or a
+ * pre_tokenizer ByteLevel or a Sequence of known Split regexes, Digits and
+ * ByteLevel (pretokenize.h), post_processor null, ByteLevel or TemplateProcessing (or a
  * Sequence of them), decoder ByteLevel. Anything else is refused with a
  * message naming the key. "truncation" and "padding" are ignored: tern
  * handles lengths itself.
@@ -24,10 +24,12 @@ typedef struct bpe bpe;
 
 /* Build from root, the parsed tokenizer.json at path (whose bytes are
  * json[0..json_len), kept to be saved unchanged; bpe_load takes them over and
- * frees them on failure), reading tokenizer_config.json beside it when there
- * is one. 0, or -1 with a message in err. */
-int bpe_load(const char *path, json_t *root, char *json, size_t json_len, bpe **out, char *err,
-             size_t errn);
+ * frees them on failure), with the tokenizer_config.json text `config`
+ * (config_len bytes, malloc'd and NUL-terminated; taken over likewise) or,
+ * when config is NULL, the tokenizer_config.json beside path when there is
+ * one. 0, or -1 with a message in err. */
+int bpe_load(const char *path, json_t *root, char *json, size_t json_len, char *config,
+             size_t config_len, bpe **out, char *err, size_t errn);
 /* Write tokenizer.json (and tokenizer_config.json if one was loaded) into
  * dir, atomically and byte for byte as they were read. */
 int bpe_save(const bpe *b, const char *dir, char *err, size_t errn);

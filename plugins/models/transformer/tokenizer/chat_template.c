@@ -627,6 +627,9 @@ static const char *token_text(json_t *v)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+static int from_config_text(const char *path, const char *text, size_t len, chat_template **out,
+                            char *err, size_t errn);
+
 static int from_config(const char *dir, chat_template **out, char *err, size_t errn)
 {
     char path[4096];
@@ -643,9 +646,17 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
     size_t len;
     if (tern_regular_read(path, BPE_FILE_MAX, &text, &len, unread, sizeof unread) != 0)
         return tf_fail(err, errn, "%s: cannot read: %s", path, unread);
+    int rc = from_config_text(path, text, len, out, err, errn);
+    free(text);
+    return rc;
+}
+
+/* "auto" over tokenizer_config.json's text, read from `path` */
+static int from_config_text(const char *path, const char *text, size_t len, chat_template **out,
+                            char *err, size_t errn)
+{
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
-    free(text);
     if (!root)
         return tf_fail(err, errn, "%s: not valid JSON (line %d: %s); fix or replace the file", path,
                     je.line, je.text);
@@ -744,6 +755,15 @@ int chat_template_from_dir(const char *dir, const char *name, chat_template **ou
     if (rc == -2)
         return tf_fail(err, errn, "chat template: out of memory");
     return 0;
+}
+
+int chat_template_from_config_text(const char *where, const char *text, size_t len,
+                                   const char *name, chat_template **out, char *err, size_t errn)
+{
+    *out = NULL;
+    if (!name || strcmp(name, "auto") == 0)
+        return from_config_text(where, text, len, out, err, errn);
+    return chat_template_from_dir(NULL, name, out, err, errn);
 }
 
 /* ---- settings and accessors --------------------------------------------- */

@@ -82,6 +82,14 @@ int chat_template_from_dir(const char *dir, const char *name, chat_template **ou
                            size_t errn);
 
 /*
+ * As chat_template_from_dir, with tokenizer_config.json's text (len bytes)
+ * given rather than read (a GGUF model's, gguf_vocab.h); `where` names it in
+ * messages.
+ */
+int chat_template_from_config_text(const char *where, const char *text, size_t len,
+                                   const char *name, chat_template **out, char *err, size_t errn);
+
+/*
  * Replace the default system prompt of a chatml template: the text inserted
  * as a first system message when the conversation has none. NULL (or "")
  * removes it. The text is copied. Fails on a template other than chatml, or

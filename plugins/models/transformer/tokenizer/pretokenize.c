@@ -12,6 +12,8 @@ const char *const pretok_regex[PRETOK_COUNT] = {
                       "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     [PRETOK_QWEN2] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
                      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    [PRETOK_DIGIT] = "\\p{N}",
+    [PRETOK_DIGITS] = "\\p{N}+",
 };
 
 int pretok_find(const char *regex)
@@ -44,6 +46,14 @@ static size_t contraction(const uint32_t *cp, size_t n, size_t i, int icase)
 static size_t run(const uint8_t *cls, size_t n, size_t i, int bits)
 {
     while (i < n && (cls[i] & bits))
+        i++;
+    return i;
+}
+
+/* the end of the run of code points from i that are not \p{N} */
+static size_t digitless(const uint8_t *cls, size_t n, size_t i)
+{
+    while (i < n && !(cls[i] & UNICODE_N))
         i++;
     return i;
 }
@@ -133,6 +143,10 @@ size_t pretok_match(pretok_pattern p, int space, const uint32_t *cp, const uint8
         return llama3(3, space, cp, cls, n, i);
     case PRETOK_QWEN2:
         return llama3(1, space, cp, cls, n, i);
+    case PRETOK_DIGIT: /* a digit alone, or the run of non-digits up to the next one */
+        return cls[i] & UNICODE_N ? 1 : digitless(cls, n, i) - i;
+    case PRETOK_DIGITS:
+        return cls[i] & UNICODE_N ? run(cls, n, i, UNICODE_N) - i : digitless(cls, n, i) - i;
     default:
         return 1;
     }

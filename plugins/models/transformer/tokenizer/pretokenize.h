@@ -18,10 +18,15 @@ typedef enum {
     PRETOK_GPT2,   /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
     PRETOK_LLAMA3, /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
     PRETOK_QWEN2,  /* as Llama 3 with \p{N} for \p{N}{1,3} */
+    PRETOK_DIGIT,  /* \p{N}: each digit alone (the Digits pre-tokenizer, individual_digits) */
+    PRETOK_DIGITS, /* \p{N}+: runs of digits (Digits without individual_digits) */
     PRETOK_COUNT
 } pretok_pattern;
 
-/* The regex text of each pattern, exactly as tokenizer.json holds it. */
+/* The regex text of each pattern, exactly as tokenizer.json holds it. Matched
+ * with "behavior": "Isolated", every pattern splits the whole text: the text
+ * between two matches is a piece too (for the digit patterns, a run of
+ * non-digits). */
 extern const char *const pretok_regex[PRETOK_COUNT];
 
 /* The pattern whose text is regex, or -1. */

@@ -264,11 +264,11 @@ static int load_bytes(const char *path, json_t *o, tokenizer **out, char *err, s
     return 0;
 }
 
-static int load_bpe(const char *path, json_t *o, char *bytes, size_t nbytes, tokenizer **out,
-                    char *err, size_t errn)
+static int load_bpe(const char *path, json_t *o, char *bytes, size_t nbytes, char *config,
+                    size_t config_len, tokenizer **out, char *err, size_t errn)
 {
     bpe *b;
-    if (bpe_load(path, o, bytes, nbytes, &b, err, errn) != 0)
+    if (bpe_load(path, o, bytes, nbytes, config, config_len, &b, err, errn) != 0)
         return -1;
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) {
@@ -279,6 +279,11 @@ static int load_bpe(const char *path, json_t *o, char *bytes, size_t nbytes, tok
     *out = t;
     return 0;
 }
+
+/* tokenizer.json's text (bytes, taken over) as read from `path`; config as
+ * for tokenizer_load_text. */
+static int load_text(const char *path, char *bytes, size_t nbytes, char *config,
+                     size_t config_len, tokenizer **out, char *err, size_t errn);
 
 int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
 {
@@ -292,10 +297,28 @@ int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
     char why[TERN_REGULAR_WHY_MAX];
     if (bpe_read_file(path, &bytes, &nbytes, why, sizeof why) != 0)
         return tf_fail(err, errn, "%s: cannot read the tokenizer: %s", path, why);
+    return load_text(path, bytes, nbytes, NULL, 0, out, err, errn);
+}
+
+int tokenizer_load_text(const char *where, char *json, size_t json_len, char *config,
+                        size_t config_len, tokenizer **out, char *err, size_t errn)
+{
+    *out = NULL;
+    if (!config) {
+        free(json);
+        return tf_fail(err, errn, "%s: no tokenizer_config.json text was given", where);
+    }
+    return load_text(where, json, json_len, config, config_len, out, err, errn);
+}
+
+static int load_text(const char *path, char *bytes, size_t nbytes, char *config,
+                     size_t config_len, tokenizer **out, char *err, size_t errn)
+{
     json_error_t jerr;
     json_t *o = json_loadb(bytes, nbytes, JSON_REJECT_DUPLICATES, &jerr);
     if (!o) {
         free(bytes);
+        free(config);
         return tf_fail(err, errn, "%s:%d:%d: cannot read the tokenizer: %s", path, jerr.line,
                     jerr.column, jerr.text);
     }
@@ -305,8 +328,8 @@ int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
         tf_fail(err, errn, "%s: must hold a JSON object", path);
     } else if (!kind && json_is_object(json_object_get(o, "model"))) {
         /* a Hugging Face tokenizers file: {"version": "1.0", "model": {"type": "BPE", ...}} */
-        rc = load_bpe(path, o, bytes, nbytes, out, err, errn);
-        bytes = NULL; /* load_bpe has them now */
+        rc = load_bpe(path, o, bytes, nbytes, config, config_len, out, err, errn);
+        bytes = config = NULL; /* load_bpe has them now */
     } else if (!kind) {
         tf_fail(err, errn, "%s: no \"tern_tokenizer\" key and no \"model\", so neither a tokenizer "
              "tern wrote nor a Hugging Face tokenizer.json", path);
@@ -323,5 +346,6 @@ int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn)
     }
     json_decref(o);
     free(bytes);
+    free(config);
     return rc;
 }

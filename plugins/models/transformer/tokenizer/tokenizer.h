@@ -34,6 +34,13 @@ int tokenizer_new_bytes(tokenizer **out);
  * DIR/tokenizer_config.json when there is one). 0, or -1 with a message in
  * err naming the file and key (*out is then NULL). */
 int tokenizer_load(const char *dir, tokenizer **out, char *err, size_t errn);
+/* A Hugging Face tokenizer from texts rather than files (a GGUF model's,
+ * gguf_vocab.h): json (json_len bytes) is tokenizer.json's text and config
+ * tokenizer_config.json's, both malloc'd and NUL-terminated, taken over
+ * (freed on failure too). `where` names them in messages. Saving writes the
+ * two texts as files. 0, or -1 with a message. */
+int tokenizer_load_text(const char *where, char *json, size_t json_len, char *config,
+                        size_t config_len, tokenizer **out, char *err, size_t errn);
 /* Write DIR/tokenizer.json atomically (DIR must exist); a Hugging Face
  * tokenizer writes back the bytes it read, and its tokenizer_config.json
  * too when it read one. 0, or -1 with a message. */
