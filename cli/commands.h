@@ -133,6 +133,7 @@ typedef struct tern_arith_args {
     int max_operand;                /* operands are drawn from 0..max_operand (>= 0) */
     const char *ops;                /* some of "+-*", each once; NULL: "+" */
     const char *out_dir;            /* the directory to write the two files to */
+    int question;                   /* 1: "What is 37 + 45?" prompts (--question), for chat models */
 } tern_arith_args;
 
 /* `tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS]

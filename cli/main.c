@@ -137,7 +137,8 @@ static const command commands[] = {
      "  --threads N  threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or text.",
      score_cmd, NULL},
-    {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS] OUT_DIR\n"
+    {"data", "tern data arith [--seed S] [--train N] [--eval M] [--max K] [--ops OPS]\n"
+             "                 [--question] OUT_DIR\n"
              "  tern data countdown [--seed S] [--train N] [--eval M] [--count C] [--max K]\n"
              "                      [--ops OPS] [--answers A] OUT_DIR\n"
              "  tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR",
@@ -151,6 +152,7 @@ static const command commands[] = {
      "  --max K    operands are drawn from 0..K (default 49)\n"
      "  --ops OPS  the operations, some of + - * (default +; quote it: '+-*');\n"
      "             a - b only with a >= b, so no answer is negative\n"
+     "  --question prompts as questions, \"What is 37 + 45?\", for chat models\n"
      "N + M must not exceed the distinct problems (for + alone: (K+1)^2).\n"
      "OUT_DIR is created if missing (parents too); an existing file is never\n"
      "overwritten. The task format: docs/data.md.\n"
@@ -562,6 +564,7 @@ static int data_cmd(const command *c, int argc, char **argv)
         {"--max", .kind = TERN_FLAG_INT, TERN_FLAG_TO(da.max_operand), .min = 0, .max = INT_MAX},
         {"--ops", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(da.ops), .opts = TERN_FLAG_NONEMPTY,
          .need = "some of + - * (e.g. --ops '+-*')"},
+        {"--question", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(da.question)},
         TERN_FLAGS_END,
     };
     rc = parse(c, flags, &da.out_dir, 1, argc - 1, argv + 1);

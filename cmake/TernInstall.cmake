@@ -58,6 +58,8 @@ endforeach()
 install(FILES etc/data/arith-train.jsonl etc/data/arith-eval.jsonl
   etc/data/countdown-train.jsonl etc/data/countdown-eval.jsonl
   DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/data COMPONENT runtime)
+install(FILES etc/data/smollm2/arith-train.jsonl etc/data/smollm2/arith-eval.jsonl
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/tern/etc/data/smollm2 COMPONENT runtime)
 install(FILES README.md docs/architecture.md docs/run.md docs/config.md docs/data.md docs/algorithms.md docs/plugins.md
   docs/abi.md docs/packaging.md docs/models.md docs/cli-model.md docs/sync.md docs/buffers.md
   docs/rewards.md docs/sandbox.md docs/timeline.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)

@@ -151,16 +151,19 @@ typedef struct arith_lines {
     size_t n_eval;
     const char *ops;
     uint64_t w;
+    int question;
 } arith_lines;
 
 static int arith_line(FILE *f, const char *split, size_t i, int width, void *ctx)
 {
     const arith_lines *al = ctx;
     problem p = decode(al->idx[(split[0] == 't' ? al->n_eval : 0) + i], al->ops, al->w);
-    return fprintf(f, "{\"id\":\"arith-%s-%0*zu\",\"domain\":\"math\",\"prompt\":\"%llu%c%llu=\","
-                      "\"answer\":\"%llu\"}\n",
-                   split, width, i + 1, (unsigned long long)p.a, p.op, (unsigned long long)p.b,
-                   (unsigned long long)p.answer) > 0 ? 0 : -1;
+    const char *form = al->question ? "{\"id\":\"arith-%s-%0*zu\",\"domain\":\"math\",\"prompt\":"
+                                      "\"What is %llu %c %llu?\",\"answer\":\"%llu\"}\n"
+                                    : "{\"id\":\"arith-%s-%0*zu\",\"domain\":\"math\",\"prompt\":"
+                                      "\"%llu%c%llu=\",\"answer\":\"%llu\"}\n";
+    return fprintf(f, form, split, width, i + 1, (unsigned long long)p.a, p.op,
+                   (unsigned long long)p.b, (unsigned long long)p.answer) > 0 ? 0 : -1;
 }
 
 int tern_arith_write(const tern_arith_spec *s, const char *train_path, const char *eval_path)
@@ -185,7 +188,8 @@ int tern_arith_write(const tern_arith_spec *s, const char *train_path, const cha
         return tern_errorf(rc, "out of memory drawing %zu of %llu problems", n,
                            (unsigned long long)total);
     }
-    arith_lines al = {.idx = idx, .n_eval = s->n_eval, .ops = ops, .w = w};
+    arith_lines al = {.idx = idx, .n_eval = s->n_eval, .ops = ops, .w = w,
+                      .question = s->question};
     rc = tern_split_files_write(train_path, s->n_train, eval_path, s->n_eval, arith_line, &al);
     free(idx);
     return rc;

@@ -20,6 +20,7 @@ typedef struct tern_arith_spec {
     size_t n_eval;    /* default 200 */
     int max_operand;  /* operands drawn from 0..max_operand, default 49 */
     const char *ops;  /* non-empty subset of "+-*", default "+" */
+    int question;     /* 1: prompts as questions ("What is 37 + 45?"), for chat models */
 } tern_arith_spec;
 
 #define TERN_ARITH_SPEC_DEFAULT                                                                \
@@ -38,7 +39,7 @@ int tern_arith_check(const tern_arith_spec *s);
 /* Write the n_train tasks to train_path and the n_eval tasks to eval_path,
  * one JSON object per line:
  *   {"id":"arith-train-00001","domain":"math","prompt":"37+45=","answer":"82"}
- * (ids numbered from 1, zero-padded to 5 digits or to the digits of the
+ * (with question: "prompt":"What is 37 + 45?"; ids numbered from 1, zero-padded to 5 digits or to the digits of the
  * count when that is more; eval ids are "arith-eval-NNNNN"). Each file is
  * written to a temporary file beside it and renamed into place, so a reader
  * never sees half a file; an existing file at either path is replaced (the

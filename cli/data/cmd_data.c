@@ -144,7 +144,7 @@ int tern_cmd_data_arith(const tern_invocation *inv, const tern_arith_args *a)
     if (a && a->size >= sizeof *a)
         spec = (tern_arith_spec){.seed = a->seed, .n_train = (size_t)a->n_train,
                                  .n_eval = (size_t)a->n_eval, .max_operand = a->max_operand,
-                                 .ops = a->ops ? a->ops : "+"};
+                                 .ops = a->ops ? a->ops : "+", .question = a->question};
     int code = write_task_set(inv, &kind, a ? a->size : 0, sizeof *a, a ? a->out_dir : NULL,
                               a ? a->n_train : 0, a ? a->n_eval : 0, &spec);
     if (code == TERN_EXIT_OK)

@@ -17,7 +17,7 @@ Test(data_cli, help_texts)
     run(&r, "%s help data", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern data arith [--seed S] [--train N] [--eval M] [--max K] "
-                            "[--ops OPS] OUT_DIR"), "%s", r.out);
+                            "[--ops OPS]\n                 [--question] OUT_DIR"), "%s", r.out);
     cr_expect(strstr(r.out, "--ops OPS"), "%s", r.out);
     cr_expect(strstr(r.out, "never\noverwritten"), "%s", r.out);
     run(&r, "%s data arith --help", TERN);
@@ -70,6 +70,30 @@ Test(data_cli, writes_both_files)
     cr_expect(strstr(r.out, "arith-eval.jsonl\narith-train.jsonl\n"), "%s", r.out);
     cr_expect_null(strstr(r.out, "tmp"), "%s", r.out);
     run(&r, "rm -rf dc dd1 dd2 dd3 de");
+}
+
+/* --question: the same problems, asked as a chat model is asked */
+Test(data_cli, question_prompts)
+{
+    result r;
+    run(&r, "rm -rf q1 q2 && %s data arith --seed 4 --max 9 --ops '+-' --train 5 --eval 3 q1 && "
+        "%s data arith --seed 4 --max 9 --ops '+-' --train 5 --eval 3 --question q2", TERN, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char plain[4096], asked[4096];
+    slurp(WORK "/q1/arith-train.jsonl", plain, sizeof plain);
+    slurp(WORK "/q2/arith-train.jsonl", asked, sizeof asked);
+    int n = 0;
+    for (char *p = plain, *q = asked; *p && *q; n++) {
+        unsigned a, b, x, y;
+        char op, op2;
+        cr_assert_eq(sscanf(strstr(p, "\"prompt\":\"") + 10, "%u%c%u=", &a, &op, &b), 3);
+        cr_assert_eq(sscanf(strstr(q, "\"prompt\":\"") + 10, "What is %u %c %u?", &x, &op2, &y),
+                     3, "%s", q);
+        cr_expect(a == x && b == y && op == op2, "line %d: %u%c%u against %u %c %u", n, a, op, b,
+                  x, op2, y);
+        p = strchr(p, '\n') + 1, q = strchr(q, '\n') + 1;
+    }
+    cr_expect_eq(n, 5);
 }
 
 Test(data_cli, never_overwrites)

@@ -393,6 +393,56 @@ Test(training, gradients_summed_across_instances_equal_one_batch)
     harness_close(&whole);
 }
 
+/* batch_tokens splits score and backward into chunks of whole sequences:
+ * the log-probs and the accumulated gradients are those of one pass. */
+Test(training, chunks_of_batch_tokens_give_one_batchs_results)
+{
+    harness whole, chunked;
+    cr_assert_eq(harness_open(&whole, "transformer", TERN_KIND_MODEL,
+                              "init = { preset = \"tiny\"; seed = 7; num_hidden_layers = 2; };"),
+                 TERN_OK, "%s", whole.error);
+    /* 7 tokens a chunk: the 6-token sequence alone, then the 4 and 3 of the others apart */
+    cr_assert_eq(harness_open(&chunked, "transformer", TERN_KIND_MODEL,
+                              "init = { preset = \"tiny\"; seed = 7; num_hidden_layers = 2; }; "
+                              "batch_tokens = 7;"),
+                 TERN_OK, "%s", chunked.error);
+    const tern_model_ops *ops = harness_ops(&whole);
+    int32_t t1[6] = {256, 10, 20, 30, 40, 50}, t2[4] = {256, 7, 8, 9}, t3[3] = {256, 1, 2};
+    tern_sequence s[3] = {{.size = sizeof s[0], .tokens = t1, .len = 6, .start = 2},
+                          {.size = sizeof s[1], .tokens = t2, .len = 4, .start = 1},
+                          {.size = sizeof s[2], .tokens = t3, .len = 3, .start = 1}};
+    float d1[6] = {0, 0, -0.5f, 0.25f, -1, 0.75f}, d2[4] = {0, 1, -0.5f, -0.25f},
+          d3[3] = {0, 0.5f, 2};
+    const float *g[3] = {d1, d2, d3};
+    float lw[13], lc[13], ew[13], ec[13];
+    float *lpw[3] = {lw, lw + 6, lw + 10}, *lpc[3] = {lc, lc + 6, lc + 10};
+    float *enw[3] = {ew, ew + 6, ew + 10}, *enc[3] = {ec, ec + 6, ec + 10};
+    cr_assert_eq(ops->score(whole.state, s, 3, lpw, enw), TERN_OK);
+    cr_assert_eq(ops->score(chunked.state, s, 3, lpc, enc), TERN_OK);
+    for (int i = 0; i < 13; i++) {
+        cr_expect_float_eq(lw[i], lc[i], 1e-5, "logp %d: %g and %g", i, lw[i], lc[i]);
+        cr_expect_float_eq(ew[i], ec[i], 1e-5, "entropy %d: %g and %g", i, ew[i], ec[i]);
+    }
+    cr_assert_eq(ops->backward(whole.state, s, 3, g, NULL), TERN_OK);
+    cr_assert_eq(ops->backward(chunked.state, s, 3, g, NULL), TERN_OK);
+    const tern_tensor *gw, *gc;
+    size_t nw, nc;
+    cr_assert_eq(ops->gradients(whole.state, &gw, &nw), TERN_OK);
+    cr_assert_eq(ops->gradients(chunked.state, &gc, &nc), TERN_OK);
+    cr_assert_eq(nw, nc);
+    double norm = 0;
+    for (size_t i = 0; i < nw; i++) {
+        size_t n = gw[i].bytes / sizeof(float);
+        for (size_t k = 0; k < n; k++)
+            norm += (double)((const float *)gw[i].data)[k] * ((const float *)gw[i].data)[k];
+        double e = rel_err(gc[i].data, gw[i].data, n);
+        cr_expect_lt(e, 1e-5, "%s: chunked gradient differs by %g", gw[i].name, e);
+    }
+    cr_assert_gt(norm, 0);
+    harness_close(&chunked);
+    harness_close(&whole);
+}
+
 /* Copy the fixture to a scratch dir, let `mutate` (a shell command run in it)
  * break it, and expect loading to fail with `want` in the message. */
 static void expect_load_error(const char *mutate, const char *want)

@@ -16,6 +16,7 @@
 #include "hf/checkpoint.h"
 #include "hf/hf_config.h"
 #include "tokenizer/chat_template.h"
+#include "tern/support/paths.h"
 #include "tokenizer/tokenizer.h"
 
 static const tern_host *host;
@@ -55,6 +56,7 @@ typedef struct transformer {
     tern_tensor *dev_grads;     /* ... and the device gradients, at the first device_gradients() */
     char (*tensor_names)[96];  /* their names (both tables') */
     packed pk;                 /* score/backward batch buffers */
+    size_t batch_tokens;       /* rows per forward/backward pass at most (batch_tokens) */
     char err[1024];
 } transformer;
 
@@ -153,6 +155,78 @@ static int init_given(tern_ctx *ctx)
     return 0;
 }
 
+/* The config, tokenizer and (into gf, left open for the weights) the file of
+ * the GGUF model at path; *gguf_config gets its tokenizer_config.json text,
+ * for the chat template. A TERN_ status. */
+static int open_gguf(transformer *t, const char *path, gguf_file *gf, llama_config *c,
+                     char **gguf_config)
+{
+    char *tok_json = NULL, *cfg_json = NULL;
+    size_t tok_len = 0, cfg_len = 0;
+    if (gguf_open(path, gf, t->err, sizeof t->err) != 0 ||
+        gguf_model_config(gf, path, c, t->err, sizeof t->err) != 0 ||
+        gguf_vocab_texts(gf, path, &tok_json, &tok_len, &cfg_json, &cfg_len, t->err,
+                         sizeof t->err) != 0)
+        return host->setting_error(t->ctx, "path", "%s", t->err);
+    if (!(*gguf_config = strdup(cfg_json))) {
+        free(tok_json), free(cfg_json);
+        return host->fail(t->ctx, TERN_ENOMEM, "%s: out of memory", path);
+    }
+    /* tokenizer_load_text takes both texts over */
+    if (tokenizer_load_text(path, tok_json, tok_len, cfg_json, cfg_len, &t->tok, t->err,
+                            sizeof t->err) != 0)
+        return host->setting_error(t->ctx, "path", "%s", t->err);
+    return TERN_OK;
+}
+
+/* The config and tokenizer of the model directory at path. */
+static int open_dir(transformer *t, const char *path, llama_config *c)
+{
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    if (hf_config_read(cfg, c, t->err, sizeof t->err) != 0 ||
+        tokenizer_load(path, &t->tok, t->err, sizeof t->err) != 0)
+        return host->setting_error(t->ctx, "path", "%s", t->err);
+    return TERN_OK;
+}
+
+/* Make t's model: from `path` (a GGUF file or a model directory) or, path
+ * NULL, fresh from the init settings. On failure t keeps what it got, for
+ * front_destroy. */
+static int make_model(transformer *t, const char *path)
+{
+    llama_config c;
+    uint64_t seed = 0;
+    gguf_file gf = {0};
+    char *gguf_config = NULL; /* a GGUF model's tokenizer_config.json text, for its template */
+    int is_gguf = path && gguf_model_is_gguf(path);
+    int rc;
+    if (is_gguf)
+        rc = open_gguf(t, path, &gf, &c, &gguf_config);
+    else if (path)
+        rc = open_dir(t, path, &c);
+    else if ((rc = fresh_config(t, &c, &seed)) == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
+        rc = host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+    if (rc == TERN_OK && tokenizer_vocab_size(t->tok) > c.vocab_size)
+        rc = host->fail(t->ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
+                        "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
+    else if (rc == TERN_OK && llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0)
+        rc = host->fail(t->ctx, TERN_ENOMEM, "%s", t->err);
+    else if (rc == TERN_OK && is_gguf &&
+             gguf_model_load_weights(&gf, path, &t->m, t->err, sizeof t->err) != 0)
+        rc = host->fail(t->ctx, TERN_EINVAL, "%s", t->err);
+    else if (rc == TERN_OK && path && !is_gguf &&
+             checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0)
+        rc = host->fail(t->ctx, TERN_EINVAL, "%s", t->err);
+    gguf_close(&gf); /* the weights are dequantised into t->m: the file is done with */
+    if (rc == TERN_OK && !path)
+        llama_init_random(&t->m, seed);
+    if (rc == TERN_OK)
+        rc = open_chat_template(t, path, path, gguf_config);
+    free(gguf_config);
+    return rc;
+}
+
 int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
 {
     transformer *t = calloc(1, sizeof *t);
@@ -160,76 +234,24 @@ int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
         return host->fail(ctx, TERN_ENOMEM, "out of memory");
     t->ctx = ctx;
     t->engine = engine;
-    const char *path = NULL;
-    int has_path = host->get_string(ctx, "path", &path) == TERN_OK;
-    int has_init = init_given(ctx);
-    int rc;
-    if (has_path && has_init) {
-        free(t);
-        return host->setting_error(ctx, "init", "give either path (load a model) or init (fresh "
-                                   "weights), not both");
-    }
-    llama_config c;
-    uint64_t seed = 0;
-    gguf_file gf = {0};
-    char *gguf_config = NULL; /* a GGUF model's tokenizer_config.json text, for its template */
-    int is_gguf = has_path && gguf_model_is_gguf(path);
-    if (is_gguf) {
-        char *tok_json = NULL, *cfg_json = NULL;
-        size_t tok_len = 0, cfg_len = 0;
-        if (gguf_open(path, &gf, t->err, sizeof t->err) != 0 ||
-            gguf_model_config(&gf, path, &c, t->err, sizeof t->err) != 0 ||
-            gguf_vocab_texts(&gf, path, &tok_json, &tok_len, &cfg_json, &cfg_len, t->err,
-                             sizeof t->err) != 0 ||
-            !(gguf_config = strdup(cfg_json)) ||
-            tokenizer_load_text(path, tok_json, tok_len, cfg_json, cfg_len, &t->tok, t->err,
-                                sizeof t->err) != 0) {
-            if (!gguf_config && cfg_json)
-                snprintf(t->err, sizeof t->err, "%s: out of memory", path), free(tok_json),
-                    free(cfg_json);
-            rc = host->setting_error(ctx, "path", "%s", t->err);
-            gguf_close(&gf);
-            free(gguf_config);
-            tokenizer_free(t->tok);
-            free(t);
-            return rc;
-        }
-    } else if (has_path) {
-        char cfg[4200];
-        snprintf(cfg, sizeof cfg, "%s/config.json", path);
-        if (hf_config_read(cfg, &c, t->err, sizeof t->err) != 0 ||
-            tokenizer_load(path, &t->tok, t->err, sizeof t->err) != 0) {
-            rc = host->setting_error(ctx, "path", "%s", t->err);
-            tokenizer_free(t->tok);
-            free(t);
-            return rc;
-        }
-    } else {
-        rc = fresh_config(t, &c, &seed);
-        if (rc == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
-            rc = host->fail(ctx, TERN_ENOMEM, "out of memory");
-        if (rc != TERN_OK) {
-            free(t);
-            return rc;
-        }
-    }
-    rc = TERN_OK;
-    if (tokenizer_vocab_size(t->tok) > c.vocab_size)
-        rc = host->fail(ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
-                        "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
-    else if (llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0)
-        rc = host->fail(ctx, TERN_ENOMEM, "%s", t->err);
-    else if (is_gguf && gguf_model_load_weights(&gf, path, &t->m, t->err, sizeof t->err) != 0)
-        rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
-    else if (has_path && !is_gguf &&
-             checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0)
-        rc = host->fail(ctx, TERN_EINVAL, "%s", t->err);
-    gguf_close(&gf); /* the weights are dequantised into t->m: the file is done with */
-    if (rc == TERN_OK && !has_path)
-        llama_init_random(&t->m, seed);
+    int64_t bt = 2048;
+    int rc = host->get_int(ctx, "batch_tokens", &bt);
+    t->batch_tokens = bt > 0 ? (size_t)bt : 2048;
+    const char *given = NULL;
+    int has_path = host->get_string(ctx, "path", &given) == TERN_OK;
+    char *joined = NULL;
+    if (rc == TERN_ENOTFOUND)
+        rc = TERN_OK;
+    if (rc == TERN_OK && has_path && init_given(ctx))
+        rc = host->setting_error(ctx, "init", "give either path (load a model) or init (fresh "
+                                 "weights), not both");
+    /* a relative path is the config file's, as its data paths are */
+    if (rc == TERN_OK && has_path && given[0] != '/' && TERN_HAS(host, config_dir) &&
+        !(joined = tern_path_join(host->config_dir(ctx), given)))
+        rc = host->fail(ctx, TERN_ENOMEM, "out of memory");
     if (rc == TERN_OK)
-        rc = open_chat_template(t, has_path ? path : NULL, path, gguf_config);
-    free(gguf_config);
+        rc = make_model(t, has_path ? (joined ? joined : given) : NULL);
+    free(joined);
     if (rc == TERN_OK)
         rc = engine->open(host, ctx, &t->m, &t->eng);
     if (rc != TERN_OK) {
@@ -453,10 +475,58 @@ static int pack(transformer *t, const tern_sequence *seqs, size_t n)
     return TERN_OK;
 }
 
+/* The end of the chunk of seqs[from..n) that starts at from: whole
+ * sequences of at most t->batch_tokens tokens in all, and at least one. */
+static size_t chunk_end(const transformer *t, const tern_sequence *seqs, size_t n, size_t from)
+{
+    size_t rows = seqs[from].len, end = from + 1;
+    while (end < n && rows + seqs[end].len <= t->batch_tokens)
+        rows += seqs[end++].len;
+    return end;
+}
+
+static int score_chunk(transformer *t, const tern_sequence *seqs, size_t n, float **logprobs,
+                       float **entropies);
+static int backward_chunk(transformer *t, const tern_sequence *seqs, size_t n,
+                          const float *const *dlogp, const float *const *dentropy);
+
+/* score and backward go over chunks of batch_tokens tokens: the activations a
+ * backward pass keeps grow with the tokens (about 1.3 MB a token for a 135M
+ * model), so a whole RL batch at once would not fit in memory; the gradients
+ * accumulate over the chunks, so the result is the same. */
 int front_score(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
                 float **entropies)
 {
     transformer *t = state;
+    if (n == 0)
+        return score_chunk(t, seqs, n, logprobs, entropies);
+    for (size_t a = 0, b; a < n; a = b) {
+        b = chunk_end(t, seqs, n, a);
+        int rc = score_chunk(t, seqs + a, b - a, logprobs + a, entropies ? entropies + a : NULL);
+        if (rc != TERN_OK)
+            return rc;
+    }
+    return TERN_OK;
+}
+
+int front_backward(void *state, const tern_sequence *seqs, size_t n, const float *const *dlogp,
+                   const float *const *dentropy)
+{
+    transformer *t = state;
+    if (n == 0)
+        return backward_chunk(t, seqs, n, dlogp, dentropy);
+    for (size_t a = 0, b; a < n; a = b) {
+        b = chunk_end(t, seqs, n, a);
+        int rc = backward_chunk(t, seqs + a, b - a, dlogp + a, dentropy ? dentropy + a : NULL);
+        if (rc != TERN_OK)
+            return rc;
+    }
+    return TERN_OK;
+}
+
+static int score_chunk(transformer *t, const tern_sequence *seqs, size_t n, float **logprobs,
+                       float **entropies)
+{
     int rc = pack(t, seqs, n);
     if (rc != TERN_OK)
         return rc;
@@ -477,10 +547,9 @@ int front_score(void *state, const tern_sequence *seqs, size_t n, float **logpro
     return TERN_OK;
 }
 
-int front_backward(void *state, const tern_sequence *seqs, size_t n, const float *const *dlogp,
-                   const float *const *dentropy)
+static int backward_chunk(transformer *t, const tern_sequence *seqs, size_t n,
+                          const float *const *dlogp, const float *const *dentropy)
 {
-    transformer *t = state;
     int rc = pack(t, seqs, n);
     if (rc != TERN_OK)
         return rc;

@@ -126,7 +126,12 @@ extern const tern_setting_spec front_init_keys[];
 /* The settings every engine's plugin has: path, init, chat_template. */
 #define FRONT_SETTINGS                                                                           \
     TERN_SETTING(.name = "path", .type = TERN_SETTING_STRING, .aka = "dir|checkpoint|model_dir", \
-                 .doc = "load this Hugging Face-shaped model directory"),                       \
+                 .doc = "load this Hugging Face-shaped model directory, or this GGUF file"),     \
+    TERN_SETTING(.name = "batch_tokens", .type = TERN_SETTING_INT, .def = "2048", .min = 1,      \
+                 .max = 16777216, .aka = "max_batch_tokens|micro_batch_tokens",                  \
+                 .doc = "score and backward run over at most this many tokens at once (whole "   \
+                        "sequences; a longer one alone), accumulating the gradients, so that "   \
+                        "memory is bounded whatever the batch"),                                \
     TERN_SETTING(.name = "init", .type = TERN_SETTING_GROUP, .children = front_init_keys,        \
                  .doc = "fresh weights from a preset and a seed, with optional sizes"),         \
     TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",        \
