@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf/gguf_file.h"
 #include "gguf/gguf_model.h"
-#include "gguf/gguf_vocab.h"
 #include "hf/checkpoint.h"
 #include "hf/hf_config.h"
 #include "tokenizer/chat_template.h"
@@ -155,30 +153,6 @@ static int init_given(tern_ctx *ctx)
     return 0;
 }
 
-/* The config, tokenizer and (into gf, left open for the weights) the file of
- * the GGUF model at path; *gguf_config gets its tokenizer_config.json text,
- * for the chat template. A TERN_ status. */
-static int open_gguf(transformer *t, const char *path, gguf_file *gf, llama_config *c,
-                     char **gguf_config)
-{
-    char *tok_json = NULL, *cfg_json = NULL;
-    size_t tok_len = 0, cfg_len = 0;
-    if (gguf_open(path, gf, t->err, sizeof t->err) != 0 ||
-        gguf_model_config(gf, path, c, t->err, sizeof t->err) != 0 ||
-        gguf_vocab_texts(gf, path, &tok_json, &tok_len, &cfg_json, &cfg_len, t->err,
-                         sizeof t->err) != 0)
-        return host->setting_error(t->ctx, "path", "%s", t->err);
-    if (!(*gguf_config = strdup(cfg_json))) {
-        free(tok_json), free(cfg_json);
-        return host->fail(t->ctx, TERN_ENOMEM, "%s: out of memory", path);
-    }
-    /* tokenizer_load_text takes both texts over */
-    if (tokenizer_load_text(path, tok_json, tok_len, cfg_json, cfg_len, &t->tok, t->err,
-                            sizeof t->err) != 0)
-        return host->setting_error(t->ctx, "path", "%s", t->err);
-    return TERN_OK;
-}
-
 /* The config and tokenizer of the model directory at path. */
 static int open_dir(transformer *t, const char *path, llama_config *c)
 {
@@ -195,32 +169,30 @@ static int open_dir(transformer *t, const char *path, llama_config *c)
  * front_destroy. */
 static int make_model(transformer *t, const char *path)
 {
-    llama_config c;
-    uint64_t seed = 0;
-    gguf_file gf = {0};
     char *gguf_config = NULL; /* a GGUF model's tokenizer_config.json text, for its template */
-    int is_gguf = path && gguf_model_is_gguf(path);
-    int rc;
-    if (is_gguf)
-        rc = open_gguf(t, path, &gf, &c, &gguf_config);
-    else if (path)
-        rc = open_dir(t, path, &c);
-    else if ((rc = fresh_config(t, &c, &seed)) == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
-        rc = host->fail(t->ctx, TERN_ENOMEM, "out of memory");
-    if (rc == TERN_OK && tokenizer_vocab_size(t->tok) > c.vocab_size)
-        rc = host->fail(t->ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
-                        "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
-    else if (rc == TERN_OK && llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0)
-        rc = host->fail(t->ctx, TERN_ENOMEM, "%s", t->err);
-    else if (rc == TERN_OK && is_gguf &&
-             gguf_model_load_weights(&gf, path, &t->m, t->err, sizeof t->err) != 0)
-        rc = host->fail(t->ctx, TERN_EINVAL, "%s", t->err);
-    else if (rc == TERN_OK && path && !is_gguf &&
-             checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0)
-        rc = host->fail(t->ctx, TERN_EINVAL, "%s", t->err);
-    gguf_close(&gf); /* the weights are dequantised into t->m: the file is done with */
-    if (rc == TERN_OK && !path)
-        llama_init_random(&t->m, seed);
+    int rc = TERN_OK;
+    if (path && gguf_model_is_gguf(path)) {
+        /* the weights are dequantised into t->m, the file closed again */
+        if (gguf_model_load(path, &t->m, &t->tok, &gguf_config, t->err, sizeof t->err) != 0)
+            rc = host->setting_error(t->ctx, "path", "%s", t->err);
+    } else {
+        llama_config c;
+        uint64_t seed = 0;
+        if (path)
+            rc = open_dir(t, path, &c);
+        else if ((rc = fresh_config(t, &c, &seed)) == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
+            rc = host->fail(t->ctx, TERN_ENOMEM, "out of memory");
+        if (rc == TERN_OK && tokenizer_vocab_size(t->tok) > c.vocab_size)
+            rc = host->fail(t->ctx, TERN_EINVAL, "the tokenizer has %d tokens but the model's "
+                            "vocab_size is %d", tokenizer_vocab_size(t->tok), c.vocab_size);
+        else if (rc == TERN_OK && llama_model_init(&t->m, &c, t->err, sizeof t->err) != 0)
+            rc = host->fail(t->ctx, TERN_ENOMEM, "%s", t->err);
+        else if (rc == TERN_OK && path &&
+                 checkpoint_load_weights(path, &t->m, NULL, t->err, sizeof t->err) != 0)
+            rc = host->fail(t->ctx, TERN_EINVAL, "%s", t->err);
+        if (rc == TERN_OK && !path)
+            llama_init_random(&t->m, seed);
+    }
     if (rc == TERN_OK)
         rc = open_chat_template(t, path, path, gguf_config);
     free(gguf_config);

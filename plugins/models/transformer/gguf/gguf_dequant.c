@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "hf/safetensors.h"
+
 /* ggml's numbering (ggml.h); sizes from its type traits. Types with
  * supported = 0 are known so that a refusal can name them and a file's
  * tensor table can still be checked against the file's length. */
@@ -42,23 +44,9 @@ static float bits_to_float(uint32_t u)
     return x;
 }
 
-/* IEEE 754 binary16 to binary32, exactly (every half is a float). */
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    if (exp == 0) { /* zero or subnormal: mant * 2^-24, exact in float */
-        float v = (float)mant * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    if (exp == 31) /* inf, or nan keeping its payload */
-        return bits_to_float(sign | 0x7f800000u | mant << 13);
-    return bits_to_float(sign | (exp + 112) << 23 | mant << 13);
-}
-
 static uint16_t u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
-static float f16(const uint8_t *p) { return half_to_float(u16(p)); }
+static float f16(const uint8_t *p) { return st_half_to_float(u16(p)); }
 
 int gguf_dequantize(uint32_t type, const uint8_t *src, size_t n, float *dst)
 {

@@ -8,6 +8,7 @@
 
 #include "fail.h"
 #include "gguf/gguf_dequant.h"
+#include "gguf/gguf_vocab.h"
 #include "tern/support/regular_file.h"
 
 int gguf_model_is_gguf(const char *path)
@@ -288,5 +289,53 @@ int gguf_model_load_weights(const gguf_file *f, const char *path, llama_model *m
     rc = 0;
 done:
     free(used);
+    return rc;
+}
+
+int gguf_model_load(const char *path, llama_model *m, tokenizer **tok, char **tokenizer_config,
+                    char *err, size_t errn)
+{
+    gguf_file f;
+    llama_config c;
+    char *tj = NULL, *cj = NULL, *copy = NULL;
+    size_t tl = 0, cl = 0;
+    *tok = NULL;
+    memset(m, 0, sizeof *m);
+    if (tokenizer_config)
+        *tokenizer_config = NULL;
+    if (gguf_open(path, &f, err, errn) != 0)
+        return -1;
+    int rc = -1;
+    if (gguf_model_config(&f, path, &c, err, errn) != 0 ||
+        gguf_vocab_texts(&f, path, &tj, &tl, &cj, &cl, err, errn) != 0)
+        goto done;
+    if (tokenizer_config && !(copy = strdup(cj))) {
+        free(tj), free(cj);
+        tf_fail(err, errn, "%s: out of memory", path);
+        goto done;
+    }
+    /* tokenizer_load_text takes both texts over */
+    if (tokenizer_load_text(path, tj, tl, cj, cl, tok, err, errn) != 0)
+        goto done;
+    if (tokenizer_vocab_size(*tok) > c.vocab_size) {
+        tf_fail(err, errn, "%s: the tokenizer has %d tokens but the model's vocab_size is %d",
+                path, tokenizer_vocab_size(*tok), c.vocab_size);
+        goto done;
+    }
+    if (llama_model_init(m, &c, err, errn) != 0 ||
+        gguf_model_load_weights(&f, path, m, err, errn) != 0)
+        goto done;
+    rc = 0;
+done:
+    gguf_close(&f);
+    if (rc != 0) {
+        llama_model_free(m);
+        tokenizer_free(*tok);
+        *tok = NULL;
+        free(copy);
+        copy = NULL;
+    }
+    if (tokenizer_config)
+        *tokenizer_config = copy;
     return rc;
 }

@@ -34,6 +34,7 @@
 
 #include "decoder/model.h"
 #include "gguf/gguf_file.h"
+#include "tokenizer/tokenizer.h"
 
 /* Whether `path` is a GGUF file (a regular file starting with "GGUF"). */
 int gguf_model_is_gguf(const char *path);
@@ -47,5 +48,13 @@ int gguf_model_config(const gguf_file *f, const char *path, llama_config *c, cha
  * file's weights. 0, or -1 with a message naming the tensor. */
 int gguf_model_load_weights(const gguf_file *f, const char *path, llama_model *m, char *err,
                             size_t errn);
+
+/* The whole model of the GGUF file at path: its config into m (initialised
+ * here: llama_model_free it), its weights, its tokenizer (*tok, free with
+ * tokenizer_free) and, when tokenizer_config is not NULL, the
+ * tokenizer_config.json text its chat template is read from (malloc'd). The
+ * file is closed again. 0, or -1 with a message; what was made is freed. */
+int gguf_model_load(const char *path, llama_model *m, tokenizer **tok, char **tokenizer_config,
+                    char *err, size_t errn);
 
 #endif

@@ -361,8 +361,7 @@ static float bits_to_float(uint32_t u)
     return x;
 }
 
-/* IEEE 754 binary16 to binary32, exactly (every half is a float). */
-static float half_to_float(uint16_t h)
+float st_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
@@ -405,7 +404,7 @@ int st_to_f32(const st_tensor *t, float *dst, size_t numel, char *err, size_t er
         break;
     default: /* ST_F16 */
         for (size_t i = 0; i < numel; i++, p += 2)
-            dst[i] = half_to_float((uint16_t)(p[0] | p[1] << 8));
+            dst[i] = st_half_to_float((uint16_t)(p[0] | p[1] << 8));
         break;
     }
     return 0;

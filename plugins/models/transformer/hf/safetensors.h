@@ -62,6 +62,9 @@ const char *st_metadata_get(const st_file *f, const char *key);
 /* Convert t's data (F32, BF16 or F16) to numel floats in dst; numel must be
  * t->numel. 0, or -1 with a message. */
 int st_to_f32(const st_tensor *t, float *dst, size_t numel, char *err, size_t errn);
+/* IEEE 754 binary16 to binary32, exactly (every half is a float): the
+ * safetensors F16 dtype's and, shared, the GGUF reader's. */
+float st_half_to_float(uint16_t h);
 /* Unmap and free; f is zeroed. Safe on a zeroed or already closed st_file. */
 void st_close(st_file *f);
 
