@@ -7,6 +7,8 @@
  *     tensor. The shares are uneven (7 warm-up pairs and 5 groups a step on
  *     2 ranks), and every checkpoint step checks the ranks hold the same
  *     weights;
+ *   - the same without a KL to the reference, where an on-policy step skips
+ *     its scoring pass and the figures come from the ranks' backward passes;
  *   - log.txt has the worker ranks' lines, named by rank;
  *   - stopped with SIGUSR1 at mpirun, the 2-trainer run resumes (every rank
  *     loads the checkpoint) and trains every step once.
@@ -160,6 +162,23 @@ Test(ranks_trainers, two_trainer_ranks_train_as_one)
     cr_expect(strstr(text, "[rank 2: reference]"), "log.txt has trainer rank 2's lines:\n%s",
               text);
     cr_expect(strstr(text, "[rank 3: explorer 0]"), "log.txt has the explorer rank's lines");
+
+    /* without a KL to the reference an on-policy step skips its scoring pass
+     * (trainer.score_pass): each rank's figures come from its backward pass
+     * and are gathered; the runs still agree */
+    const char *nokl = " -o 'algorithm.kl.estimator=\"none\"' -o algorithm.kl.coef=0";
+    run(&r, "cd %s && %s -np 3 %s run w.cfg " OPTS "%s -o run.name='\"one_nokl\"' > /dev/null",
+        work, MPIRUN, TERN, nokl);
+    cr_assert_eq(r.code, 0, "1 trainer rank, no KL: exit %d\n%s", r.code, r.err);
+    run(&r, "cd %s && %s -np 4 %s run w.cfg " OPTS "%s -o ranks.trainers=2 "
+            "-o run.name='\"two_nokl\"' > /dev/null", work, MPIRUN, TERN, nokl);
+    cr_assert_eq(r.code, 0, "2 trainer ranks, no KL: exit %d\n%s", r.code, r.err);
+    snprintf(one, sizeof one, "%s/trainers_test/one_nokl/metrics.jsonl", work);
+    snprintf(two, sizeof two, "%s/trainers_test/two_nokl/metrics.jsonl", work);
+    expect_same_metrics(one, two);
+    snprintf(one, sizeof one, "%s/trainers_test/two_nokl/trace.json", work);
+    slurp(one, text, sizeof text);
+    cr_expect(!strstr(text, "\"name\": \"score\""), "an on-policy step without KL scored");
 }
 
 Test(ranks_trainers, two_trainer_ranks_stop_and_resume)

@@ -10,7 +10,11 @@
  *     the reference (k3 >= 0), never above.
  *   - Two reward routes on one domain combine by their weights: the reward
  *     each step trains on is math's plus 0.5 x format's, from the components
- *     the plugins gave (the hand-computed steps are tests/unit/test_step_loss.c). */
+ *     the plugins gave (the hand-computed steps are tests/unit/test_step_loss.c).
+ *   - An on-policy step skips its scoring pass (trainer.score_pass = "auto")
+ *     and still reports the figures the pass gave: the same first step as a
+ *     run that scores, entropy and the explorer/trainer mismatch from the
+ *     backward pass, and no "score" span in the trace. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -62,6 +66,64 @@ Test(glue, behaviour_logprobs_reach_the_loss, .timeout = 120)
                  "leave 1, its largest step mean is 1 %+g", most);
     json_decref(lines);
     run(&r, "rm -rf runs/glue-ratio");
+}
+
+/* "score" spans in run `name`'s trace.json */
+static int score_spans(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/runs/%s/trace.json", WORK, name);
+    json_error_t je;
+    json_t *t = json_load_file(path, 0, &je);
+    cr_assert_not_null(t, "%s: %s", path, je.text);
+    json_t *ev = json_object_get(t, "traceEvents"), *e;
+    size_t i;
+    int n = 0;
+    json_array_foreach(ev, i, e) {
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        n += nm && strcmp(nm, "score") == 0;
+    }
+    json_decref(t);
+    return n;
+}
+
+Test(glue, an_on_policy_step_skips_scoring_and_keeps_its_figures, .timeout = 120)
+{
+    const char *names[2] = {"glue-auto", "glue-always"};
+    const char *modes[2] = {"auto", "always"};
+    json_t *lines[2];
+    for (int m = 0; m < 2; m++) {
+        result r;
+        run(&r, "rm -rf runs/%s && %s run %s/etc/modes/synchronous.cfg %s "
+                "-o 'algorithm.kl.estimator=\"none\"' -o algorithm.kl.coef=0 "
+                "-o 'trainer.score_pass=\"%s\"' "
+                "-o 'run.out_dir=\"runs\"' -o 'run.name=\"%s\"'", names[m], TERN, SRC, SHORT,
+            modes[m], names[m]);
+        cr_assert_eq(r.code, 0, "%s", r.err);
+        lines[m] = rl_lines(names[m]);
+    }
+    cr_expect_eq(score_spans("glue-auto"), 0, "score_pass = \"auto\" scored anyway");
+    cr_expect_eq(score_spans("glue-always"), 6, "score_pass = \"always\": a pass a step");
+    /* step 1: the same rollouts, so the same loss and gradient within rounding */
+    json_t *a = json_array_get(lines[0], 0), *b = json_array_get(lines[1], 0);
+    cr_expect_eq(num(a, "reward_mean"), num(b, "reward_mean"));
+    cr_expect_float_eq(num(a, "grad_norm"), num(b, "grad_norm"), 1e-5 * num(b, "grad_norm"),
+                       "gradient norms %g (auto) and %g (always)", num(a, "grad_norm"),
+                       num(b, "grad_norm"));
+    cr_expect_float_eq(num(a, "entropy"), num(b, "entropy"), 1e-5, "entropies %g and %g",
+                       num(a, "entropy"), num(b, "entropy"));
+    size_t i;
+    json_t *o;
+    json_array_foreach(lines[0], i, o) {
+        cr_expect_gt(num(o, "entropy"), 0, "step %zu: no entropy from the backward pass", i + 1);
+        cr_expect_lt(num(o, "mismatch_kl"), 1e-6, "step %zu", i + 1);
+        cr_expect_lt(fabs(num(o, "ratio_mean") - 1), 1e-5, "step %zu", i + 1);
+    }
+    for (int m = 0; m < 2; m++) {
+        json_decref(lines[m]);
+        result r;
+        run(&r, "rm -rf runs/%s", names[m]);
+    }
 }
 
 Test(glue, kl_in_the_reward_is_a_penalty, .timeout = 120)

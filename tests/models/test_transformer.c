@@ -97,7 +97,9 @@ static void load_fixture_model(llama_model *m)
     cr_assert_eq(checkpoint_load_weights(FIXTURE, m, NULL, err, sizeof err), 0, "%s", err);
 }
 
-static void check_parity(int threads)
+/* head: LLAMA_HEAD_ALL, or LLAMA_HEAD_TARGETS (logits for the rows with a
+ * target only, compacted: the log-probs and gradients must not change). */
+static void check_parity(int threads, llama_head head)
 {
     llama_model m;
     load_fixture_model(&m);
@@ -107,11 +109,12 @@ static void check_parity(int threads)
     cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
     ref_batch rb;
     load_ref_batch(&ref, &rb);
+    rb.batch.head = head;
     float logp[64], ent[64];
     cr_assert_eq(llama_forward(&m, &rb.batch, logp, ent, err, sizeof err), 0, "%s", err);
 
     /* logits, per sequence */
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 3 && head == LLAMA_HEAD_ALL; s++) {
         char name[64];
         size_t n;
         snprintf(name, sizeof name, "logits.%d", s);
@@ -143,9 +146,16 @@ static void check_parity(int threads)
     llama_model_free(&m);
 }
 
-Test(parity, forward_and_gradients_match_pytorch) { check_parity(1); }
+Test(parity, forward_and_gradients_match_pytorch) { check_parity(1, LLAMA_HEAD_ALL); }
 /* 3 workers: uneven shares of rows, columns and (sequence, kv head) items */
-Test(parity, forward_and_gradients_match_pytorch_on_3_threads) { check_parity(3); }
+Test(parity, forward_and_gradients_match_pytorch_on_3_threads)
+{
+    check_parity(3, LLAMA_HEAD_ALL);
+}
+Test(parity, gradients_match_pytorch_with_the_head_on_target_rows_only)
+{
+    check_parity(1, LLAMA_HEAD_TARGETS);
+}
 
 static const tern_model_ops *open_fixture_threads(harness *h, int threads)
 {
@@ -235,6 +245,51 @@ Test(consistency, generation_is_deterministic_for_a_seed)
     for (int i = 0; i < 3; i++) {
         ops->free_buffer(h.state, all[i]->tokens);
         ops->free_buffer(h.state, all[i]->logprobs);
+    }
+    harness_close(&h);
+}
+
+/* Many prompts are prefilled a few at a time (generate.c's PREFILL_ROWS):
+ * each sample is what its prompt alone gives, whichever pass held it. */
+Test(consistency, prompts_prefilled_in_parts_give_each_prompts_samples)
+{
+    harness h;
+    const tern_model_ops *ops = open_fixture(&h);
+    enum { NP = 12, LEN = 50, NEW = 10 }; /* 600 prompt rows: more than one pass */
+    int32_t prompts[NP][LEN];
+    tern_gen_request req[NP];
+    for (int i = 0; i < NP; i++) {
+        prompts[i][0] = 256;
+        for (int t = 1; t < LEN; t++)
+            prompts[i][t] = (int32_t)((i * 31 + t * 7) % 250);
+        req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
+                                    .prompt_len = LEN, .n_samples = 2, .max_new_tokens = NEW,
+                                    .temperature = 1, .top_p = 1, .seed = 100 + (uint64_t)i};
+    }
+    tern_gen_output all[2 * NP];
+    for (int s = 0; s < 2 * NP; s++)
+        all[s] = (tern_gen_output){.size = sizeof all[s]};
+    cr_assert_eq(ops->generate(h.state, req, NP, all), TERN_OK);
+    for (int i = 0; i < NP; i++) {
+        tern_gen_output one[2] = {{.size = sizeof one[0]}, {.size = sizeof one[1]}};
+        cr_assert_eq(ops->generate(h.state, &req[i], 1, one), TERN_OK);
+        for (int k = 0; k < 2; k++) {
+            const tern_gen_output *a = &all[2 * i + k], *b = &one[k];
+            cr_assert_eq(a->len, b->len, "prompt %d sample %d: %zu and %zu tokens", i, k,
+                         a->len, b->len);
+            for (size_t t = 0; t < a->len; t++) {
+                cr_expect_eq(a->tokens[t], b->tokens[t], "prompt %d sample %d token %zu", i, k, t);
+                cr_expect_float_eq(a->logprobs[t], b->logprobs[t], 1e-5,
+                                   "prompt %d sample %d logp %zu: %g and %g", i, k, t,
+                                   a->logprobs[t], b->logprobs[t]);
+            }
+            ops->free_buffer(h.state, b->tokens);
+            ops->free_buffer(h.state, b->logprobs);
+        }
+    }
+    for (int s = 0; s < 2 * NP; s++) {
+        ops->free_buffer(h.state, all[s].tokens);
+        ops->free_buffer(h.state, all[s].logprobs);
     }
     harness_close(&h);
 }
@@ -441,6 +496,62 @@ Test(training, chunks_of_batch_tokens_give_one_batchs_results)
     cr_assert_gt(norm, 0);
     harness_close(&chunked);
     harness_close(&whole);
+}
+
+/* The responses of a group share their prompt in one packed sequence
+ * (front.c's branches): the log-probs, entropies and gradients are those of
+ * the sequences scored one at a time, where nothing can be shared. */
+Test(training, shared_prompts_give_each_sequences_results)
+{
+    harness one, apart;
+    const char *init = "init = { preset = \"tiny\"; seed = 11; num_hidden_layers = 2; };";
+    cr_assert_eq(harness_open(&one, "transformer", TERN_KIND_MODEL, init), TERN_OK, "%s",
+                 one.error);
+    cr_assert_eq(harness_open(&apart, "transformer", TERN_KIND_MODEL, init), TERN_OK, "%s",
+                 apart.error);
+    const tern_model_ops *ops = harness_ops(&one);
+    /* three responses to one 4-token prompt, of 3, 1 and 5 tokens, then another prompt */
+    int32_t a[7] = {256, 5, 6, 7, 40, 41, 42}, b[5] = {256, 5, 6, 7, 90},
+            c[9] = {256, 5, 6, 7, 40, 12, 13, 14, 15}, d[5] = {256, 5, 9, 70, 71};
+    tern_sequence s[4] = {{.size = sizeof s[0], .tokens = a, .len = 7, .start = 4},
+                          {.size = sizeof s[1], .tokens = b, .len = 5, .start = 4},
+                          {.size = sizeof s[2], .tokens = c, .len = 9, .start = 4},
+                          {.size = sizeof s[3], .tokens = d, .len = 5, .start = 3}};
+    float l1[26], l2[26], e1[26], e2[26];
+    float *lp1[4] = {l1, l1 + 7, l1 + 12, l1 + 21}, *lp2[4] = {l2, l2 + 7, l2 + 12, l2 + 21};
+    float *en1[4] = {e1, e1 + 7, e1 + 12, e1 + 21}, *en2[4] = {e2, e2 + 7, e2 + 12, e2 + 21};
+    cr_assert_eq(ops->score(one.state, s, 4, lp1, en1), TERN_OK);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(ops->score(apart.state, &s[i], 1, &lp2[i], &en2[i]), TERN_OK);
+    for (int i = 0; i < 26; i++) {
+        cr_expect_float_eq(l1[i], l2[i], 1e-5, "logp %d: %g shared, %g apart", i, l1[i], l2[i]);
+        cr_expect_float_eq(e1[i], e2[i], 1e-5, "entropy %d: %g shared, %g apart", i, e1[i],
+                           e2[i]);
+    }
+    cr_assert_lt(l1[7 + 4], -1e-3, "the second response's token was not scored");
+    float g[26];
+    for (int i = 0; i < 26; i++)
+        g[i] = (float)((i * 7) % 5) * 0.25f - 0.5f;
+    const float *gs[4] = {g, g + 7, g + 12, g + 21};
+    cr_assert_eq(ops->backward(one.state, s, 4, gs, (const float *const *)gs), TERN_OK);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(ops->backward(apart.state, &s[i], 1, &gs[i], &gs[i]), TERN_OK);
+    const tern_tensor *g1, *g2;
+    size_t n1, n2;
+    cr_assert_eq(ops->gradients(one.state, &g1, &n1), TERN_OK);
+    cr_assert_eq(ops->gradients(apart.state, &g2, &n2), TERN_OK);
+    cr_assert_eq(n1, n2);
+    double norm = 0;
+    for (size_t i = 0; i < n1; i++) {
+        size_t n = g1[i].bytes / sizeof(float);
+        for (size_t k = 0; k < n; k++)
+            norm += (double)((const float *)g2[i].data)[k] * ((const float *)g2[i].data)[k];
+        double e = rel_err(g1[i].data, g2[i].data, n);
+        cr_expect_lt(e, 1e-5, "%s: the shared-prompt gradient differs by %g", g1[i].name, e);
+    }
+    cr_assert_gt(norm, 0);
+    harness_close(&apart);
+    harness_close(&one);
 }
 
 /* Copy the fixture to a scratch dir, let `mutate` (a shell command run in it)

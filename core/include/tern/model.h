@@ -79,6 +79,15 @@ typedef struct tern_sequence {
     float temperature;     /* logits are divided by it before the softmax, as in
                               generate(), so scores match the sampling policy;
                               0 means 1 */
+    /* ABI 1.11: where backward() writes the log-probs and entropies its own
+     * forward pass computed, as score() would (len floats each, owned by the
+     * caller; positions before start untouched); NULL: not wanted. A step
+     * whose loss needs no fresh log-probs (on-policy, one update) so skips
+     * the separate score() and still reports them. A model that does not
+     * write them leaves the arrays as they were: the caller fills them with
+     * NaN first to tell. */
+    float *logp_out;
+    float *entropy_out;
 } tern_sequence;
 
 /* A named parameter tensor, for weight transport and checkpoints. The data
@@ -147,7 +156,9 @@ typedef struct tern_model_ops {
                  float **entropies);
 
     /* Forward and backward on a batch, accumulating parameter gradients from
-     * dL/dlogp (and dL/dentropy, NULL when zero) per position. */
+     * dL/dlogp (and dL/dentropy, NULL when zero) per position; the forward's
+     * log-probs and entropies into seqs[i].logp_out/.entropy_out where given
+     * (ABI 1.11, TERN_HAS). */
     int (*backward)(void *state, const tern_sequence *seqs, size_t n, const float *const *dlogp,
                     const float *const *dentropy);
     /* Clip, apply AdamW with step->lr, zero the gradients. */

@@ -85,6 +85,13 @@ const tern_setting_spec tern_trainer_keys[] = {
     TERN_SETTING(.name = "save_every", .type = TERN_SETTING_INT, .def = "50", .min = 0,
                  .max = BIG, .aka = "checkpoint_every|save_interval",
                  .doc = "checkpoint every this many RL steps (and always at the end); 0: end only"),
+    TERN_SETTING(.name = "score_pass", .type = TERN_SETTING_STRING, .def = "\"auto\"",
+                 .choices = "auto|always",
+                 .doc = "auto: an on-policy step (every group from the current weights, "
+                        "untruncated sampling, no entropy bonus or off-policy correction) "
+                        "takes the explorer's log-probs for its loss and skips the separate "
+                        "scoring pass, the figures coming from the backward pass; always: "
+                        "score every step first"),
     TERN_SETTING(.name = "sft", .type = TERN_SETTING_GROUP, .children = sft_keys,
                  .aka = "warmup|sft_warmup", .doc = "the optional supervised warm-up stage"),
     TERN_SETTINGS_END,
@@ -306,6 +313,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->weight_decay = get_float(tr, "weight_decay");
     s->grad_clip = get_float(tr, "grad_clip");
     s->save_every = get_int(tr, "save_every");
+    s->score_always = strcmp(get_string(tr, "score_pass"), "always") == 0;
     s->sft_steps = get_int(tr, "sft.steps");
     s->sft_batch_tasks = (uint32_t)get_int(tr, "sft.batch_tasks");
     s->sft_lr = get_float(tr, "sft.lr");

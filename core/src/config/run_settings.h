@@ -41,6 +41,7 @@ typedef struct tern_run_settings {
     int64_t steps, save_every, warmup_steps;
     double lr, min_lr_ratio, beta1, beta2, adam_eps, weight_decay, grad_clip;
     tern_lr_schedule schedule;
+    int score_always;             /* trainer.score_pass = "always": never skip score() */
     int64_t sft_steps;
     uint32_t sft_batch_tasks;
     double sft_lr;

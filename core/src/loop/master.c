@@ -527,6 +527,10 @@ static int filter_group(tern_run *run, master *ms, const tern_rollout_msg *r, ui
     for (uint32_t s = 0; s < G; s++)
         rewards[s] = v[(size_t)g * G + s].reward;
     int64_t step = step_of_group(run, ms, r, g); /* before the counts change */
+    if (step >= run->set.steps) { /* past the last step (a stand-in's surplus): not judged */
+        free(rewards);
+        return TERN_OK;
+    }
     int over = 0, keep = tern_group_filter_judge(&ms->filter, rewards, G, &over);
     double first = rewards[0];
     free(rewards);

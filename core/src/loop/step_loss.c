@@ -27,11 +27,17 @@ int tern_step_loss(const tern_run_settings *set, int have_ref, tern_step_batch *
         return rc;
     for (size_t i = 0; i < n; i++)
         b->seq[i].advantage = b->adv[i];
+    return tern_step_loss_figures(set, have_ref, b, stats);
+}
+
+int tern_step_loss_figures(const tern_run_settings *set, int have_ref, tern_step_batch *b,
+                           tern_loss_stats *stats)
+{
     tern_loss_params lp = set->loss;
     if (!have_ref) {
         lp.kl = TERN_KL_NONE;
         lp.kl_coef = 0;
     }
     /* the loss over every token of the batch: normalised by the global count */
-    return tern_policy_loss(&lp, b->seq, n, stats);
+    return tern_policy_loss(&lp, b->seq, b->n_groups * b->group_size, stats);
 }

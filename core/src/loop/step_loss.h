@@ -43,4 +43,12 @@ typedef struct tern_step_batch {
 int tern_step_loss(const tern_run_settings *set, int have_ref, tern_step_batch *b,
                    tern_loss_stats *stats, double *reward_mean);
 
+/* The loss's statistics again, after tern_step_loss on b, from the
+ * sequences' logp and entropy as they are now (the backward pass's, where
+ * the step skipped its scoring pass and its loss took logp_old for logp):
+ * the advantages stay; dlogp and dentropy are overwritten. TERN_OK, or
+ * TERN_EINVAL with a message. */
+int tern_step_loss_figures(const tern_run_settings *set, int have_ref, tern_step_batch *b,
+                           tern_loss_stats *stats);
+
 #endif

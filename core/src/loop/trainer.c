@@ -430,6 +430,59 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
     return TERN_OK;
 }
 
+/* Whether this step's loss may take the explorer's log-probs for the
+ * trainer's and skip the scoring pass (trainer.score_pass = "auto"): every
+ * group made by the current weights (a version above the step's, after a
+ * resume, came from weights the kill lost), sampled without truncation (so
+ * its log-probs are the full softmax's at the temperature score uses), and
+ * a loss that needs nothing else from a scoring pass: no entropy bonus, no
+ * off-policy correction (which compares the two), and no KL to a reference
+ * (its per-token estimate compares the trainer's log-probs with the
+ * reference's, computed alike, so it is exactly 0 while the weights are
+ * equal; the explorer's differ from them by rounding). One update per
+ * batch, as tern always makes, is the rest of "on-policy". */
+static int skip_score(const tern_run *run, int64_t step, const batch *b, int need_ref)
+{
+    const tern_run_settings *set = &run->set;
+    if (set->score_always || need_ref || set->top_k > 0 || set->top_p < 1 ||
+        set->loss.entropy_coef != 0 || set->loss.off_policy != TERN_OFF_POLICY_NONE)
+        return 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->g[i].version != step)
+            return 0;
+    return 1;
+}
+
+/* After a backward pass that stood in for the scoring pass: every rank gets
+ * the batch's log-probs and entropies from it, and the step's figures
+ * (entropy, ratio, the explorer/trainer mismatch, the loss) are computed
+ * from them. A model that did not write them (ABI < 1.11) leaves NaN: the
+ * figures it would have given are then reported as missing. */
+static int backward_figures(tern_run *run, step_arrays *a, tern_step_batch *sb,
+                            tern_step_msg *rep)
+{
+    uint32_t G = run->set.group_size;
+    int rc = tern_dp_gather(run->dp, a->lp, a->seq, a->n, G);
+    if (rc == TERN_OK)
+        rc = tern_dp_gather(run->dp, a->ent, a->seq, a->n, G);
+    if (rc != TERN_OK)
+        return rc;
+    int written = 1;
+    for (size_t i = 0; i < a->n && written; i++)
+        for (size_t t = a->seq[i].start; t < a->seq[i].len && written; t++)
+            written = !isnan(a->lp[i][t]) && !isnan(a->ent[i][t]);
+    if (!written) {
+        rep->loss.entropy = NAN;
+        rep->loss.mismatch_kl = NAN;
+        return TERN_OK;
+    }
+    for (size_t i = 0; i < a->n; i++)
+        sb->seq[i].entropy = a->ent[i] + a->seq[i].start;
+    if ((rc = tern_step_loss_figures(&run->set, 0, sb, &rep->loss)) != TERN_OK)
+        rc = tern_role_failed(rc, "trainer", "the step's figures");
+    return rc;
+}
+
 /* One RL step's training on the groups of b: on one trainer, or with the
  * other trainer ranks (data_parallel.h), each scoring and back-propagating
  * its share of the groups and computing the loss over all of them. Every
@@ -448,19 +501,20 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     for (size_t i = 0; rc == TERN_OK && i < a.n; i++)
         rep->train_tokens += a.seq[i].len;
     int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
+    int skip = skip_score(run, step, b, need_ref);
     size_t n_groups = b->n, g0, g1;
     tern_dp_share(dp, n_groups, &g0, &g1);
     size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's sequences: [lo, lo + k) */
-    uint64_t span = tern_trace_begin(run->session->trace, "score");
-    if (rc == TERN_OK && k)
+    uint64_t span = skip ? 0 : tern_trace_begin(run->session->trace, "score");
+    if (rc == TERN_OK && k && !skip)
         rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq + lo, k, a.lp + lo,
                               a.ent + lo);
     if (rc == TERN_OK && k && need_ref)
         rc = tern_model_score(&run->reference, "trainer: score (reference)", a.seq + lo, k,
                               a.ref + lo, NULL);
-    if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
+    if ((rc = tern_dp_agree(dp, rc)) == TERN_OK && !skip)
         rc = tern_dp_gather(dp, a.lp, a.seq, a.n, G);
-    if (rc == TERN_OK)
+    if (rc == TERN_OK && !skip)
         rc = tern_dp_gather(dp, a.ent, a.seq, a.n, G);
     if (rc == TERN_OK && need_ref)
         rc = tern_dp_gather(dp, a.ref, a.seq, a.n, G);
@@ -469,14 +523,18 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         goto done;
 
     /* From here to the backward pass every trainer rank computes the same
-     * numbers over the whole batch. */
+     * numbers over the whole batch. Skipping the scoring pass, the loss
+     * takes the explorer's log-probs for the trainer's: the same weights
+     * made them (the ratio is 1, as in exact arithmetic). */
     for (size_t i = 0; i < a.n; i++) {
         size_t P = a.seq[i].start;
+        if (skip)
+            memcpy(a.lp[i] + P, a.resp[i]->logp, (a.seq[i].len - P) * sizeof(float));
         a.ls[i] = (tern_loss_seq){.n = a.seq[i].len - P,
                                   .logp = a.lp[i] + P,
                                   .logp_old = a.resp[i]->logp,
                                   .logp_ref = need_ref ? a.ref[i] + P : NULL,
-                                  .entropy = a.ent[i] + P,
+                                  .entropy = skip ? NULL : a.ent[i] + P,
                                   .dlogp = a.dl[i] + P,
                                   .dentropy = a.dent[i] + P};
     }
@@ -485,6 +543,14 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     if ((rc = tern_step_loss(set, need_ref, &sb, &rep->loss, &rep->reward_mean)) != TERN_OK) {
         rc = tern_role_failed(rc, "trainer", "the step's loss");
         goto done;
+    }
+    /* the backward pass's own log-probs and entropies, for the figures:
+     * NaN until the model writes them (ABI 1.11) */
+    for (size_t i = 0; skip && i < a.n; i++) {
+        for (size_t t = 0; t < a.seq[i].len; t++)
+            a.lp[i][t] = a.ent[i][t] = NAN;
+        a.seq[i].logp_out = a.lp[i];
+        a.seq[i].entropy_out = a.ent[i];
     }
     span = tern_trace_begin(run->session->trace, "backward");
     if (k)
@@ -496,6 +562,8 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
         rc = tern_dp_sum_gradients(dp, &run->policy);
     tern_trace_end(run->session->trace, span, NULL);
+    if (rc == TERN_OK && skip)
+        rc = backward_figures(run, &a, &sb, rep);
     if (rc != TERN_OK)
         goto done;
     tern_optim_step st = {.size = sizeof st, .lr = tern_run_lr(set, step), .beta1 = set->beta1,

@@ -21,11 +21,16 @@ static const tern_host *host;
 
 void front_set_host(const tern_host *h) { host = h; }
 
-/* The sequences of a score/backward call packed into one batch (row r0 + i
- * predicts token i + 1). The buffers live with the instance and only grow, so
- * a training loop allocates nothing per step. */
+/* The sequences of a score/backward call packed into one batch. Sequences
+ * with the same prompt (a group's responses, one after another) share it:
+ * one packed sequence holds the prompt but its last token once, then one
+ * branch per response, from the prompt's last token on (so every branch's
+ * first row predicts its response's first token), each seeing the prefix and
+ * itself (llama_batch.shared, .seg0). Token k of input sequence i is row
+ * row0[i] + k (k >= start - 1). The buffers live with the instance and only
+ * grow, so a training loop allocates nothing per step. */
 typedef struct packed {
-    int32_t *start, *tokens, *pos, *target;
+    int32_t *start, *tokens, *pos, *target, *row0, *shared, *seg0;
     float *scale, *logp, *ent, *dlogp, *dent;
     size_t cap_rows, cap_seqs;
     llama_batch b;
@@ -33,8 +38,9 @@ typedef struct packed {
 
 static void packed_free(packed *p)
 {
-    free(p->start), free(p->tokens), free(p->pos), free(p->target);
-    free(p->scale), free(p->logp), free(p->ent), free(p->dlogp), free(p->dent);
+    free(p->start), free(p->tokens), free(p->pos), free(p->target), free(p->row0);
+    free(p->shared), free(p->seg0), free(p->scale), free(p->logp), free(p->ent);
+    free(p->dlogp), free(p->dent);
     memset(p, 0, sizeof *p);
 }
 
@@ -398,13 +404,16 @@ static int packed_reserve(packed *p, size_t rows, size_t seqs)
     p->tokens = malloc(rows * sizeof *p->tokens);
     p->pos = malloc(rows * sizeof *p->pos);
     p->target = malloc(rows * sizeof *p->target);
+    p->row0 = malloc(seqs * sizeof *p->row0);
+    p->shared = malloc(seqs * sizeof *p->shared);
+    p->seg0 = malloc(rows * sizeof *p->seg0);
     p->scale = malloc(rows * sizeof *p->scale);
     p->logp = malloc(rows * sizeof *p->logp);
     p->ent = malloc(rows * sizeof *p->ent);
     p->dlogp = malloc(rows * sizeof *p->dlogp);
     p->dent = malloc(rows * sizeof *p->dent);
-    if (!p->start || !p->tokens || !p->pos || !p->target || !p->scale || !p->logp || !p->ent ||
-        !p->dlogp || !p->dent) {
+    if (!p->start || !p->tokens || !p->pos || !p->target || !p->row0 || !p->shared || !p->seg0 ||
+        !p->scale || !p->logp || !p->ent || !p->dlogp || !p->dent) {
         packed_free(p);
         return -1;
     }
@@ -413,47 +422,106 @@ static int packed_reserve(packed *p, size_t rows, size_t seqs)
     return 0;
 }
 
+static float seq_temperature(const tern_sequence *s)
+{
+    return TERN_HAS(s, temperature) && s->temperature > 0 ? s->temperature : 1.0f;
+}
+
+/* A packed sequence of shared prompt and branches stays within this many
+ * rows: its attention keeps rows x rows probabilities per head and layer. */
+#define BRANCH_ROWS 512
+
+/* Whether q becomes another branch of the packed sequence led by `lead`,
+ * which has `rows` rows so far: the same prompt, the same temperature, and
+ * room left. */
+static int joins(const transformer *t, const tern_sequence *lead, const tern_sequence *q,
+                 size_t rows)
+{
+    return t->engine->branches && q->start == lead->start &&
+           seq_temperature(q) == seq_temperature(lead) &&
+           rows + (q->len - q->start + 1) <= BRANCH_ROWS &&
+           memcmp(q->tokens, lead->tokens, q->start * sizeof *q->tokens) == 0;
+}
+
+/* Whether s is a sequence pack() takes. */
+static int seq_ok(const tern_sequence *s)
+{
+    return TERN_HAS(s, start) && s->tokens && s->len >= 1 && s->start >= 1 && s->start <= s->len;
+}
+
 static int pack(transformer *t, const tern_sequence *seqs, size_t n)
 {
     packed *p = &t->pk;
     size_t rows = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!TERN_HAS(&seqs[i], start) || !seqs[i].tokens || seqs[i].len < 1 || seqs[i].start < 1)
+        if (!seq_ok(&seqs[i]))
             return host->fail(t->ctx, TERN_EINVAL, "sequence %zu: needs tokens, len >= 1 and "
-                              "start >= 1", i);
-        rows += seqs[i].len;
+                              "1 <= start <= len", i);
+        rows += seqs[i].len; /* at most: shared prompts take fewer */
     }
     if (n == 0 || packed_reserve(p, rows, n) != 0)
         return host->fail(t->ctx, n ? TERN_ENOMEM : TERN_EINVAL,
                           n ? "out of memory for %zu tokens" : "no sequences (%zu tokens)", rows);
-    memset(p->dlogp, 0, rows * sizeof *p->dlogp);
-    memset(p->dent, 0, rows * sizeof *p->dent);
-    p->start[0] = 0;
-    size_t r = 0;
+    const int br = t->engine->branches;
+    size_t r = 0, ns = 0, lead = 0;
     for (size_t i = 0; i < n; i++) {
         const tern_sequence *s = &seqs[i];
-        float temp = TERN_HAS(s, temperature) && s->temperature > 0 ? s->temperature : 1.0f;
-        for (size_t k = 0; k < s->len; k++, r++) {
+        const float scale = 1.0f / seq_temperature(s);
+        if (i == 0 || !joins(t, &seqs[lead], s, r - (size_t)p->start[ns - 1])) {
+            /* a new packed sequence; with branches, its prefix first */
+            lead = i;
+            p->start[ns] = (int32_t)r;
+            p->shared[ns++] = br ? (int32_t)(s->start - 1) : 0;
+            for (size_t k = 0; br && k + 1 < s->start; k++, r++) {
+                p->tokens[r] = s->tokens[k];
+                p->pos[r] = (int32_t)k;
+                p->target[r] = -1; /* the prompt's rows predict nothing scored */
+                p->scale[r] = scale;
+                p->seg0[r] = 0;
+            }
+        }
+        const size_t k0 = br ? s->start - 1 : 0;
+        const int32_t b0 = (int32_t)(r - (size_t)p->start[ns - 1]); /* the branch's first row */
+        p->row0[i] = (int32_t)(r - k0);
+        for (size_t k = k0; k < s->len; k++, r++) {
             p->tokens[r] = s->tokens[k];
             p->pos[r] = (int32_t)k;
             p->target[r] = k + 1 < s->len && k + 1 >= s->start ? s->tokens[k + 1] : -1;
-            p->scale[r] = 1.0f / temp;
+            p->scale[r] = scale;
+            p->seg0[r] = b0;
         }
-        p->start[i + 1] = (int32_t)r;
     }
-    p->b = (llama_batch){.n_seqs = (int)n, .n_rows = (int)rows, .seq_start = p->start,
+    p->start[ns] = (int32_t)r;
+    memset(p->dlogp, 0, r * sizeof *p->dlogp);
+    memset(p->dent, 0, r * sizeof *p->dent);
+    p->b = (llama_batch){.n_seqs = (int)ns, .n_rows = (int)r, .seq_start = p->start,
                          .tokens = p->tokens, .pos = p->pos, .target = p->target,
-                         .scale = p->scale};
+                         .scale = p->scale, .shared = br ? p->shared : NULL,
+                         .seg0 = br ? p->seg0 : NULL, .head = LLAMA_HEAD_TARGETS};
     return TERN_OK;
 }
 
 /* The end of the chunk of seqs[from..n) that starts at from: whole
- * sequences of at most t->batch_tokens tokens in all, and at least one. */
+ * sequences of at most t->batch_tokens rows in all as pack() lays them out
+ * (a shared prompt counted once), and at least one sequence. */
 static size_t chunk_end(const transformer *t, const tern_sequence *seqs, size_t n, size_t from)
 {
-    size_t rows = seqs[from].len, end = from + 1;
-    while (end < n && rows + seqs[end].len <= t->batch_tokens)
-        rows += seqs[end++].len;
+    size_t rows = seqs[from].len, end = from + 1, lead = from, lead_rows = rows;
+    while (end < n) {
+        const tern_sequence *q = &seqs[end];
+        int j = seq_ok(q) && seq_ok(&seqs[lead]) && joins(t, &seqs[lead], q, lead_rows);
+        size_t add = j ? q->len - q->start + 1 : q->len;
+        if (rows + add > t->batch_tokens)
+            break;
+        rows += add;
+        if (j) {
+            lead_rows += add;
+        } else {
+            lead = end;
+            lead_rows = add;
+        }
+        end++;
+    }
     return end;
 }
 
@@ -508,12 +576,12 @@ static int score_chunk(transformer *t, const tern_sequence *seqs, size_t n, floa
     if (t->engine->forward(t->eng, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "score: %s", t->err);
     for (size_t i = 0; i < n; i++) {
-        /* position k >= start is predicted by row r0 + k - 1; the caller's arrays */
+        /* position k >= start is predicted by the row of token k - 1; the caller's arrays */
         for (size_t k = 0; k < seqs[i].len; k++) {
             int pred = k >= seqs[i].start;
-            logprobs[i][k] = pred ? p->logp[p->start[i] + (int32_t)k - 1] : 0.0f;
+            logprobs[i][k] = pred ? p->logp[p->row0[i] + (int32_t)k - 1] : 0.0f;
             if (entropies && entropies[i])
-                entropies[i][k] = pred ? p->ent[p->start[i] + (int32_t)k - 1] : 0.0f;
+                entropies[i][k] = pred ? p->ent[p->row0[i] + (int32_t)k - 1] : 0.0f;
         }
     }
     return TERN_OK;
@@ -528,15 +596,26 @@ static int backward_chunk(transformer *t, const tern_sequence *seqs, size_t n,
     packed *p = &t->pk;
     for (size_t i = 0; i < n; i++)
         for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
-            p->dlogp[p->start[i] + (int32_t)k - 1] = dlogp[i][k];
+            p->dlogp[p->row0[i] + (int32_t)k - 1] = dlogp[i][k];
             if (dentropy && dentropy[i])
-                p->dent[p->start[i] + (int32_t)k - 1] = dentropy[i][k];
+                p->dent[p->row0[i] + (int32_t)k - 1] = dentropy[i][k];
         }
     if ((rc = sync_engine(t)) != TERN_OK)
         return rc;
     if (t->engine->forward(t->eng, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0 ||
         t->engine->backward(t->eng, &p->b, p->dlogp, p->dent, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "backward: %s", t->err);
+    /* ABI 1.11: the forward's log-probs and entropies, as score() gives them */
+    for (size_t i = 0; i < n; i++) {
+        if (!TERN_HAS(&seqs[i], entropy_out))
+            continue;
+        for (size_t k = seqs[i].start; k < seqs[i].len; k++) {
+            if (seqs[i].logp_out)
+                seqs[i].logp_out[k] = p->logp[p->row0[i] + (int32_t)k - 1];
+            if (seqs[i].entropy_out)
+                seqs[i].entropy_out[k] = p->ent[p->row0[i] + (int32_t)k - 1];
+        }
+    }
     return TERN_OK;
 }
 

@@ -30,6 +30,10 @@ typedef struct tf_engine {
     /* 1: step() uses the front's host AdamW state (allocated before the first
      * step); 0: the engine keeps its own and fills the host one in pull(). */
     int host_optimizer;
+    /* 1: forward and backward honour llama_batch.shared and .seg0, so the
+     * front packs a group's responses as branches after one copy of their
+     * prompt; 0: every sequence is packed whole. */
+    int branches;
     /* Start the engine for m, whose config and weights are set, reading its
      * own settings from ctx. TERN_OK, or a status with the message given to
      * host (fail or setting_error). */

@@ -119,6 +119,7 @@ static int cpu_generate(void *eng, const gen_prompt *p, int n, gen_sample *out, 
 static const tf_engine cpu_engine = {
     .name = "CPU",
     .host_optimizer = 1,
+    .branches = 1,
     .open = cpu_open,
     .close = cpu_close,
     .forward = cpu_forward,

@@ -100,6 +100,12 @@ static void free_acts(llama_model *m)
         free(*bufs[i]);
         *bufs[i] = NULL;
     }
+    void *heads[] = {m->head_row, m->h_target, m->h_scale, m->h_logp, m->h_ent, m->h_dlogp,
+                     m->h_dent};
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        free(heads[i]);
+    m->head_row = m->h_target = NULL;
+    m->h_scale = m->h_logp = m->h_ent = m->h_dlogp = m->h_dent = NULL;
     m->res = NULL;
     m->cap_rows = m->cap_probs = m->cap_scratch = 0;
 }
@@ -210,7 +216,10 @@ static int ensure_capacity(llama_model *m, size_t rows, size_t probs, size_t scr
          ALLOC(m->dq, rows * QD) && ALLOC(m->dk, rows * KD) && ALLOC(m->dv, rows * KD) &&
          ALLOC(m->datt, rows * QD) && (!gated || ALLOC(m->dgate, rows * F)) &&
          ALLOC(m->dup, rows * F) && ALLOC(m->dact, rows * F) && ALLOC(m->dlogits, rows * V) &&
-         ALLOC(m->dscratch, scratch ? scratch : 1);
+         ALLOC(m->dscratch, scratch ? scratch : 1) && ALLOC(m->h_scale, rows) &&
+         ALLOC(m->h_logp, rows) && ALLOC(m->h_ent, rows) && ALLOC(m->h_dlogp, rows) &&
+         ALLOC(m->h_dent, rows) && (m->head_row = malloc(rows * sizeof(int32_t))) &&
+         (m->h_target = malloc(rows * sizeof(int32_t)));
 #undef ALLOC
     if (!ok) {
         free_acts(m);
@@ -253,12 +262,32 @@ static int check_batch(const llama_model *m, const llama_batch *b, size_t *probs
         snprintf(err, errn, "malformed batch: %d sequences, %d rows", b->n_seqs, b->n_rows);
         return -1;
     }
+    if (!b->seg0 != !b->shared) {
+        snprintf(err, errn, "malformed batch: branches need both shared and seg0");
+        return -1;
+    }
     for (int s = 0; s < b->n_seqs; s++) {
         int t = b->seq_start[s + 1] - b->seq_start[s];
-        if (t < 1 || t > m->cfg.max_positions) {
+        /* a sequence with branches may be longer than the context: its
+         * positions, checked below, are what must fit */
+        if (t < 1 || (!b->seg0 && t > m->cfg.max_positions)) {
             snprintf(err, errn, "sequence %d has %d tokens; this model takes 1 to %d", s, t,
                      m->cfg.max_positions);
             return -1;
+        }
+        if (b->seg0) {
+            if (b->shared[s] < 0 || b->shared[s] > t) {
+                snprintf(err, errn, "sequence %d: a prefix of %d rows in %d", s, b->shared[s], t);
+                return -1;
+            }
+            for (int i = 0; i < t; i++) {
+                int s0 = b->seg0[b->seq_start[s] + i];
+                if (s0 < 0 || s0 > i) {
+                    snprintf(err, errn, "sequence %d, row %d: its branch starts at row %d", s,
+                             i, s0);
+                    return -1;
+                }
+            }
         }
         *probs += (size_t)m->cfg.n_heads * (size_t)t * (size_t)t;
         if ((size_t)t * (size_t)t > *tt)
@@ -279,6 +308,71 @@ static int check_batch(const llama_model *m, const llama_batch *b, size_t *probs
     return 0;
 }
 
+/* The head over the rows b->head selects: their normed rows are moved to
+ * the front of xf (in row order, so a forward copy never overwrites an
+ * unread row), then logits[n_head, V] = xf[:n_head] Wlm^T and the log-probs,
+ * written back to their rows (0 elsewhere). */
+static void head_forward(llama_model *m, const llama_batch *b, float *logp, float *ent)
+{
+    const int N = b->n_rows, D = D_(m), V = V_(m);
+    int nh = 0;
+    for (int r = 0, s = 0; r < N; r++) {
+        while (b->seq_start[s + 1] <= r) /* r's sequence */
+            s++;
+        if (b->head == LLAMA_HEAD_ALL || (b->head == LLAMA_HEAD_TARGETS && b->target[r] >= 0) ||
+            (b->head == LLAMA_HEAD_LAST && r == b->seq_start[s + 1] - 1)) {
+            m->head_row[nh] = r;
+            m->h_target[nh] = b->target[r];
+            m->h_scale[nh] = b->scale ? b->scale[r] : 1.0f;
+            if (r != nh)
+                memcpy(m->xf + (size_t)nh * D, m->xf + (size_t)r * D, (size_t)D * sizeof(float));
+            nh++;
+        }
+    }
+    m->n_head = nh;
+    if (nh) {
+        matmul_forward(&m->gx, m->logits, m->xf, m->p.lm_head, nh, D, V, 0);
+        logprob_forward(m->gx.tp, m->h_logp, ent ? m->h_ent : NULL, m->logits, m->h_scale,
+                        m->h_target, nh, V);
+    }
+    memset(logp, 0, (size_t)N * sizeof *logp);
+    if (ent)
+        memset(ent, 0, (size_t)N * sizeof *ent);
+    for (int i = 0; i < nh; i++) {
+        logp[m->head_row[i]] = m->h_logp[i];
+        if (ent)
+            ent[m->head_row[i]] = m->h_ent[i];
+    }
+}
+
+/* The head's backward: dxn[N, D] = the gradient at the final norm's output,
+ * the head rows' put back in place (0 elsewhere); lm_head's gradient from
+ * the moved rows of xf. */
+static void head_backward(llama_model *m, const llama_batch *b, const float *dlogp,
+                          const float *dent)
+{
+    const int N = b->n_rows, D = D_(m), V = V_(m), nh = m->n_head;
+    for (int i = 0; i < nh; i++) {
+        m->h_dlogp[i] = dlogp[m->head_row[i]];
+        m->h_dent[i] = dent ? dent[m->head_row[i]] : 0.0f;
+    }
+    memset(m->dxn, 0, (size_t)N * D * sizeof(float));
+    if (nh) {
+        logprob_backward(m->gx.tp, m->dlogits, m->logits, m->h_scale, m->h_target, m->h_dlogp,
+                         dent ? m->h_dent : NULL, nh, V);
+        matmul_backward(&m->gx, m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, nh, D,
+                        V);
+    }
+    /* backwards: row i goes to head_row[i] >= i, past every row still to move */
+    for (int i = nh - 1; i >= 0; i--) {
+        int r = m->head_row[i];
+        if (r == i)
+            continue;
+        memcpy(m->dxn + (size_t)r * D, m->dxn + (size_t)i * D, (size_t)D * sizeof(float));
+        memset(m->dxn + (size_t)i * D, 0, (size_t)D * sizeof(float));
+    }
+}
+
 int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent, char *err,
                   size_t errn)
 {
@@ -290,9 +384,9 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
         return -1;
     }
     const llama_config *c = &m->cfg;
-    const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = c->n_heads, KV = c->n_kv_heads,
+    const int N = b->n_rows, D = D_(m), F = F_(m), H = c->n_heads, KV = c->n_kv_heads,
               HD = HD_(m), QD = QD_(m);
-    const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start};
+    const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start, b->shared, b->seg0};
 
     embedding_forward(m->res, b->tokens, m->p.embed, N, D);
     if (m->p.pos_embed)
@@ -318,25 +412,21 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
     }
     arch_norm_forward(m->gx.tp, c, m->xf, m->meanf, m->rstdf, m->res + (size_t)L_(m) * N * D,
                       m->p.final_norm, m->p.final_norm_b, N);
-    matmul_forward(&m->gx, m->logits, m->xf, m->p.lm_head, N, D, V, 0);
-    logprob_forward(m->gx.tp, logp, ent, m->logits, b->scale, b->target, N, V);
+    head_forward(m, b, logp, ent);
     return 0;
 }
 
 void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, const float *dent)
 {
     const llama_config *c = &m->cfg;
-    const int N = b->n_rows, D = D_(m), F = F_(m), V = V_(m), H = c->n_heads, KV = c->n_kv_heads,
+    const int N = b->n_rows, D = D_(m), F = F_(m), H = c->n_heads, KV = c->n_kv_heads,
               HD = HD_(m), QD = QD_(m), KD = KD_(m), QLD = llama_qkv_ld(c);
     const int rope = c->arch != ARCH_GPT2;
-    const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start};
+    const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start, b->shared, b->seg0};
     const size_t ND = (size_t)N * D;
 
     /* head: logits -> final norm; m->dx becomes dL/dx_L */
-    logprob_backward(m->gx.tp, m->dlogits, m->logits, b->scale, b->target, dlogp, dent, N,
-                     V);
-    memset(m->dxn, 0, ND * sizeof(float));
-    matmul_backward(&m->gx, m->dxn, m->g.lm_head, m->dlogits, m->xf, m->p.lm_head, N, D, V);
+    head_backward(m, b, dlogp, dent);
     memset(m->dx, 0, ND * sizeof(float));
     arch_norm_backward(m->gx.tp, c, m->dx, m->g.final_norm, m->g.final_norm_b, m->dxn,
                        m->res + (size_t)L_(m) * ND, m->p.final_norm, m->meanf, m->rstdf, N);

@@ -12,6 +12,14 @@
 #include "decoder/llama.h"
 #include "layers/layers.h"
 
+/* The rows whose logits a forward pass computes: the head (a D x V product
+ * per row) is a fifth of a 135M model's work, and only some rows need it. */
+typedef enum llama_head {
+    LLAMA_HEAD_ALL = 0,  /* every row: llama_model.logits[N, V] */
+    LLAMA_HEAD_TARGETS,  /* the rows with a target, in row order: logits[n_head, V] */
+    LLAMA_HEAD_LAST      /* each sequence's last row (a prefill): logits[S, V] */
+} llama_head;
+
 /* A packed batch: the rows of sequence s are [seq_start[s], seq_start[s+1]). */
 typedef struct llama_batch {
     int n_seqs;               /* S */
@@ -21,6 +29,14 @@ typedef struct llama_batch {
     const int32_t *pos;       /* [N] its position in its sequence */
     const int32_t *target;    /* [N] the next token row r predicts, or -1 for none */
     const float *scale;       /* [N] 1 / temperature of row r's softmax, or NULL for 1 */
+    /* Branches after a shared prefix, as attn_shape's (NULL: each sequence
+     * plain causal): shared[S] rows of prefix per sequence, seg0[N] the row of
+     * its sequence where row r's branch starts. Positions (pos) restart after
+     * the prefix in every branch. An engine that cannot mask branches is never
+     * given them (tf_engine.branches). */
+    const int32_t *shared;    /* [S] or NULL */
+    const int32_t *seg0;      /* [N] or NULL */
+    llama_head head;          /* which rows get logits (ALL when zeroed) */
 } llama_batch;
 
 /* Activations saved by forward for backward, per layer l (N rows). */
@@ -48,7 +64,11 @@ typedef struct llama_model {
     float *res;                  /* [(L + 1), N, D]: residual stream into each layer, and out */
     llama_layer_acts *acts;      /* [L] */
     float *xf, *meanf, *rstdf;   /* [N, D], [N], [N] final norm */
-    float *logits;               /* [N, V] */
+    float *logits;               /* [n_head, V]: the head rows' (llama_batch.head) */
+    int n_head;                  /* rows in logits after the last forward */
+    int32_t *head_row;           /* [n_head]: the batch row of each */
+    int32_t *h_target;           /* [n_head] their targets, scales, log-probs, ... */
+    float *h_scale, *h_logp, *h_ent, *h_dlogp, *h_dent;
     /* backward scratch */
     float *dx, *dxn, *dq, *dk, *dv, *datt, *dgate, *dup, *dact, *dlogits, *dscratch;
     size_t cap_scratch;          /* floats in dscratch (largest T*T) */

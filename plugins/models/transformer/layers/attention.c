@@ -13,6 +13,11 @@
  * dimension H·HD and no copy (K, V likewise with KV·HD). The work items are
  * (sequence, kv head) pairs, spread over the thread pool: the query heads of
  * one kv head, which all write its dK and dV, stay on one worker.
+ *
+ * Branches (attn_shape.shared, .seg0): the scores a row may not see (other
+ * branches' rows) are set to −inf before the softmax, so their
+ * probabilities are 0; the backward needs nothing more, as dS = P ⊙ (...)
+ * is 0 wherever P is.
  */
 #include <cblas.h>
 #include <math.h>
@@ -173,6 +178,15 @@ static void causal_softmax_backward(const float *p, float *ds, int t)
     causal_softmax_backward_c(p, ds, t);
 }
 
+/* Row i of p[T, T] may not see columns [shared, seg0[i]): the branches
+ * before its own. */
+static void mask_other_branches(float *p, int t, int shared, const int32_t *seg0)
+{
+    for (int i = 0; i < t; i++)
+        for (int j = shared; j < seg0[i] && j <= i; j++)
+            p[(size_t)i * t + j] = -INFINITY;
+}
+
 typedef struct attn_job {
     const attn_shape *a;
     float *out, *probs, *dq, *dk, *dv, *scratch;
@@ -199,6 +213,8 @@ static void forward_part(void *arg, int wk, int nw)
             const float *vj = jb->v + (size_t)r0 * KD + j * HD;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, HD, scale, qh, QD, kj, KD,
                         0.0f, p, t);
+            if (a->seg0)
+                mask_other_branches(p, t, a->shared[s], a->seg0 + r0);
             causal_softmax(p, t);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, HD, t, 1.0f, p, t, vj, KD,
                         0.0f, jb->out + (size_t)r0 * QD + h * HD, QD);

@@ -110,11 +110,20 @@ typedef struct attn_shape {
     int n_heads, n_kv_heads, hd;  /* H, KV, HD */
     int n_seqs;                   /* S */
     const int32_t *seq_start;     /* [S + 1]: rows of sequence s are [start[s], start[s+1]) */
+    /* Branches after a shared prefix (both NULL: plain causal). Row i of
+     * sequence s (global row start[s] + i) sees the rows j <= i of its
+     * sequence with j < shared[s] (the prefix) or j >= seg0[start[s] + i]
+     * (its own branch, which starts at that row of the sequence); a row of
+     * the prefix has seg0 0. Several responses to one prompt so cost the
+     * prompt's rows once (front.c). */
+    const int32_t *shared;        /* [S] */
+    const int32_t *seg0;          /* [N] */
 } attn_shape;
 /* Floats of saved probabilities: sum over sequences of H * T_s * T_s. */
 size_t attention_probs_size(const attn_shape *a);
 /* out[N, H*HD] = softmax(q k^T / sqrt(HD) + causal mask) v, per sequence and
- * head; query head h reads kv head h / (H / KV). probs saved for backward. */
+ * head (the mask: causal, and the branches' where given); query head h
+ * reads kv head h / (H / KV). probs saved for backward. */
 void attention_forward(pool *tp, float *out, float *probs, const float *q, const float *k,
                        const float *v, const attn_shape *a);
 /* dq = (set), dk and dv += ; scratch holds T*T floats for the largest T per
