@@ -1,9 +1,10 @@
 /* trainer.c: the trainer role (docs/architecture.md §2): the trainable policy and the
  * frozen reference. An optional supervised warm-up, then RL steps: read one
- * explorer batch from the buffer, score it under the policy (and the
- * reference), turn rewards into advantages, the loss into dL/dlogp per
- * token, run the model's backward pass and optimiser step, publish weights
- * when the sync plugin says so, and report to the master. */
+ * explorer batch from the buffer, score it under the policy (unless the step
+ * is on-policy: skip_score) and the reference, turn rewards into advantages,
+ * the loss into dL/dlogp per token, run the model's backward pass and
+ * optimiser step, publish weights when the sync plugin says so, and report
+ * to the master. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -107,19 +107,19 @@ static int fresh_config(transformer *t, llama_config *c, uint64_t *seed)
     return rc == TERN_ENOTFOUND ? TERN_OK : rc;
 }
 
-/* The chat template of the `chat_template` setting (from the model
- * directory `dir` under "auto", NULL for a fresh model), and its
- * end-of-turn token, which must be one token of the tokenizer. */
-static int open_chat_template(transformer *t, const char *dir, const char *gguf_path,
-                              const char *gguf_config)
+/* The chat template of the `chat_template` setting (under "auto": from the
+ * model at `path`, a directory, or a GGUF file whose tokenizer_config.json
+ * text is gguf_config; NULL for a fresh model), and its end-of-turn token,
+ * which must be one token of the tokenizer. */
+static int open_chat_template(transformer *t, const char *path, const char *gguf_config)
 {
     const char *name = "auto";
     int rc = host->get_string(t->ctx, "chat_template", &name);
     if (rc != TERN_OK && rc != TERN_ENOTFOUND)
         return rc;
-    if (gguf_config ? chat_template_from_config_text(gguf_path, gguf_config, strlen(gguf_config),
+    if (gguf_config ? chat_template_from_config_text(path, gguf_config, strlen(gguf_config),
                                                      name, &t->chat, t->err, sizeof t->err)
-                    : chat_template_from_dir(dir, name, &t->chat, t->err, sizeof t->err))
+                    : chat_template_from_dir(path, name, &t->chat, t->err, sizeof t->err))
         return host->setting_error(t->ctx, "chat_template", "%s", t->err);
     t->end_of_turn = -1;
     const char *eot = chat_template_end_of_turn(t->chat);
@@ -200,7 +200,7 @@ static int make_model(transformer *t, const char *path)
             llama_init_random(&t->m, seed);
     }
     if (rc == TERN_OK)
-        rc = open_chat_template(t, path, path, gguf_config);
+        rc = open_chat_template(t, path, gguf_config);
     free(gguf_config);
     return rc;
 }
