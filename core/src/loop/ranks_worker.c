@@ -317,6 +317,9 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     run->session = s;
     run->seed = s->seed;
     run->ranks = rk;
+    /* every rank has mpirun's command line: the checks before the master's
+     * SETUP (a durable buffer's groups are the run's own on --resume) know */
+    run->resuming = o->resume;
     tern_queue_init(&run->inbox);
     tern_queue_init(&run->explorer_jobs);
     tern_queue_init(&run->trainer_jobs);
