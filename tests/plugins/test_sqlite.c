@@ -1983,3 +1983,69 @@ Test(sqlite, a_consumer_killed_between_get_and_commit_loses_nothing, .timeout = 
     cr_assert_lt(total_got, (uint64_t)CONSUMER_KILLS * CONSUMER_RECORDS,
                  "every consumer finished before its kill: the test proved nothing");
 }
+
+/* ---- processes opening one new file at once ------------------------------ */
+
+#define OPENERS 4
+#define OPEN_ROUNDS 30
+
+/* Every rank of an MPI run opens the run's buffer file as it starts: OPENERS
+ * processes, released together, open the same new file; each must find it
+ * new or ours, never half made (the header's three values read in one
+ * snapshot, not from two states of the file). */
+Test(sqlite, processes_opening_one_new_file_at_once_all_succeed, .timeout = 120)
+{
+    for (int round = 0; round < OPEN_ROUNDS; round++) {
+        char f[PATH_MAX], name[32];
+        snprintf(name, sizeof name, "race%d.db", round);
+        in_work(f, sizeof f, name);
+        int go[2], report[2];
+        cr_assert_eq(pipe(go), 0);
+        cr_assert_eq(pipe(report), 0);
+        pid_t pids[OPENERS];
+        fflush(NULL);
+        for (int c = 0; c < OPENERS; c++) {
+            pids[c] = fork();
+            cr_assert_neq(pids[c], -1, "fork: %s", strerror(errno));
+            if (pids[c] == 0) {
+                close(go[1]);
+                close(report[0]);
+                char b;
+                if (read(go[0], &b, 1) != 1)
+                    _exit(6);
+                harness h;
+                int rc = try_open(&h, f, "synchronous = \"normal\";");
+                if (rc != TERN_OK) { /* the message, for the parent to show */
+                    size_t n = strlen(h.error);
+                    if (write(report[1], h.error, n < 511 ? n : 511) < 0)
+                        _exit(5);
+                }
+                harness_close(&h);
+                _exit(rc == TERN_OK ? 0 : 3);
+            }
+        }
+        close(go[0]);
+        close(report[1]);
+        char release[OPENERS];
+        memset(release, 'g', sizeof release);
+        cr_assert_eq(write(go[1], release, sizeof release), (ssize_t)sizeof release);
+        close(go[1]);
+        int failed = 0;
+        for (int c = 0; c < OPENERS; c++) {
+            int status = 0;
+            cr_assert_eq(waitpid(pids[c], &status, 0), pids[c]);
+            failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
+        char why[600] = "";
+        ssize_t n = read(report[0], why, sizeof why - 1);
+        why[n > 0 ? n : 0] = '\0';
+        close(report[0]);
+        cr_assert_eq(failed, 0, "round %d: %d of %d processes failed to open the new file: %s",
+                     round, failed, OPENERS, why);
+        harness h;
+        const tern_buffer_ops *ops = open_sqlite(&h, f, NULL);
+        cr_assert_eq(stats_of(ops, h.state).held, 0);
+        harness_close(&h);
+        remove_db(f);
+    }
+}

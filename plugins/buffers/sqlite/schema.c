@@ -7,7 +7,8 @@
  *   1. sqlite3_open_v2(READWRITE | CREATE): a missing file is created empty;
  *      a missing directory fails here (SQLITE_CANTOPEN).
  *   2. Read PRAGMA application_id, PRAGMA user_version and the number of
- *      schema objects, without a write lock. A file that is not an SQLite
+ *      schema objects, in one read transaction (one snapshot), without a
+ *      write lock. A file that is not an SQLite
  *      database fails here (SQLITE_NOTADB); a damaged one with SQLITE_CORRUPT.
  *      A file with another application_id (or with id 0 and objects of its
  *      own) is refused as "not a tern buffer"; a user_version above
@@ -16,7 +17,8 @@
  *      places is refused as damaged. Nothing was written.
  *   3. PRAGMA journal_mode=WAL, checked: SQLite answers with the mode in force
  *      and keeps the old one where WAL cannot work (no shared memory, an
- *      in-memory database), which is refused.
+ *      in-memory database), which is refused; tried again while another
+ *      process holds the lock (see set_wal).
  *   4. PRAGMA synchronous (FULL or NORMAL; per connection, not stored).
  *   5. BEGIN IMMEDIATE (the write lock, so two processes opening a new file at
  *      once do not both create or migrate it), read the header again, then
@@ -179,11 +181,24 @@ static int query_int(opener *o, const char *sql, int64_t *out)
     return rc;
 }
 
+/* The three values from one snapshot of the file. Outside a transaction each
+ * query would be its own read, and another process creating the schema
+ * between them would show a file that is neither new nor ours (application_id
+ * 0 with the table there), refused as "not a tern buffer" (seen with the
+ * ranks of an MPI run opening one new file at once). */
 static int read_header(opener *o, header *h)
 {
+    int own = sqlite3_get_autocommit(o->db); /* not inside the caller's BEGIN IMMEDIATE */
+    if (own && exec_sql(o, "BEGIN") != SQLITE_OK)
+        return open_failed(o, "reading the file's header");
+    int rc = SQLITE_OK;
     if (query_int(o, "PRAGMA application_id", &h->app_id) != SQLITE_OK ||
         query_int(o, "PRAGMA user_version", &h->user_version) != SQLITE_OK ||
         query_int(o, "SELECT count(*) FROM sqlite_master", &h->objects) != SQLITE_OK)
+        rc = SQLITE_ERROR;
+    if (own && !sqlite3_get_autocommit(o->db))
+        sqlite3_exec(o->db, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
         return open_failed(o, "reading the file's header");
     return TERN_OK;
 }
@@ -219,16 +234,17 @@ static int classify(opener *o, const header *h, file_kind *kind)
         path, (long long)h->app_id, (long long)h->user_version, (long long)h->objects);
 }
 
-static int set_wal(opener *o)
+/* One PRAGMA journal_mode=WAL; the mode in force into mode[32]. */
+static int try_wal(opener *o, char *mode)
 {
     sqlite3_stmt *st = NULL;
-    char mode[32] = "";
+    mode[0] = '\0';
     int rc = sqlite3_prepare_v2(o->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             const unsigned char *m = sqlite3_column_text(st, 0);
-            snprintf(mode, sizeof mode, "%s", m ? (const char *)m : "?");
+            snprintf(mode, 32, "%s", m ? (const char *)m : "?");
             rc = SQLITE_OK;
         } else if (rc == SQLITE_DONE) {
             rc = SQLITE_OK; /* no answer: caught below as mode "" */
@@ -237,6 +253,23 @@ static int set_wal(opener *o)
     if (rc != SQLITE_OK)
         note(o, rc, sqlite3_errmsg(o->db));
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* The switch reads the file, then needs its write lock: when another process
+ * holds that lock, SQLite answers SQLITE_BUSY at once instead of calling the
+ * busy handler (a reader waiting for a writer could deadlock), which happens
+ * when the ranks of an MPI run open one new file together. The switch is
+ * idempotent, so it is tried again until busy_timeout_ms has passed. */
+static int set_wal(opener *o)
+{
+    char mode[32];
+    int rc, waited_ms = 0;
+    while ((rc = try_wal(o, mode)) != SQLITE_OK && (rc & 0xff) == SQLITE_BUSY &&
+           waited_ms < o->opts->busy_timeout_ms) {
+        sqlite3_sleep(5);
+        waited_ms += 5;
+    }
     if (rc != SQLITE_OK)
         return open_failed(o, "switching to WAL mode");
     if (strcasecmp(mode, "wal") != 0)
