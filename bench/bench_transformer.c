@@ -137,7 +137,7 @@ int main(int argc, char **argv)
     adamw_hparams h = {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
                        .weight_decay = 0.0, .grad_clip = 1.0};
     double t_train = 0;
-    for (int step = 0; step <= steps; step++) { /* step 0 warms up */
+    for (int step = 0; steps > 0 && step <= steps; step++) { /* step 0 warms up; --train-steps 0: none (profiling generation) */
         double t0 = now();
         if (llama_forward(&m, &batch, lp, ent, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);

@@ -3,7 +3,8 @@
  * - layers/gemm.c's bf16 GEMM against a double-precision product of the same
  *   bf16-rounded operands: every transpose, odd sizes, K and N across the
  *   packing blocks, leading dimensions wider than the matrices, beta 0 / 1 /
- *   other (beta 0 must not read C).
+ *   other (beta 0 must not read C); a B packed once (generation's weights)
+ *   gives the same bits as packing it at every call.
  * - The model in bf16 against PyTorch's float32 reference (the llama_micro
  *   fixture of test_transformer): within bf16's 2e-2, and not equal to the
  *   float32 result (the setting takes effect).
@@ -124,6 +125,55 @@ Test(gemm_bf16, zero_k_scales_c)
     gemm(ws, 0, 0, 2, 2, 0, 1.0f, &dummy, 1, &dummy, 2, 0.0f, c, 2);
     cr_expect(c[0] == 0.0f && c[3] == 0.0f);
     gemm_ws_free(ws);
+}
+
+/* A weight packed once (gemm_pack_b, as generation packs them) gives the
+ * same bits as gemm_split packing it at every call: both layouts of B, rows
+ * or columns split, 1 to 3 workers, K over a packing block, edge tiles. */
+static void check_packed(int tb, int m, int n, int k, int pad, int by_rows, float beta)
+{
+    const int lda = k + pad, ldb = (tb ? k : n) + pad, ldc = n + pad, brows = tb ? n : k;
+    float *a = malloc((size_t)m * lda * sizeof *a), *b = malloc((size_t)brows * ldb * sizeof *b);
+    float *c1 = malloc((size_t)m * ldc * sizeof *c1), *c2 = malloc((size_t)m * ldc * sizeof *c2);
+    tern_rng r;
+    tern_rng_seed(&r, (uint64_t)(m * 7 + n * 3 + k + tb));
+    for (size_t i = 0; i < (size_t)m * lda; i++)
+        a[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
+    for (size_t i = 0; i < (size_t)brows * ldb; i++)
+        b[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
+    gemm_packed *pk = gemm_pack_b(tb, k, n, b, ldb);
+    cr_assert_not_null(pk);
+    gemm_ws *ws[3];
+    for (int w = 0; w < 3; w++)
+        cr_assert_not_null(ws[w] = gemm_ws_new());
+    gemm_ctx gx = {.tp = NULL, .ws = ws};
+    for (int nw = 1; nw <= 3; nw++) {
+        for (size_t i = 0; i < (size_t)m * ldc; i++)
+            c1[i] = c2[i] = (float)tern_rng_uniform(&r);
+        for (int wk = 0; wk < nw; wk++) {
+            gemm_split(&gx, wk, nw, by_rows, 0, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c1, ldc);
+            gemm_split_packed(&gx, wk, nw, by_rows, m, a, lda, pk, beta, c2, ldc);
+        }
+        cr_assert(memcmp(c1, c2, (size_t)m * ldc * sizeof *c1) == 0,
+                  "tb %d %dx%dx%d, %s split on %d workers, beta %g: packed once differs", tb, m,
+                  n, k, by_rows ? "row" : "column", nw, beta);
+    }
+    for (int w = 0; w < 3; w++)
+        gemm_ws_free(ws[w]);
+    gemm_packed_free(pk);
+    free(a), free(b), free(c1), free(c2);
+}
+
+Test(gemm_bf16, weights_packed_once_give_the_same_bits)
+{
+    need_bf16();
+    for (int tb = 0; tb < 2; tb++)
+        for (int by_rows = 0; by_rows < 2; by_rows++) {
+            check_packed(tb, 64, 259, 384, 0, by_rows, 0.0f);  /* a decode step's head */
+            check_packed(tb, 13, 70, 1031, 3, by_rows, 1.0f);  /* K over KC, odd; accumulate */
+            check_packed(tb, 300, 40, 20, 1, by_rows, 0.0f);   /* M over MC and a row block */
+            check_packed(tb, 1, 33, 7, 0, by_rows, 0.5f);
+        }
 }
 
 /* ---- the model in bf16 against PyTorch's float32 reference ------------- */

@@ -2,6 +2,9 @@
  * and MLP (see arch.h); the maths is in the layer files. */
 #include "decoder/arch.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 void arch_norm_forward(pool *tp, const llama_config *c, float *out, float *mean, float *rstd,
                        const float *in, const float *w, const float *b, int n)
 {
@@ -86,4 +89,59 @@ void arch_mlp_in_backward(const gemm_ctx *gx, const llama_config *c, const llama
         arch_linear_backward(gx, c, dh, gw->w_gate, gw->b_gate, dgate, h, w->w_gate, F, n, D, F);
     }
     arch_linear_backward(gx, c, dh, gw->w_up, gw->b_up, dup, h, w->w_up, F, n, D, F);
+}
+
+void arch_packs_free(gemm_pack_set *set)
+{
+    for (int i = 0; i < set->n; i++)
+        gemm_packed_free(set->p[i]);
+    free(set->w);
+    free(set->p);
+    memset(set, 0, sizeof *set);
+}
+
+/* Pack w as arch_linear_forward multiplies by it (GPT-2's Conv1D: W[i, o],
+ * rows ld apart; else W[o, i]). */
+static int add_linear(const llama_config *c, gemm_pack_set *set, const float *w, int ld, int i,
+                      int o)
+{
+    gemm_packed *pk = c->arch == ARCH_GPT2 ? gemm_pack_b(0, i, o, w, ld)
+                                           : gemm_pack_b(1, i, o, w, i);
+    if (!pk)
+        return -1;
+    set->w[set->n] = w;
+    set->p[set->n++] = pk;
+    return 0;
+}
+
+int arch_pack_weights(const llama_config *c, const llama_params *p, gemm_pack_set *set)
+{
+    const int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
+    const int HD = D / c->n_heads, QD = c->n_heads * HD, KD = c->n_kv_heads * HD;
+    const int QLD = llama_qkv_ld(c), L = c->n_layers, most = 7 * L + 1;
+    memset(set, 0, sizeof *set);
+    set->w = calloc((size_t)most, sizeof *set->w);
+    set->p = calloc((size_t)most, sizeof *set->p);
+    int rc = set->w && set->p ? 0 : -1;
+    for (int l = 0; l < L && rc == 0; l++) {
+        const llama_layer *w = &p->layers[l];
+        rc = add_linear(c, set, w->wq, QLD, D, QD) || add_linear(c, set, w->wk, QLD, D, KD) ||
+             add_linear(c, set, w->wv, QLD, D, KD) || add_linear(c, set, w->wo, D, QD, D) ||
+             add_linear(c, set, w->w_up, F, D, F) || add_linear(c, set, w->w_down, D, F, D) ||
+             (c->arch != ARCH_GPT2 && add_linear(c, set, w->w_gate, F, D, F))
+                 ? -1
+                 : 0;
+    }
+    if (rc == 0) { /* the head: x W^T whatever the architecture */
+        gemm_packed *pk = gemm_pack_b(1, D, V, p->lm_head, D);
+        if (pk) {
+            set->w[set->n] = p->lm_head;
+            set->p[set->n++] = pk;
+        } else {
+            rc = -1;
+        }
+    }
+    if (rc != 0)
+        arch_packs_free(set);
+    return rc;
 }

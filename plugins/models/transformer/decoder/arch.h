@@ -55,4 +55,11 @@ void arch_mlp_in_backward(const gemm_ctx *gx, const llama_config *c, const llama
                           const float *dact, const float *gate, const float *up, const float *h,
                           int n);
 
+/* Pack every weight of the linear layers and the head for bf16 products,
+ * as arch_linear_forward and the head use them (gemm.h, gemm_packed), into
+ * set (arrays allocated here). 0, or -1 when out of memory (set empty). */
+int arch_pack_weights(const llama_config *c, const llama_params *p, gemm_pack_set *set);
+/* Free what arch_pack_weights made; set is empty after. */
+void arch_packs_free(gemm_pack_set *set);
+
 #endif

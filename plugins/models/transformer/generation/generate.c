@@ -320,6 +320,15 @@ int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen
 {
     cpu_gen g = {.m = m};
     gen_backend be = {.self = &g, .prefill = cpu_prefill, .step = cpu_step, .finish = cpu_finish};
-    return gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, prompts, n_prompts, out, err,
-                   errn);
+    /* bf16: the weights packed once for the whole call (one weight version),
+     * not at each of its products; the same bits. Without the memory for
+     * them, the products pack as they go. */
+    gemm_pack_set packs = {0};
+    if (m->gx.ws && arch_pack_weights(&m->cfg, &m->p, &packs) == 0)
+        m->gx.packs = &packs;
+    int rc = gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, prompts, n_prompts, out, err,
+                     errn);
+    m->gx.packs = NULL;
+    arch_packs_free(&packs);
+    return rc;
 }

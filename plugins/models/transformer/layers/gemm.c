@@ -45,6 +45,10 @@ enum {
 struct gemm_ws {
     uint32_t *a; /* [MC / MR][KC / 2][MR] words */
     uint32_t *b; /* [NC / NR][KC / 2][NR] words */
+    /* worker 0's only: a whole op(B) packed for all the workers of a product
+     * (gemm_product), grown as needed */
+    uint32_t *shared;
+    size_t shared_words;
 };
 
 int gemm_bf16_available(void)
@@ -73,6 +77,7 @@ void gemm_ws_free(gemm_ws *ws)
         return;
     free(ws->a);
     free(ws->b);
+    free(ws->shared);
     free(ws);
 }
 
@@ -273,4 +278,178 @@ void gemm(gemm_ws *ws, int ta, int tb, int m, int n, int k, float alpha, const f
         return;
     }
     gemm_bf16(ws, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* ---- weights packed once ------------------------------------------------- */
+
+/* Column blocks of gemm_split are whole panels. */
+_Static_assert(GEMM_SPLIT_COLUMNS % NR == 0, "split columns must be whole B panels");
+
+/* For K block kb (k in [kb·KC, kb·KC + kc)): the panels of all n columns,
+ * [ceil(n / NR)][ceil(kc / 2)][NR] words, at w + kb · (KC / 2) · panels · NR
+ * (every block before the last is a whole KC). */
+struct gemm_packed {
+    int tb, k, n, panels;
+    uint32_t *w;
+};
+
+static size_t packed_words(int k, int n)
+{
+    return (size_t)((k + KC - 1) / KC) * (KC / 2) * (size_t)((n + NR - 1) / NR) * NR;
+}
+
+/* Panels [p0, p1) of op(B) into p (all its K blocks). */
+static void pack_panels(const gemm_packed *p, int p0, int p1, const float *b, int ldb)
+{
+    const size_t sbj = p->tb ? (size_t)ldb : 1, sbk = p->tb ? 1 : (size_t)ldb;
+    const int j0 = p0 * NR, j1 = p1 * NR < p->n ? p1 * NR : p->n;
+    if (j0 >= j1)
+        return;
+    for (int pc = 0; pc < p->k; pc += KC) {
+        const int kc = p->k - pc < KC ? p->k - pc : KC, np = (kc + 1) / 2;
+        pack(p->w + (size_t)(pc / KC) * (KC / 2) * p->panels * NR + (size_t)p0 * np * NR,
+             b + (size_t)j0 * sbj + (size_t)pc * sbk, sbj, sbk, j1 - j0, kc, NR);
+    }
+}
+
+gemm_packed *gemm_pack_b(int tb, int k, int n, const float *b, int ldb)
+{
+    if (k <= 0 || n <= 0 || !gemm_bf16_available())
+        return NULL;
+    gemm_packed *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    *p = (gemm_packed){.tb = tb, .k = k, .n = n, .panels = (n + NR - 1) / NR};
+    p->w = aligned_alloc(64, packed_words(k, n) * sizeof(uint32_t));
+    if (!p->w) {
+        free(p);
+        return NULL;
+    }
+    pack_panels(p, 0, p->panels, b, ldb);
+    return p;
+}
+
+void gemm_packed_free(gemm_packed *p)
+{
+    if (!p)
+        return;
+    free(p->w);
+    free(p);
+}
+
+const gemm_packed *gemm_ctx_packed(const gemm_ctx *g, const float *w, int tb, int k, int n)
+{
+    if (!g->packs || !g->ws)
+        return NULL;
+    for (int i = 0; i < g->packs->n; i++) {
+        const gemm_packed *p = g->packs->p[i];
+        if (g->packs->w[i] == w && p->tb == tb && p->k == k && p->n == n)
+            return p;
+    }
+    return NULL;
+}
+
+/* ---- a product's B packed once for all its workers ----------------------- */
+
+typedef struct product_job {
+    const gemm_ctx *gx;
+    gemm_packed *shared; /* B packed by the workers together, or NULL */
+    const gemm_packed *packed; /* what the products read: shared or a cached one */
+    int tb, m, n, k, lda, ldb, ldc;
+    const float *a, *b;
+    float beta;
+    float *c;
+} product_job;
+
+static void pack_part(void *arg, int wk, int nw)
+{
+    const product_job *j = arg;
+    int p0, p1;
+    pool_share(j->shared->panels, wk, nw, &p0, &p1);
+    pack_panels(j->shared, p0, p1, j->b, j->ldb);
+}
+
+static void product_part(void *arg, int wk, int nw)
+{
+    const product_job *j = arg;
+    if (j->packed)
+        gemm_split_packed(j->gx, wk, nw, gemm_split_rows(j->m), j->m, j->a, j->lda, j->packed,
+                          j->beta, j->c, j->ldc);
+    else
+        gemm_split(j->gx, wk, nw, gemm_split_rows(j->m), 0, j->tb, j->m, j->n, j->k, 1.0f, j->a,
+                   j->lda, j->b, j->ldb, j->beta, j->c, j->ldc);
+}
+
+void gemm_product(const gemm_ctx *gx, int tb, int m, int n, int k, const float *a, int lda,
+                  const float *b, int ldb, float beta, float *c, int ldc)
+{
+    product_job j = {.gx = gx, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
+                     .ldc = ldc, .a = a, .b = b, .beta = beta, .c = c};
+    gemm_packed shared;
+    j.packed = gemm_ctx_packed(gx, b, tb, k, n);
+    if (!j.packed && gx->ws && gemm_split_rows(m) && k > 0 && n > 0) {
+        /* several row blocks would each pack all of B: pack it once, the
+         * workers a share of its panels each */
+        gemm_ws *ws0 = gx->ws[0];
+        const size_t words = packed_words(k, n);
+        if (ws0->shared_words < words) {
+            uint32_t *w = aligned_alloc(64, words * sizeof(uint32_t));
+            if (w) {
+                free(ws0->shared);
+                ws0->shared = w;
+                ws0->shared_words = words;
+            }
+        }
+        if (ws0->shared_words >= words) {
+            shared = (gemm_packed){.tb = tb, .k = k, .n = n, .panels = (n + NR - 1) / NR,
+                                   .w = ws0->shared};
+            j.shared = &shared;
+            pool_run(gx->tp, pack_part, &j);
+            j.packed = &shared;
+        } /* else (out of memory): each block packs B, as gemm_split does */
+    }
+    pool_run(gx->tp, product_part, &j);
+}
+
+/* C[m, j0..j1) = A[m, k] · op(B)[k, j0..j1) + beta · C, j0 a multiple of NR:
+ * gemm_bf16's loops without packing B. Each element of C gets the same sums in
+ * the same order as there (the K blocks, then the pairs of a panel), so the
+ * same bits. */
+static void gemm_bf16_packed(gemm_ws *ws, int m, int j0, int j1, const float *a, int lda,
+                             const gemm_packed *b, float beta, float *c, int ldc)
+{
+    const int k = b->k;
+    for (int pc = 0; pc < k; pc += KC) {
+        const int kc = k - pc < KC ? k - pc : KC, np = (kc + 1) / 2;
+        const float bet = pc == 0 ? beta : 1.0f;
+        const uint32_t *bk = b->w + (size_t)(pc / KC) * (KC / 2) * b->panels * NR;
+        for (int ic = 0; ic < m; ic += MC) {
+            const int mc = m - ic < MC ? m - ic : MC;
+            pack(ws->a, a + (size_t)ic * lda + pc, (size_t)lda, 1, mc, kc, MR);
+            for (int jr = j0; jr < j1; jr += NR) {
+                const uint32_t *bp = bk + (size_t)(jr / NR) * np * NR;
+                for (int ir = 0; ir < mc; ir += MR)
+                    kernel(np, ws->a + (size_t)(ir / MR) * np * MR, bp,
+                           c + (size_t)(ic + ir) * ldc + jr, ldc, mc - ir < MR ? mc - ir : MR,
+                           j1 - jr < NR ? j1 - jr : NR, 1.0f, bet);
+            }
+        }
+    }
+}
+
+void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int m, const float *a,
+                       int lda, const gemm_packed *b, float beta, float *c, int ldc)
+{
+    const int total = by_rows ? m : b->n, size = by_rows ? GEMM_SPLIT_BLOCK : GEMM_SPLIT_COLUMNS;
+    int b0, b1;
+    pool_share((total + size - 1) / size, wk, nw, &b0, &b1);
+    const int lo = b0 * size, hi = b1 * size < total ? b1 * size : total;
+    if (lo >= hi || m <= 0)
+        return;
+    gemm_ws *ws = gemm_ctx_ws(gx, wk);
+    if (by_rows) /* a run of whole row blocks: one call (the bits do not depend on it) */
+        gemm_bf16_packed(ws, hi - lo, 0, b->n, a + (size_t)lo * lda, lda, b, beta,
+                         c + (size_t)lo * ldc, ldc);
+    else
+        gemm_bf16_packed(ws, m, lo, hi, a, lda, b, beta, c, ldc);
 }

@@ -21,7 +21,8 @@
 
 #include "layers/pool.h"
 
-/* Packing buffers of one thread for bf16 products (1.2 MiB; block sizes measured on this machine). */
+/* Packing buffers of one thread for bf16 products (1.2 MiB; block sizes
+ * measured on this machine), and worker 0's buffer for gemm_product. */
 typedef struct gemm_ws gemm_ws;
 
 /* Whether this CPU (and OS) can run the bf16 products: AVX512-BF16. */
@@ -36,12 +37,47 @@ void gemm_ws_free(gemm_ws *ws);
 void gemm(gemm_ws *ws, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
           const float *b, int ldb, float beta, float *c, int ldc);
 
+/* A weight matrix packed once for bf16 products, as the B operand of
+ * C = A · op(B): the bf16 panels that gemm builds from B at every call, for
+ * the whole matrix. A decode step multiplies a few rows by every weight, and
+ * packing the weights then costs as much as the products; a generate call,
+ * which sees one weight version, packs them once (generate.c). */
+typedef struct gemm_packed gemm_packed;
+
+/* Pack op(B)[k, n] (tb: B is [n, k], ldb apart; else [k, n]) for bf16
+ * products. NULL when out of memory. The packed copy does not follow later
+ * changes of B: free it and pack again. */
+gemm_packed *gemm_pack_b(int tb, int k, int n, const float *b, int ldb);
+void gemm_packed_free(gemm_packed *p);
+
+/* The weights packed for a stretch of work: entry i is weight w[i] (the
+ * pointer the layers pass) packed as p[i]. */
+typedef struct gemm_pack_set {
+    int n;
+    const float **w;
+    gemm_packed **p;
+} gemm_pack_set;
+
 /* How an instance runs its products: its thread team, and for bf16 one
- * workspace per worker of that team (ws NULL: float32). */
+ * workspace per worker of that team (ws NULL: float32), and the weights
+ * packed for the work in progress (NULL: none; set only with ws). */
 typedef struct gemm_ctx {
     pool *tp;
     gemm_ws **ws; /* [pool_size(tp)] or NULL */
+    const gemm_pack_set *packs;
 } gemm_ctx;
+
+/* The packed copy of weight w in g's set, packed as op(B)[k, n] with that
+ * tb, or NULL. */
+const gemm_packed *gemm_ctx_packed(const gemm_ctx *g, const float *w, int tb, int k, int n);
+
+/* C[m, n] = A[m, k] · op(B)[k, n] + beta · C on gx's whole team (call it
+ * outside pool_run), in gemm_split's blocks, so the same bits: B from gx's
+ * packed set when it is there; in bf16 with rows enough for several row
+ * blocks, op(B) packed once by the workers together (into worker 0's
+ * workspace) instead of once per block; otherwise gemm_split as it is. */
+void gemm_product(const gemm_ctx *gx, int tb, int m, int n, int k, const float *a, int lda,
+                  const float *b, int ldb, float beta, float *c, int ldc);
 
 /* The workspace of worker w (NULL for float32). */
 static inline gemm_ws *gemm_ctx_ws(const gemm_ctx *g, int w) { return g->ws ? g->ws[w] : NULL; }
@@ -57,6 +93,12 @@ static inline gemm_ws *gemm_ctx_ws(const gemm_ctx *g, int w) { return g->ws ? g-
 void gemm_split(const gemm_ctx *gx, int wk, int nw, int by_rows, int ta, int tb, int m, int n,
                 int k, float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                 float *c, int ldc);
+
+/* gemm_split's product C[m, n] = A[m, k] · op(B) + beta · C with op(B)
+ * packed (gemm_pack_b, n and k its own): the same blocks and the same bits
+ * as gemm_split over the unpacked B, without packing B. */
+void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int m, const float *a,
+                       int lda, const gemm_packed *b, float beta, float *c, int ldc);
 
 /* Whether a product over `rows` rows of C splits by rows (else by columns):
  * by the rows alone, never by the worker count, which must not change the
