@@ -4,7 +4,8 @@
 # count, in both precisions: float32, and bf16 products (tern's
 # compute = "bf16"; PyTorch's CPU autocast to bf16). Prints the figures and
 # the ratios tern / PyTorch. Needs Debian's python3-torch
-# (apt-get install python3-torch); figures only, no pass/fail. tern's bf16
+# (apt-get install python3-torch; PYTHON names another interpreter with
+# torch); figures only, no pass/fail; MFU against the model's own GEMM peak. tern's bf16
 # runs are skipped on a CPU without AVX512-BF16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ if [ ! -x "$BUILD/bench/bench_transformer" ]; then
 fi
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 
+PY=${PYTHON:-/usr/bin/python3}
 tern_json=""
 for compute in fp32 bf16; do
   for t in 1 2; do
@@ -28,11 +30,11 @@ for compute in fp32 bf16; do
 done
 torch_json=""
 for compute in fp32 bf16; do
-  torch_json="$torch_json$(/usr/bin/python3 bench/torch_peer.py --compute "$compute" |
+  torch_json="$torch_json$("$PY" bench/torch_peer.py --compute "$compute" |
     tee /dev/stderr | sed -n 's/^TORCH_JSON //p')"$'\n'
 done
 
-/usr/bin/python3 - "$tern_json" "$torch_json" <<'PY'
+"$PY" - "$tern_json" "$torch_json" <<'PY'
 import json, sys
 tern = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
 torch = {j["compute"]: j for j in (json.loads(l) for l in sys.argv[2].splitlines() if l.strip())}
@@ -56,4 +58,17 @@ for label, key in rows:
         parts += ["bf16/fp32 %.2fx" % (tb / pf), "bf16/bf16 %.2fx" % (tb / pb),
                   "best/best %.2fx" % (max(tf, tb) / max(pf, pb))]
     print("%s  tern/torch: %s" % (label.strip(), ", ".join(parts)))
+print()
+# MFU: each tern figure over the model's own 1024^3 GEMM peak at the same
+# precision and thread count (bench_transformer.c measures it)
+for compute in ("fp32", "bf16"):
+    for key, flops, label in (("train_tokens_per_s", "train_gflops", "training"),
+                              ("gen_tokens_per_s", "gen_gflops", "generation")):
+        xs = [x for x in tern if x["compute"] == compute and x.get(flops) == x.get(flops)]
+        if not xs:
+            continue
+        x = max(xs, key=lambda x: x[key])
+        print("tern %s %-10s %6.1f GFLOP/s on %d threads, MFU %3.0f%% of %.1f GFLOP/s" %
+              (compute, label, x[flops], x["threads"], 100 * x[flops] / x["gemm_peak_gflops"],
+               x["gemm_peak_gflops"]))
 PY
