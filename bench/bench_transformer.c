@@ -65,11 +65,11 @@ static double model_gemm_peak_gflops(const gemm_ctx *gx)
           *c = malloc((size_t)n * n * sizeof *c);
     for (size_t i = 0; i < (size_t)n * n; i++)
         a[i] = b[i] = (float)(i % 7) * 0.1f;
-    gemm_product(gx, 0, n, n, n, a, n, b, n, 0.0f, c, n);
+    gemm_product(gx, 1, 0, 0, n, n, n, a, n, b, n, 0.0f, c, n);
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
         double t0 = now();
-        gemm_product(gx, 0, n, n, n, a, n, b, n, 0.0f, c, n);
+        gemm_product(gx, 1, 0, 0, n, n, n, a, n, b, n, 0.0f, c, n);
         double g = 2.0 * n * n * n / (now() - t0) / 1e9;
         best = g > best ? g : best;
     }

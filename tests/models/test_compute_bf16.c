@@ -24,6 +24,7 @@
 #include "hf/hf_config.h"
 #include "hf/safetensors.h"
 #include "layers/gemm.h"
+#include "layers/pool.h"
 #include "model_checks.h"
 #include "tern/model.h"
 #include "tern/rng.h"
@@ -127,17 +128,20 @@ Test(gemm_bf16, zero_k_scales_c)
     gemm_ws_free(ws);
 }
 
-/* A weight packed once (gemm_pack_b, as generation packs them) gives the
- * same bits as gemm_split packing it at every call: both layouts of B, rows
- * or columns split, 1 to 3 workers, K over a packing block, edge tiles. */
-static void check_packed(int tb, int m, int n, int k, int pad, int by_rows, float beta)
+/* A B packed once (gemm_pack_b, as generation packs the weights and
+ * gemm_product a product's B) gives the same bits as gemm_split packing it
+ * at every call: both layouts of A and B, rows or columns split, 1 to 3
+ * workers, K over a packing block, edge tiles; and gemm_product on a team of
+ * 3 the same bits as gemm_split. */
+static void check_packed(int ta, int tb, int m, int n, int k, int pad, int by_rows, float beta)
 {
-    const int lda = k + pad, ldb = (tb ? k : n) + pad, ldc = n + pad, brows = tb ? n : k;
-    float *a = malloc((size_t)m * lda * sizeof *a), *b = malloc((size_t)brows * ldb * sizeof *b);
+    const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+    const int arows = ta ? k : m, brows = tb ? n : k;
+    float *a = malloc((size_t)arows * lda * sizeof *a), *b = malloc((size_t)brows * ldb * sizeof *b);
     float *c1 = malloc((size_t)m * ldc * sizeof *c1), *c2 = malloc((size_t)m * ldc * sizeof *c2);
     tern_rng r;
-    tern_rng_seed(&r, (uint64_t)(m * 7 + n * 3 + k + tb));
-    for (size_t i = 0; i < (size_t)m * lda; i++)
+    tern_rng_seed(&r, (uint64_t)(m * 7 + n * 3 + k + tb + 5 * ta));
+    for (size_t i = 0; i < (size_t)arows * lda; i++)
         a[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
     for (size_t i = 0; i < (size_t)brows * ldb; i++)
         b[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
@@ -151,29 +155,43 @@ static void check_packed(int tb, int m, int n, int k, int pad, int by_rows, floa
         for (size_t i = 0; i < (size_t)m * ldc; i++)
             c1[i] = c2[i] = (float)tern_rng_uniform(&r);
         for (int wk = 0; wk < nw; wk++) {
-            gemm_split(&gx, wk, nw, by_rows, 0, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c1, ldc);
-            gemm_split_packed(&gx, wk, nw, by_rows, m, a, lda, pk, beta, c2, ldc);
+            gemm_split(&gx, wk, nw, by_rows, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c1, ldc);
+            gemm_split_packed(&gx, wk, nw, by_rows, ta, m, a, lda, pk, beta, c2, ldc);
         }
         cr_assert(memcmp(c1, c2, (size_t)m * ldc * sizeof *c1) == 0,
-                  "tb %d %dx%dx%d, %s split on %d workers, beta %g: packed once differs", tb, m,
-                  n, k, by_rows ? "row" : "column", nw, beta);
+                  "ta %d tb %d %dx%dx%d, %s split on %d workers, beta %g: packed once differs",
+                  ta, tb, m, n, k, by_rows ? "row" : "column", nw, beta);
     }
+    /* gemm_product on a team of 3 (B packed by the team) */
+    pool *tp = pool_new(3);
+    cr_assert_not_null(tp);
+    gemm_ctx team = {.tp = tp, .ws = ws};
+    for (size_t i = 0; i < (size_t)m * ldc; i++)
+        c1[i] = c2[i] = (float)tern_rng_uniform(&r);
+    for (int wk = 0; wk < 3; wk++)
+        gemm_split(&gx, wk, 3, by_rows, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c1, ldc);
+    gemm_product(&team, by_rows, ta, tb, m, n, k, a, lda, b, ldb, beta, c2, ldc);
+    cr_assert(memcmp(c1, c2, (size_t)m * ldc * sizeof *c1) == 0,
+              "ta %d tb %d %dx%dx%d, %s split: gemm_product differs from gemm_split", ta, tb, m,
+              n, k, by_rows ? "row" : "column");
+    pool_free(tp);
     for (int w = 0; w < 3; w++)
         gemm_ws_free(ws[w]);
     gemm_packed_free(pk);
     free(a), free(b), free(c1), free(c2);
 }
 
-Test(gemm_bf16, weights_packed_once_give_the_same_bits)
+Test(gemm_bf16, b_packed_once_gives_the_same_bits)
 {
     need_bf16();
-    for (int tb = 0; tb < 2; tb++)
-        for (int by_rows = 0; by_rows < 2; by_rows++) {
-            check_packed(tb, 64, 259, 384, 0, by_rows, 0.0f);  /* a decode step's head */
-            check_packed(tb, 13, 70, 1031, 3, by_rows, 1.0f);  /* K over KC, odd; accumulate */
-            check_packed(tb, 300, 40, 20, 1, by_rows, 0.0f);   /* M over MC and a row block */
-            check_packed(tb, 1, 33, 7, 0, by_rows, 0.5f);
-        }
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int by_rows = 0; by_rows < 2; by_rows++) {
+                check_packed(ta, tb, 64, 259, 384, 0, by_rows, 0.0f); /* a decode step's head */
+                check_packed(ta, tb, 13, 70, 1031, 3, by_rows, 1.0f); /* K over KC, odd */
+                check_packed(ta, tb, 300, 40, 20, 1, by_rows, 0.0f);  /* M over MC, row blocks */
+                check_packed(ta, tb, 1, 33, 7, 0, by_rows, 0.5f);
+            }
 }
 
 /* ---- the model in bf16 against PyTorch's float32 reference ------------- */

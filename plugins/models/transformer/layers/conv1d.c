@@ -21,22 +21,8 @@
 void conv1d_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int ld, int n, int i,
                     int o, int accumulate)
 {
-    gemm_product(gx, 0, n, o, i, in, i, w, ld, accumulate ? 1.0f : 0.0f, out, o);
-}
-
-typedef struct dw_job {
-    const gemm_ctx *gx;
-    float *dw;
-    const float *in, *dout;
-    int n, i, o, ld;
-} dw_job;
-
-/* dW[I, O] += in^T dout: columns of dW */
-static void dw_part(void *arg, int wk, int nw)
-{
-    const dw_job *j = arg;
-    gemm_split(j->gx, wk, nw, 0, 1, 0, j->i, j->o, j->n, 1.0f, j->in, j->i, j->dout, j->o, 1.0f,
-               j->dw, j->ld);
+    gemm_product(gx, gemm_split_rows(n), 0, 0, n, o, i, in, i, w, ld, accumulate ? 1.0f : 0.0f,
+                 out, o);
 }
 
 void conv1d_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,
@@ -44,9 +30,8 @@ void conv1d_backward(const gemm_ctx *gx, float *din, float *dw, const float *dou
 {
     /* din[N, I] += dout[N, O] W[I, O]^T (columns of din: rows of W) */
     if (din)
-        gemm_product(gx, 1, n, i, o, dout, o, w, ld, 1.0f, din, i);
-    if (dw) {
-        dw_job j = {.gx = gx, .dw = dw, .in = in, .dout = dout, .n = n, .i = i, .o = o, .ld = ld};
-        pool_run(gx->tp, dw_part, &j);
-    }
+        gemm_product(gx, gemm_split_rows(n), 0, 1, n, i, o, dout, o, w, ld, 1.0f, din, i);
+    /* dW[I, O] += in^T dout: columns of dW */
+    if (dw)
+        gemm_product(gx, 0, 1, 0, i, o, n, in, i, dout, o, 1.0f, dw, ld);
 }

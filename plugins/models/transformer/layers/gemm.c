@@ -355,7 +355,7 @@ typedef struct product_job {
     const gemm_ctx *gx;
     gemm_packed *shared; /* B packed by the workers together, or NULL */
     const gemm_packed *packed; /* what the products read: shared or a cached one */
-    int tb, m, n, k, lda, ldb, ldc;
+    int by_rows, ta, tb, m, n, k, lda, ldb, ldc;
     const float *a, *b;
     float beta;
     float *c;
@@ -373,23 +373,27 @@ static void product_part(void *arg, int wk, int nw)
 {
     const product_job *j = arg;
     if (j->packed)
-        gemm_split_packed(j->gx, wk, nw, gemm_split_rows(j->m), j->m, j->a, j->lda, j->packed,
+        gemm_split_packed(j->gx, wk, nw, j->by_rows, j->ta, j->m, j->a, j->lda, j->packed,
                           j->beta, j->c, j->ldc);
     else
-        gemm_split(j->gx, wk, nw, gemm_split_rows(j->m), 0, j->tb, j->m, j->n, j->k, 1.0f, j->a,
+        gemm_split(j->gx, wk, nw, j->by_rows, j->ta, j->tb, j->m, j->n, j->k, 1.0f, j->a,
                    j->lda, j->b, j->ldb, j->beta, j->c, j->ldc);
 }
 
-void gemm_product(const gemm_ctx *gx, int tb, int m, int n, int k, const float *a, int lda,
-                  const float *b, int ldb, float beta, float *c, int ldc)
+void gemm_product(const gemm_ctx *gx, int by_rows, int ta, int tb, int m, int n, int k,
+                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                  int ldc)
 {
-    product_job j = {.gx = gx, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
-                     .ldc = ldc, .a = a, .b = b, .beta = beta, .c = c};
+    product_job j = {.gx = gx, .by_rows = by_rows, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
+                     .lda = lda, .ldb = ldb, .ldc = ldc, .a = a, .b = b, .beta = beta, .c = c};
     gemm_packed shared;
     j.packed = gemm_ctx_packed(gx, b, tb, k, n);
-    if (!j.packed && gx->ws && gemm_split_rows(m) && k > 0 && n > 0) {
-        /* several row blocks would each pack all of B: pack it once, the
-         * workers a share of its panels each */
+    const int blocks = by_rows ? (m + GEMM_SPLIT_BLOCK - 1) / GEMM_SPLIT_BLOCK
+                               : (n + GEMM_SPLIT_COLUMNS - 1) / GEMM_SPLIT_COLUMNS;
+    if (!j.packed && gx->ws && blocks > 1 && m > 0 && k > 0) {
+        /* each block would pack B again (and, split by columns, A): pack B
+         * once, the workers a share of its panels each, and let each worker
+         * pack A once for its blocks */
         gemm_ws *ws0 = gx->ws[0];
         const size_t words = packed_words(k, n);
         if (ws0->shared_words < words) {
@@ -411,21 +415,22 @@ void gemm_product(const gemm_ctx *gx, int tb, int m, int n, int k, const float *
     pool_run(gx->tp, product_part, &j);
 }
 
-/* C[m, j0..j1) = A[m, k] · op(B)[k, j0..j1) + beta · C, j0 a multiple of NR:
- * gemm_bf16's loops without packing B. Each element of C gets the same sums in
- * the same order as there (the K blocks, then the pairs of a panel), so the
- * same bits. */
-static void gemm_bf16_packed(gemm_ws *ws, int m, int j0, int j1, const float *a, int lda,
+/* C[m, j0..j1) = op(A)[m, k] · op(B)[k, j0..j1) + beta · C, j0 a multiple of
+ * NR: gemm_bf16's loops without packing B. Each element of C gets the same
+ * sums in the same order as there (the K blocks, then the pairs of a panel),
+ * so the same bits. */
+static void gemm_bf16_packed(gemm_ws *ws, int ta, int m, int j0, int j1, const float *a, int lda,
                              const gemm_packed *b, float beta, float *c, int ldc)
 {
     const int k = b->k;
+    const size_t sai = ta ? 1 : (size_t)lda, sak = ta ? (size_t)lda : 1;
     for (int pc = 0; pc < k; pc += KC) {
         const int kc = k - pc < KC ? k - pc : KC, np = (kc + 1) / 2;
         const float bet = pc == 0 ? beta : 1.0f;
         const uint32_t *bk = b->w + (size_t)(pc / KC) * (KC / 2) * b->panels * NR;
         for (int ic = 0; ic < m; ic += MC) {
             const int mc = m - ic < MC ? m - ic : MC;
-            pack(ws->a, a + (size_t)ic * lda + pc, (size_t)lda, 1, mc, kc, MR);
+            pack(ws->a, a + (size_t)ic * sai + (size_t)pc * sak, sai, sak, mc, kc, MR);
             for (int jr = j0; jr < j1; jr += NR) {
                 const uint32_t *bp = bk + (size_t)(jr / NR) * np * NR;
                 for (int ir = 0; ir < mc; ir += MR)
@@ -437,8 +442,9 @@ static void gemm_bf16_packed(gemm_ws *ws, int m, int j0, int j1, const float *a,
     }
 }
 
-void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int m, const float *a,
-                       int lda, const gemm_packed *b, float beta, float *c, int ldc)
+void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int ta, int m,
+                       const float *a, int lda, const gemm_packed *b, float beta, float *c,
+                       int ldc)
 {
     const int total = by_rows ? m : b->n, size = by_rows ? GEMM_SPLIT_BLOCK : GEMM_SPLIT_COLUMNS;
     int b0, b1;
@@ -448,8 +454,8 @@ void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int m, c
         return;
     gemm_ws *ws = gemm_ctx_ws(gx, wk);
     if (by_rows) /* a run of whole row blocks: one call (the bits do not depend on it) */
-        gemm_bf16_packed(ws, hi - lo, 0, b->n, a + (size_t)lo * lda, lda, b, beta,
-                         c + (size_t)lo * ldc, ldc);
+        gemm_bf16_packed(ws, ta, hi - lo, 0, b->n, ta ? a + lo : a + (size_t)lo * lda, lda, b,
+                         beta, c + (size_t)lo * ldc, ldc);
     else
-        gemm_bf16_packed(ws, m, lo, hi, a, lda, b, beta, c, ldc);
+        gemm_bf16_packed(ws, ta, m, lo, hi, a, lda, b, beta, c, ldc);
 }

@@ -71,13 +71,14 @@ typedef struct gemm_ctx {
  * tb, or NULL. */
 const gemm_packed *gemm_ctx_packed(const gemm_ctx *g, const float *w, int tb, int k, int n);
 
-/* C[m, n] = A[m, k] · op(B)[k, n] + beta · C on gx's whole team (call it
- * outside pool_run), in gemm_split's blocks, so the same bits: B from gx's
- * packed set when it is there; in bf16 with rows enough for several row
+/* C[m, n] = op(A)[m, k] · op(B)[k, n] + beta · C on gx's whole team (call it
+ * outside pool_run), split by rows or columns in gemm_split's blocks, so the
+ * same bits: B from gx's packed set when it is there; in bf16 with several
  * blocks, op(B) packed once by the workers together (into worker 0's
  * workspace) instead of once per block; otherwise gemm_split as it is. */
-void gemm_product(const gemm_ctx *gx, int tb, int m, int n, int k, const float *a, int lda,
-                  const float *b, int ldb, float beta, float *c, int ldc);
+void gemm_product(const gemm_ctx *gx, int by_rows, int ta, int tb, int m, int n, int k,
+                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                  int ldc);
 
 /* The workspace of worker w (NULL for float32). */
 static inline gemm_ws *gemm_ctx_ws(const gemm_ctx *g, int w) { return g->ws ? g->ws[w] : NULL; }
@@ -94,11 +95,13 @@ void gemm_split(const gemm_ctx *gx, int wk, int nw, int by_rows, int ta, int tb,
                 int k, float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                 float *c, int ldc);
 
-/* gemm_split's product C[m, n] = A[m, k] · op(B) + beta · C with op(B)
+/* gemm_split's product C[m, n] = op(A)[m, k] · op(B) + beta · C with op(B)
  * packed (gemm_pack_b, n and k its own): the same blocks and the same bits
- * as gemm_split over the unpacked B, without packing B. */
-void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int m, const float *a,
-                       int lda, const gemm_packed *b, float beta, float *c, int ldc);
+ * as gemm_split over the unpacked B, without packing B (and packing A once
+ * for all of this worker's column blocks). */
+void gemm_split_packed(const gemm_ctx *gx, int wk, int nw, int by_rows, int ta, int m,
+                       const float *a, int lda, const gemm_packed *b, float beta, float *c,
+                       int ldc);
 
 /* Whether a product over `rows` rows of C splits by rows (else by columns):
  * by the rows alone, never by the worker count, which must not change the

@@ -19,22 +19,8 @@
 void matmul_forward(const gemm_ctx *gx, float *out, const float *in, const float *w, int n, int i, int o,
                     int accumulate)
 {
-    gemm_product(gx, 1, n, o, i, in, i, w, i, accumulate ? 1.0f : 0.0f, out, o);
-}
-
-typedef struct dw_job {
-    const gemm_ctx *gx;
-    float *dw;
-    const float *in, *dout;
-    int n, i, o;
-} dw_job;
-
-/* dW[O, I] += dout^T in: rows of dW */
-static void dw_part(void *arg, int wk, int nw)
-{
-    const dw_job *j = arg;
-    gemm_split(j->gx, wk, nw, 1, 1, 0, j->o, j->i, j->n, 1.0f, j->dout, j->o, j->in, j->i, 1.0f,
-               j->dw, j->i);
+    gemm_product(gx, gemm_split_rows(n), 0, 1, n, o, i, in, i, w, i, accumulate ? 1.0f : 0.0f,
+                 out, o);
 }
 
 void matmul_backward(const gemm_ctx *gx, float *din, float *dw, const float *dout, const float *in,
@@ -42,9 +28,8 @@ void matmul_backward(const gemm_ctx *gx, float *din, float *dw, const float *dou
 {
     /* din[N, I] += dout[N, O] W[O, I] */
     if (din)
-        gemm_product(gx, 0, n, i, o, dout, o, w, i, 1.0f, din, i);
-    if (dw) {
-        dw_job j = {.gx = gx, .dw = dw, .in = in, .dout = dout, .n = n, .i = i, .o = o};
-        pool_run(gx->tp, dw_part, &j);
-    }
+        gemm_product(gx, gemm_split_rows(n), 0, 0, n, i, o, dout, o, w, i, 1.0f, din, i);
+    /* dW[O, I] += dout^T in: rows of dW */
+    if (dw)
+        gemm_product(gx, 1, 1, 0, o, i, n, dout, o, in, i, 1.0f, dw, i);
 }
