@@ -294,6 +294,56 @@ Test(consistency, prompts_prefilled_in_parts_give_each_prompts_samples)
     harness_close(&h);
 }
 
+/* A request's n_samples share one copy of its prompt's keys and values
+ * (generate.c): its samples are what as many copies of the prompt, one sample
+ * each, give. Sample k of a request draws from the stream seed ^ (c * (k + 1))
+ * (gen_driver.c), so copy k gets the seed that makes its one stream that. */
+Test(consistency, samples_sharing_a_prompt_equal_copies_of_the_prompt)
+{
+    harness h;
+    const tern_model_ops *ops = open_fixture_threads(&h, 2);
+    enum { G = 5, LEN = 40, NEW = 16 };
+    const uint64_t c = 0x9e3779b97f4a7c15ull, seed = 77;
+    int32_t prompt[LEN];
+    prompt[0] = 256;
+    for (int t = 1; t < LEN; t++)
+        prompt[t] = (int32_t)((t * 13) % 250);
+    tern_gen_request shared = {.size = sizeof shared, .prompt = prompt, .prompt_len = LEN,
+                               .n_samples = G, .max_new_tokens = NEW, .temperature = 1,
+                               .top_p = 1, .seed = seed};
+    tern_gen_request copies[G];
+    for (int k = 0; k < G; k++) {
+        copies[k] = shared;
+        copies[k].n_samples = 1;
+        copies[k].seed = seed ^ (c * (uint64_t)(k + 1)) ^ c;
+    }
+    tern_gen_output a[G], b[G];
+    for (int k = 0; k < G; k++)
+        a[k] = b[k] = (tern_gen_output){.size = sizeof a[k]};
+    cr_assert_eq(ops->generate(h.state, &shared, 1, a), TERN_OK);
+    cr_assert_eq(ops->generate(h.state, copies, G, b), TERN_OK);
+    int differ = 0;
+    for (int k = 0; k < G; k++) {
+        cr_assert_eq(a[k].len, b[k].len, "sample %d: %zu and %zu tokens", k, a[k].len, b[k].len);
+        for (size_t t = 0; t < a[k].len; t++) {
+            cr_expect_eq(a[k].tokens[t], b[k].tokens[t], "sample %d token %zu", k, t);
+            cr_expect_float_eq(a[k].logprobs[t], b[k].logprobs[t], 1e-5,
+                               "sample %d logp %zu: %g and %g", k, t, a[k].logprobs[t],
+                               b[k].logprobs[t]);
+        }
+        differ += k > 0 && (a[k].len != a[0].len ||
+                            memcmp(a[k].tokens, a[0].tokens, a[k].len * sizeof(int32_t)) != 0);
+    }
+    cr_expect_gt(differ, 0, "the samples of one prompt all came out the same");
+    for (int k = 0; k < G; k++) {
+        ops->free_buffer(h.state, a[k].tokens);
+        ops->free_buffer(h.state, a[k].logprobs);
+        ops->free_buffer(h.state, b[k].tokens);
+        ops->free_buffer(h.state, b[k].logprobs);
+    }
+    harness_close(&h);
+}
+
 Test(consistency, stop_tokens_end_a_sample)
 {
     harness h;

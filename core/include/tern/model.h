@@ -31,7 +31,16 @@
 extern "C" {
 #endif
 
-/* One prompt to continue, n_samples times. */
+/* One prompt to continue, n_samples times.
+ *
+ * Shared prompts: the n_samples continuations share the prompt, and the
+ * caller asks for a GRPO group's G responses as one request with
+ * n_samples = G (never as G requests), so that a model can prefill the prompt
+ * once and keep one copy of its attention keys and values for all G samples
+ * (the `transformer` plugin does: one prefill row per prompt token, one KV
+ * block per prompt, each sample's own rows after it). A model that does not
+ * share may treat the request as n_samples copies of the prompt; the samples
+ * must be the same either way, up to arithmetic rounding. */
 typedef struct tern_gen_request {
     size_t size;              /* sizeof(tern_gen_request) as built by the caller */
     const int32_t *prompt;    /* prompt token ids */

@@ -4,13 +4,14 @@
  * The decoder of gen_driver.c's sampling loop, on the CPU:
  *
  * 1. Prefill: all prompts go through one packed forward pass (model.c); each
- *    layer's keys and values of the prompt rows are copied into the cache of
- *    every sample of that prompt, and the last row's logits seed sampling.
+ *    layer's keys and values of a prompt's rows are kept once, shared by all
+ *    the samples of that prompt (a GRPO group's G responses read one copy),
+ *    and the last row's logits seed sampling.
  * 2. Decode: the active samples advance together, one row each:
  *      x = E[token] (GPT-2: + wpe[pos]);
  *      per layer: h = norm(x); q, k, v = h W + b; rope(q, k, pos) (not GPT-2)
  *                 cache[pos] = k, v;  a = softmax(q·K^T / sqrt(HD)) V over the
- *                 sample's cache; x += a Wo + bo; x += mlp(norm(x))
+ *                 prompt's shared rows and then the sample's own; x += a Wo + bo; x += mlp(norm(x))
  *      logits = norm(x) Wlm^T
  *    with the architecture's norm, linear layers and MLP (arch.h), as in
  *    model.c. The linear layers run as B-row GEMMs, and attention as two
@@ -102,17 +103,38 @@ int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *
 
 /* ---- the decode step ---------------------------------------------------- */
 
+/* The KV cache: a prompt's keys and values once, shared by all its samples
+ * (prefilled once, never copied), and each sample's own rows after it:
+ *
+ *   pk, pv  [L, prompt rows, KD]   prompt i's rows at [pstart[i], pstart[i+1])
+ *   kc, vc  [S, L, Pn, KD]         sample s's position p at p - plen(s)
+ *
+ * Pn = P - the shortest prompt: what the longest-lived sample can add. */
 typedef struct decoder {
-    int S, P;                  /* samples, positions per cache */
-    float *kc, *vc;            /* [S, L, P, KD] each */
+    int S, P, Pn, n_prompts, prompt_rows;
+    float *pk, *pv, *kc, *vc;
+    int32_t *pstart;           /* [n_prompts + 1] */
+    int32_t *sample_prompt;    /* [S] */
     float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *scores;
     int32_t *tok, *pos, *row_sample;
 } decoder;
 
-static float *cache_at(const decoder *d, const llama_model *m, float *base, int s, int l, int p)
+static size_t kv_dim(const llama_model *m)
 {
-    size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
-    return base + (((size_t)s * m->cfg.n_layers + l) * d->P + p) * KD;
+    return (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+}
+
+/* Sample s's own row for position p (>= its prompt's length) of layer l. */
+static float *own_at(const decoder *d, const llama_model *m, float *base, int s, int l, int p)
+{
+    const int i = d->sample_prompt[s], plen = d->pstart[i + 1] - d->pstart[i];
+    return base + (((size_t)s * m->cfg.n_layers + l) * d->Pn + (size_t)(p - plen)) * kv_dim(m);
+}
+
+/* Prompt i's first row of layer l. */
+static float *prompt_at(const decoder *d, const llama_model *m, float *base, int i, int l)
+{
+    return base + ((size_t)l * d->prompt_rows + (size_t)d->pstart[i]) * kv_dim(m);
 }
 
 typedef struct row_attn_job {
@@ -121,8 +143,9 @@ typedef struct row_attn_job {
     int l, B;
 } row_attn_job;
 
-/* Per decode row: store its k, v in its cache and attend over the cache.
- * Rows are spread over the pool; each worker has its own score buffer. */
+/* Per decode row: store its k, v in its sample's cache and attend over its
+ * prompt's rows (shared) and then its own. Rows are spread over the pool;
+ * each worker has its own score buffer. */
 static void row_attention(void *arg, int wk, int nw)
 {
     const row_attn_job *j = arg;
@@ -135,15 +158,23 @@ static void row_attention(void *arg, int wk, int nw)
     int lo, hi;
     pool_share(j->B, wk, nw, &lo, &hi);
     for (int r = lo; r < hi; r++) {
-        int s = d->row_sample[r], p = d->pos[r];
-        float *kbase = cache_at(d, m, d->kc, s, j->l, 0), *vbase = cache_at(d, m, d->vc, s, j->l, 0);
-        memcpy(kbase + (size_t)p * KD, d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
-        memcpy(vbase + (size_t)p * KD, d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
+        const int s = d->row_sample[r], p = d->pos[r], i = d->sample_prompt[s];
+        const int plen = d->pstart[i + 1] - d->pstart[i], own = p - plen + 1; /* own rows */
+        memcpy(own_at(d, m, d->kc, s, j->l, p), d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
+        memcpy(own_at(d, m, d->vc, s, j->l, p), d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
+        const float *pk = prompt_at(d, m, d->pk, i, j->l), *pv = prompt_at(d, m, d->pv, i, j->l);
+        const float *kown = own_at(d, m, d->kc, s, j->l, plen);
+        const float *vown = own_at(d, m, d->vc, s, j->l, plen);
         for (int h = 0; h < H; h++) {
-            int kv = h / group;
-            /* scores[0..p] = K_kv q_h / sqrt(HD); softmax; att_h = V_kv^T scores */
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, p + 1, HD, scale, kbase + kv * HD, KD,
-                        d->q + (size_t)r * QD + h * HD, 1, 0.0f, scores, 1);
+            const int kv = h / group;
+            const float *qh = d->q + (size_t)r * QD + h * HD;
+            float *ah = d->att + (size_t)r * QD + h * HD;
+            /* scores[0..p] = K_kv q_h / sqrt(HD) over the prompt's rows, then the
+             * sample's own; softmax; att_h = V_kv^T scores, the same two parts */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, plen, HD, scale, pk + kv * HD, KD, qh, 1,
+                        0.0f, scores, 1);
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, own, HD, scale, kown + kv * HD, KD, qh, 1,
+                        0.0f, scores + plen, 1);
             float mx = scores[0];
             for (int t = 1; t <= p; t++)
                 mx = scores[t] > mx ? scores[t] : mx;
@@ -152,8 +183,10 @@ static void row_attention(void *arg, int wk, int nw)
                 scores[t] = expf(scores[t] - mx);
                 sum += scores[t];
             }
-            cblas_sgemv(CblasRowMajor, CblasTrans, p + 1, HD, 1.0f / sum, vbase + kv * HD, KD,
-                        scores, 1, 0.0f, d->att + (size_t)r * QD + h * HD, 1);
+            cblas_sgemv(CblasRowMajor, CblasTrans, plen, HD, 1.0f / sum, pv + kv * HD, KD, scores,
+                        1, 0.0f, ah, 1);
+            cblas_sgemv(CblasRowMajor, CblasTrans, own, HD, 1.0f / sum, vown + kv * HD, KD,
+                        scores + plen, 1, 1.0f, ah, 1);
         }
     }
 }
@@ -189,25 +222,40 @@ static void decode_step(llama_model *m, decoder *d, int B, float *logits)
 
 static void decoder_free(decoder *d)
 {
-    void *bufs[] = {d->kc, d->vc, d->x, d->xn, d->q, d->k, d->v, d->att,
-                    d->gate, d->up, d->act, d->mean, d->rstd, d->scores, d->tok, d->pos,
-                    d->row_sample};
+    void *bufs[] = {d->pk, d->pv, d->kc, d->vc, d->pstart, d->sample_prompt, d->x, d->xn, d->q,
+                    d->k, d->v, d->att, d->gate, d->up, d->act, d->mean, d->rstd, d->scores,
+                    d->tok, d->pos, d->row_sample};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     memset(d, 0, sizeof *d);
 }
 
-static int decoder_init(decoder *d, const llama_model *m, int S, int P)
+/* A decoder for S samples of the n_prompts prompts of b (sample s of prompt
+ * sample_prompt[s]) with P positions each. */
+static int decoder_init(decoder *d, const llama_model *m, const llama_batch *b,
+                        const int *sample_prompt, int S, int P)
 {
     memset(d, 0, sizeof *d);
     size_t D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
            HD = D / (size_t)m->cfg.n_heads,
-           QD = (size_t)m->cfg.n_heads * HD, KD = (size_t)m->cfg.n_kv_heads * HD,
+           QD = (size_t)m->cfg.n_heads * HD, KD = kv_dim(m),
            L = (size_t)m->cfg.n_layers, s = (size_t)S;
+    int shortest = P;
+    for (int i = 0; i < b->n_seqs; i++) {
+        const int len = b->seq_start[i + 1] - b->seq_start[i];
+        shortest = len < shortest ? len : shortest;
+    }
     d->S = S;
     d->P = P;
-    d->kc = malloc(s * L * (size_t)P * KD * sizeof(float));
-    d->vc = malloc(s * L * (size_t)P * KD * sizeof(float));
+    d->Pn = P - shortest > 1 ? P - shortest : 1;
+    d->n_prompts = b->n_seqs;
+    d->prompt_rows = b->n_rows;
+    d->pk = malloc(L * (size_t)b->n_rows * KD * sizeof(float));
+    d->pv = malloc(L * (size_t)b->n_rows * KD * sizeof(float));
+    d->kc = malloc(s * L * (size_t)d->Pn * KD * sizeof(float));
+    d->vc = malloc(s * L * (size_t)d->Pn * KD * sizeof(float));
+    d->pstart = malloc(((size_t)b->n_seqs + 1) * sizeof(int32_t));
+    d->sample_prompt = malloc(s * sizeof(int32_t));
     d->x = malloc(s * D * sizeof(float));
     d->xn = malloc(s * D * sizeof(float));
     d->q = malloc(s * QD * sizeof(float));
@@ -223,12 +271,15 @@ static int decoder_init(decoder *d, const llama_model *m, int S, int P)
     d->tok = malloc(s * sizeof(int32_t));
     d->pos = malloc(s * sizeof(int32_t));
     d->row_sample = malloc(s * sizeof(int32_t));
-    if (!d->kc || !d->vc || !d->x || !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate ||
-        !d->up || !d->act || !d->mean || !d->rstd || !d->scores || !d->tok || !d->pos ||
-        !d->row_sample) {
+    if (!d->pk || !d->pv || !d->kc || !d->vc || !d->pstart || !d->sample_prompt || !d->x ||
+        !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate || !d->up || !d->act ||
+        !d->mean || !d->rstd || !d->scores || !d->tok || !d->pos || !d->row_sample) {
         decoder_free(d);
         return -1;
     }
+    memcpy(d->pstart, b->seq_start, ((size_t)b->n_seqs + 1) * sizeof(int32_t));
+    for (int k = 0; k < S; k++)
+        d->sample_prompt[k] = sample_prompt[k];
     return 0;
 }
 
@@ -253,10 +304,10 @@ static int cpu_prefill(void *self, const llama_batch *b, const int *sample_promp
     cpu_gen *g = self;
     llama_model *m = g->m;
     const int V = m->cfg.vocab_size, L = m->cfg.n_layers;
-    const size_t KD = (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
+    const size_t KD = kv_dim(m);
     float *lp = malloc((size_t)b->n_rows * sizeof *lp);
     int32_t *start = malloc(((size_t)b->n_seqs + 1) * sizeof *start);
-    if (!lp || !start || decoder_init(&g->d, m, S, P) != 0) {
+    if (!lp || !start || decoder_init(&g->d, m, b, sample_prompt, S, P) != 0) {
         free(lp), free(start);
         snprintf(err, errn, "out of memory for generating %d samples", S);
         return -1;
@@ -276,19 +327,18 @@ static int cpu_prefill(void *self, const llama_batch *b, const int *sample_promp
                          .scale = b->scale ? b->scale + r0 : NULL, .head = LLAMA_HEAD_LAST};
         if ((rc = llama_forward(m, &c, lp, NULL, err, errn)) != 0)
             break;
+        /* the prompts' keys and values, once for all their samples */
+        for (int l = 0; l < L; l++) {
+            memcpy(prompt_at(&g->d, m, g->d.pk, i0, l), m->acts[l].k,
+                   (size_t)c.n_rows * KD * sizeof(float));
+            memcpy(prompt_at(&g->d, m, g->d.pv, i0, l), m->acts[l].v,
+                   (size_t)c.n_rows * KD * sizeof(float));
+        }
         for (int s = 0; s < S; s++) {
             const int i = sample_prompt[s];
-            if (i < i0 || i >= i1)
-                continue;
-            const size_t rs = (size_t)start[i - i0], len = (size_t)start[i - i0 + 1] - rs;
-            for (int l = 0; l < L; l++) {
-                memcpy(cache_at(&g->d, m, g->d.kc, s, l, 0), m->acts[l].k + rs * KD,
-                       len * KD * sizeof(float));
-                memcpy(cache_at(&g->d, m, g->d.vc, s, l, 0), m->acts[l].v + rs * KD,
-                       len * KD * sizeof(float));
-            }
-            memcpy(logits + (size_t)s * V, m->logits + (size_t)(i - i0) * V,
-                   (size_t)V * sizeof(float));
+            if (i >= i0 && i < i1)
+                memcpy(logits + (size_t)s * V, m->logits + (size_t)(i - i0) * V,
+                       (size_t)V * sizeof(float));
         }
     }
     free(lp), free(start);
