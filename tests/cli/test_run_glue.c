@@ -11,7 +11,8 @@
  *   - Two reward routes on one domain combine by their weights: the reward
  *     each step trains on is math's plus 0.5 x format's, from the components
  *     the plugins gave (the hand-computed steps are tests/unit/test_step_loss.c).
- *   - An on-policy step skips its scoring pass (trainer.score_pass = "auto")
+ *   - An on-policy step skips its scoring pass (trainer.score_pass = "auto"),
+ *     and with a KL scores the reference only
  *     and still reports the figures the pass gave: the same first step as a
  *     run that scores, entropy and the explorer/trainer mismatch from the
  *     backward pass, and no "score" span in the trace. */
@@ -68,8 +69,9 @@ Test(glue, behaviour_logprobs_reach_the_loss, .timeout = 120)
     run(&r, "rm -rf runs/glue-ratio");
 }
 
-/* "score" spans in run `name`'s trace.json */
-static int score_spans(const char *name)
+/* "score" spans in run `name`'s trace.json (only_ref: those whose args say
+ * only the reference was scored) */
+static int score_spans_of(const char *name, int only_ref)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/runs/%s/trace.json", WORK, name);
@@ -81,11 +83,16 @@ static int score_spans(const char *name)
     int n = 0;
     json_array_foreach(ev, i, e) {
         const char *nm = json_string_value(json_object_get(e, "name"));
-        n += nm && strcmp(nm, "score") == 0;
+        const char *models =
+            json_string_value(json_object_get(json_object_get(e, "args"), "models"));
+        n += nm && strcmp(nm, "score") == 0 &&
+             (!only_ref || (models && strcmp(models, "reference") == 0));
     }
     json_decref(t);
     return n;
 }
+
+static int score_spans(const char *name) { return score_spans_of(name, 0); }
 
 Test(glue, an_on_policy_step_skips_scoring_and_keeps_its_figures, .timeout = 120)
 {
@@ -119,6 +126,55 @@ Test(glue, an_on_policy_step_skips_scoring_and_keeps_its_figures, .timeout = 120
         cr_expect_lt(num(o, "mismatch_kl"), 1e-6, "step %zu", i + 1);
         cr_expect_lt(fabs(num(o, "ratio_mean") - 1), 1e-5, "step %zu", i + 1);
     }
+    for (int m = 0; m < 2; m++) {
+        json_decref(lines[m]);
+        result r;
+        run(&r, "rm -rf runs/%s", names[m]);
+    }
+}
+
+/* With a KL to the reference (the mode's k3), an on-policy step scores the
+ * reference only: the loss takes the explorer's log-probs for the policy's,
+ * in the ratio and in the KL estimate, and the gradient is the one a policy
+ * scoring pass gives, within rounding. */
+Test(glue, an_on_policy_step_with_a_kl_scores_only_the_reference, .timeout = 120)
+{
+    const char *names[2] = {"glue-kl-auto", "glue-kl-always"};
+    const char *modes[2] = {"auto", "always"};
+    json_t *lines[2];
+    for (int m = 0; m < 2; m++) {
+        result r;
+        run(&r, "rm -rf runs/%s && %s run %s/etc/modes/synchronous.cfg %s "
+                "-o algorithm.kl.coef=0.5 -o 'trainer.score_pass=\"%s\"' "
+                "-o 'run.out_dir=\"runs\"' -o 'run.name=\"%s\"'", names[m], TERN, SRC, SHORT,
+            modes[m], names[m]);
+        cr_assert_eq(r.code, 0, "%s", r.err);
+        lines[m] = rl_lines(names[m]);
+    }
+    cr_expect_eq(score_spans_of("glue-kl-auto", 1), 6, "auto: the reference alone, every step");
+    cr_expect_eq(score_spans("glue-kl-auto"), 6);
+    cr_expect_eq(score_spans_of("glue-kl-always", 1), 0, "always: the policy too");
+    /* step 1, the same rollouts: the same gradient but for the KL term's,
+     * which reads the explorer's rounding against the reference's (about
+     * 1e-7) where a policy scoring pass gives exactly 0 */
+    json_t *a = json_array_get(lines[0], 0), *b = json_array_get(lines[1], 0);
+    cr_expect_float_eq(num(a, "grad_norm"), num(b, "grad_norm"),
+                       1e-4 * num(b, "grad_norm") + 1e-5, "gradient norms %g (auto) and %g "
+                       "(always)", num(a, "grad_norm"), num(b, "grad_norm"));
+    /* the figures come from the backward pass's own log-probs: at step 1 the
+     * weights are the reference's, and the KL is 0 as a scoring pass says */
+    cr_expect_lt(num(a, "kl"), 1e-9, "step 1 kl %g", num(a, "kl"));
+    cr_expect_lt(num(b, "kl"), 1e-9, "step 1 kl %g (always)", num(b, "kl"));
+    size_t i;
+    json_t *o;
+    json_array_foreach(lines[0], i, o) {
+        cr_expect_geq(num(o, "kl"), 0, "step %zu: k3 is never negative", i + 1);
+        cr_expect_lt(fabs(num(o, "ratio_mean") - 1), 1e-5, "step %zu", i + 1);
+    }
+    /* later steps moved away from the reference: the KL grows in both */
+    json_t *la = json_array_get(lines[0], 5), *lb = json_array_get(lines[1], 5);
+    cr_expect_gt(num(la, "kl"), 1e-6, "step 6 kl %g (auto)", num(la, "kl"));
+    cr_expect_gt(num(lb, "kl"), 1e-6, "step 6 kl %g (always)", num(lb, "kl"));
     for (int m = 0; m < 2; m++) {
         json_decref(lines[m]);
         result r;

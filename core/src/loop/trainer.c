@@ -436,16 +436,17 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
  * group made by the current weights (a version above the step's, after a
  * resume, came from weights the kill lost), sampled without truncation (so
  * its log-probs are the full softmax's at the temperature score uses), and
- * a loss that needs nothing else from a scoring pass: no entropy bonus, no
- * off-policy correction (which compares the two), and no KL to a reference
- * (its per-token estimate compares the trainer's log-probs with the
- * reference's, computed alike, so it is exactly 0 while the weights are
- * equal; the explorer's differ from them by rounding). One update per
- * batch, as tern always makes, is the rest of "on-policy". */
-static int skip_score(const tern_run *run, int64_t step, const batch *b, int need_ref)
+ * a loss that needs nothing else from a scoring pass: no entropy bonus and
+ * no off-policy correction (which compares the two). A KL to the reference
+ * still scores the batch under the reference, and its estimate then takes
+ * the explorer's log-probs for the policy's (at the first step, weights
+ * equal, it reads the rounding between the two, about 1e-7, where a scoring
+ * pass gave exactly 0). One update per batch, as tern always makes, is the
+ * rest of "on-policy". */
+static int skip_score(const tern_run *run, int64_t step, const batch *b)
 {
     const tern_run_settings *set = &run->set;
-    if (set->score_always || need_ref || set->top_k > 0 || set->top_p < 1 ||
+    if (set->score_always || set->top_k > 0 || set->top_p < 1 ||
         set->loss.entropy_coef != 0 || set->loss.off_policy != TERN_OFF_POLICY_NONE)
         return 0;
     for (size_t i = 0; i < b->n; i++)
@@ -460,7 +461,7 @@ static int skip_score(const tern_run *run, int64_t step, const batch *b, int nee
  * from them. A model that did not write them (ABI < 1.11) leaves NaN: the
  * figures it would have given are then reported as missing. */
 static int backward_figures(tern_run *run, step_arrays *a, tern_step_batch *sb,
-                            tern_step_msg *rep)
+                            tern_step_msg *rep, int need_ref)
 {
     uint32_t G = run->set.group_size;
     int rc = tern_dp_gather(run->dp, a->lp, a->seq, a->n, G);
@@ -479,7 +480,7 @@ static int backward_figures(tern_run *run, step_arrays *a, tern_step_batch *sb,
     }
     for (size_t i = 0; i < a->n; i++)
         sb->seq[i].entropy = a->ent[i] + a->seq[i].start;
-    if ((rc = tern_step_loss_figures(&run->set, 0, sb, &rep->loss)) != TERN_OK)
+    if ((rc = tern_step_loss_figures(&run->set, need_ref, sb, &rep->loss)) != TERN_OK)
         rc = tern_role_failed(rc, "trainer", "the step's figures");
     return rc;
 }
@@ -502,11 +503,12 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     for (size_t i = 0; rc == TERN_OK && i < a.n; i++)
         rep->train_tokens += a.seq[i].len;
     int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
-    int skip = skip_score(run, step, b, need_ref);
+    int skip = skip_score(run, step, b);
     size_t n_groups = b->n, g0, g1;
     tern_dp_share(dp, n_groups, &g0, &g1);
     size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's sequences: [lo, lo + k) */
-    uint64_t span = skip ? 0 : tern_trace_begin(run->session->trace, "score");
+    /* a `score` span for either pass; skipping the policy's, it says which ran */
+    uint64_t span = skip && !need_ref ? 0 : tern_trace_begin(run->session->trace, "score");
     if (rc == TERN_OK && k && !skip)
         rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq + lo, k, a.lp + lo,
                               a.ent + lo);
@@ -519,7 +521,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         rc = tern_dp_gather(dp, a.ent, a.seq, a.n, G);
     if (rc == TERN_OK && need_ref)
         rc = tern_dp_gather(dp, a.ref, a.seq, a.n, G);
-    tern_trace_end(run->session->trace, span, NULL);
+    tern_trace_end(run->session->trace, span, skip ? "{\"models\":\"reference\"}" : NULL);
     if (rc != TERN_OK)
         goto done;
 
@@ -564,7 +566,7 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
         rc = tern_dp_sum_gradients(dp, &run->policy);
     tern_trace_end(run->session->trace, span, NULL);
     if (rc == TERN_OK && skip)
-        rc = backward_figures(run, &a, &sb, rep);
+        rc = backward_figures(run, &a, &sb, rep, need_ref);
     if (rc != TERN_OK)
         goto done;
     tern_optim_step st = {.size = sizeof st, .lr = tern_run_lr(set, step), .beta1 = set->beta1,
