@@ -36,42 +36,28 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double sgemm_peak_gflops(void)
+/* The best of 5 products C[1024, 1024] = A B, in GFLOP/s: through OpenBLAS's
+ * sgemm on its own threads (gx NULL: the machine's sgemm peak), or through
+ * the model's own gemm_product on its team, in its precision (float32:
+ * OpenBLAS a block per worker; bf16: tern's kernel), what MFU is measured
+ * against. */
+static double peak_gflops(const gemm_ctx *gx)
 {
     const int n = 1024;
     float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
           *c = malloc((size_t)n * n * sizeof *c);
     for (size_t i = 0; i < (size_t)n * n; i++)
         a[i] = b[i] = (float)(i % 7) * 0.1f;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
     double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
+    for (int rep = 0; rep <= 5; rep++) { /* rep 0 warms up */
         double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        if (gx)
+            gemm_product(gx, 1, 0, 0, n, n, n, a, n, b, n, 0.0f, c, n);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c,
+                        n);
         double g = 2.0 * n * n * n / (now() - t0) / 1e9;
-        best = g > best ? g : best;
-    }
-    free(a), free(b), free(c);
-    return best;
-}
-
-/* The model's own product at its peak: C[1024, 1024] = A B through
- * gemm_product on the instance's team, in its precision (float32: OpenBLAS a
- * block per worker; bf16: tern's kernel) — what MFU is measured against. */
-static double model_gemm_peak_gflops(const gemm_ctx *gx)
-{
-    const int n = 1024;
-    float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
-          *c = malloc((size_t)n * n * sizeof *c);
-    for (size_t i = 0; i < (size_t)n * n; i++)
-        a[i] = b[i] = (float)(i % 7) * 0.1f;
-    gemm_product(gx, 1, 0, 0, n, n, n, a, n, b, n, 0.0f, c, n);
-    double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
-        double t0 = now();
-        gemm_product(gx, 1, 0, 0, n, n, n, a, n, b, n, 0.0f, c, n);
-        double g = 2.0 * n * n * n / (now() - t0) / 1e9;
-        best = g > best ? g : best;
+        best = rep > 0 && g > best ? g : best;
     }
     free(a), free(b), free(c);
     return best;
@@ -132,10 +118,10 @@ int main(int argc, char **argv)
     llama_init_random(&m, 1);
     printf("transformer bench preset: %zu parameters, %d threads, %s products\n", m.n_params,
            threads, bf16 ? "bf16" : "fp32");
-    double peak = sgemm_peak_gflops();
+    double peak = peak_gflops(NULL);
     printf("sgemm 1024^3 peak: %.1f GFLOP/s\n", peak);
     openblas_set_num_threads(1); /* as the plugin does: its own pool splits the work */
-    double mpeak = model_gemm_peak_gflops(&m.gx);
+    double mpeak = peak_gflops(&m.gx);
     printf("the model's GEMM 1024^3 peak (%s, %d threads): %.1f GFLOP/s\n", bf16 ? "bf16" : "fp32",
            threads, mpeak);
 
@@ -164,7 +150,8 @@ int main(int argc, char **argv)
     adamw_hparams h = {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
                        .weight_decay = 0.0, .grad_clip = 1.0};
     double t_train = 0;
-    for (int step = 0; steps > 0 && step <= steps; step++) { /* step 0 warms up; --train-steps 0: none (profiling generation) */
+    /* step 0 warms up; --train-steps 0 trains not at all (to profile generation) */
+    for (int step = 0; steps > 0 && step <= steps; step++) {
         double t0 = now();
         if (llama_forward(&m, &batch, lp, ent, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);

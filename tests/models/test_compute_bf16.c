@@ -47,6 +47,13 @@ static float round_bf16(float f)
     return f;
 }
 
+/* x[0..n) uniform in [-1, 1) from r */
+static void fill_uniform(float *x, size_t n, tern_rng *r)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(tern_rng_uniform(r) * 2 - 1);
+}
+
 /* One product: C = alpha op(A) op(B) + beta C with random data, checked
  * element by element against the double-precision sum of the bf16-rounded
  * operands. The float32 sum differs from it only by rounding: at most
@@ -59,10 +66,8 @@ static void check_gemm(int ta, int tb, int m, int n, int k, int pad, float alpha
     float *c = malloc((size_t)m * ldc * sizeof *c), *c0 = malloc((size_t)m * ldc * sizeof *c0);
     tern_rng r;
     tern_rng_seed(&r, (uint64_t)(m * 131 + n * 17 + k + ta * 2 + tb));
-    for (size_t i = 0; i < (size_t)arows * lda; i++)
-        a[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
-    for (size_t i = 0; i < (size_t)brows * ldb; i++)
-        b[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
+    fill_uniform(a, (size_t)arows * lda, &r);
+    fill_uniform(b, (size_t)brows * ldb, &r);
     for (size_t i = 0; i < (size_t)m * ldc; i++)
         c0[i] = c[i] = beta == 0.0f ? NAN : (float)tern_rng_uniform(&r); /* beta 0: never read */
     gemm_ws *ws = gemm_ws_new();
@@ -141,10 +146,8 @@ static void check_packed(int ta, int tb, int m, int n, int k, int pad, int by_ro
     float *c1 = malloc((size_t)m * ldc * sizeof *c1), *c2 = malloc((size_t)m * ldc * sizeof *c2);
     tern_rng r;
     tern_rng_seed(&r, (uint64_t)(m * 7 + n * 3 + k + tb + 5 * ta));
-    for (size_t i = 0; i < (size_t)arows * lda; i++)
-        a[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
-    for (size_t i = 0; i < (size_t)brows * ldb; i++)
-        b[i] = (float)(tern_rng_uniform(&r) * 2 - 1);
+    fill_uniform(a, (size_t)arows * lda, &r);
+    fill_uniform(b, (size_t)brows * ldb, &r);
     gemm_packed *pk = gemm_pack_b(tb, k, n, b, ldb);
     cr_assert_not_null(pk);
     gemm_ws *ws[3];

@@ -100,18 +100,23 @@ void arch_packs_free(gemm_pack_set *set)
     memset(set, 0, sizeof *set);
 }
 
-/* Pack w as arch_linear_forward multiplies by it (GPT-2's Conv1D: W[i, o],
- * rows ld apart; else W[o, i]). */
-static int add_linear(const llama_config *c, gemm_pack_set *set, const float *w, int ld, int i,
-                      int o)
+/* Add w, packed as op(B)[k, n] (tb: W is [n, k], ldb apart). */
+static int add_packed(gemm_pack_set *set, const float *w, int tb, int k, int n, int ldb)
 {
-    gemm_packed *pk = c->arch == ARCH_GPT2 ? gemm_pack_b(0, i, o, w, ld)
-                                           : gemm_pack_b(1, i, o, w, i);
+    gemm_packed *pk = gemm_pack_b(tb, k, n, w, ldb);
     if (!pk)
         return -1;
     set->w[set->n] = w;
     set->p[set->n++] = pk;
     return 0;
+}
+
+/* Pack w as arch_linear_forward multiplies by it (GPT-2's Conv1D: W[i, o],
+ * rows ld apart; else W[o, i]). */
+static int add_linear(const llama_config *c, gemm_pack_set *set, const float *w, int ld, int i,
+                      int o)
+{
+    return c->arch == ARCH_GPT2 ? add_packed(set, w, 0, i, o, ld) : add_packed(set, w, 1, i, o, i);
 }
 
 int arch_pack_weights(const llama_config *c, const llama_params *p, gemm_pack_set *set)
@@ -132,15 +137,8 @@ int arch_pack_weights(const llama_config *c, const llama_params *p, gemm_pack_se
                  ? -1
                  : 0;
     }
-    if (rc == 0) { /* the head: x W^T whatever the architecture */
-        gemm_packed *pk = gemm_pack_b(1, D, V, p->lm_head, D);
-        if (pk) {
-            set->w[set->n] = p->lm_head;
-            set->p[set->n++] = pk;
-        } else {
-            rc = -1;
-        }
-    }
+    if (rc == 0) /* the head: x W^T whatever the architecture */
+        rc = add_packed(set, p->lm_head, 1, D, V, D);
     if (rc != 0)
         arch_packs_free(set);
     return rc;

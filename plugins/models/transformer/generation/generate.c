@@ -111,9 +111,9 @@ int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *
  *
  * Pn = P - the shortest prompt: what the longest-lived sample can add. */
 typedef struct decoder {
-    int S, P, Pn, n_prompts, prompt_rows;
+    int S, P, Pn, prompt_rows;
     float *pk, *pv, *kc, *vc;
-    int32_t *pstart;           /* [n_prompts + 1] */
+    int32_t *pstart;           /* [prompts + 1] */
     int32_t *sample_prompt;    /* [S] */
     float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *scores;
     int32_t *tok, *pos, *row_sample;
@@ -248,7 +248,6 @@ static int decoder_init(decoder *d, const llama_model *m, const llama_batch *b,
     d->S = S;
     d->P = P;
     d->Pn = P - shortest > 1 ? P - shortest : 1;
-    d->n_prompts = b->n_seqs;
     d->prompt_rows = b->n_rows;
     d->pk = malloc(L * (size_t)b->n_rows * KD * sizeof(float));
     d->pv = malloc(L * (size_t)b->n_rows * KD * sizeof(float));

@@ -293,9 +293,17 @@ struct gemm_packed {
     uint32_t *w;
 };
 
+static int panels_of(int n) { return (n + NR - 1) / NR; }
+
 static size_t packed_words(int k, int n)
 {
-    return (size_t)((k + KC - 1) / KC) * (KC / 2) * (size_t)((n + NR - 1) / NR) * NR;
+    return (size_t)((k + KC - 1) / KC) * (KC / 2) * (size_t)panels_of(n) * NR;
+}
+
+/* The panels of the K block that starts at k = pc. */
+static uint32_t *kblock(const gemm_packed *p, int pc)
+{
+    return p->w + (size_t)(pc / KC) * (KC / 2) * p->panels * NR;
 }
 
 /* Panels [p0, p1) of op(B) into p (all its K blocks). */
@@ -307,7 +315,7 @@ static void pack_panels(const gemm_packed *p, int p0, int p1, const float *b, in
         return;
     for (int pc = 0; pc < p->k; pc += KC) {
         const int kc = p->k - pc < KC ? p->k - pc : KC, np = (kc + 1) / 2;
-        pack(p->w + (size_t)(pc / KC) * (KC / 2) * p->panels * NR + (size_t)p0 * np * NR,
+        pack(kblock(p, pc) + (size_t)p0 * np * NR,
              b + (size_t)j0 * sbj + (size_t)pc * sbk, sbj, sbk, j1 - j0, kc, NR);
     }
 }
@@ -319,7 +327,7 @@ gemm_packed *gemm_pack_b(int tb, int k, int n, const float *b, int ldb)
     gemm_packed *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    *p = (gemm_packed){.tb = tb, .k = k, .n = n, .panels = (n + NR - 1) / NR};
+    *p = (gemm_packed){.tb = tb, .k = k, .n = n, .panels = panels_of(n)};
     p->w = aligned_alloc(64, packed_words(k, n) * sizeof(uint32_t));
     if (!p->w) {
         free(p);
@@ -405,7 +413,7 @@ void gemm_product(const gemm_ctx *gx, int by_rows, int ta, int tb, int m, int n,
             }
         }
         if (ws0->shared_words >= words) {
-            shared = (gemm_packed){.tb = tb, .k = k, .n = n, .panels = (n + NR - 1) / NR,
+            shared = (gemm_packed){.tb = tb, .k = k, .n = n, .panels = panels_of(n),
                                    .w = ws0->shared};
             j.shared = &shared;
             pool_run(gx->tp, pack_part, &j);
@@ -427,7 +435,7 @@ static void gemm_bf16_packed(gemm_ws *ws, int ta, int m, int j0, int j1, const f
     for (int pc = 0; pc < k; pc += KC) {
         const int kc = k - pc < KC ? k - pc : KC, np = (kc + 1) / 2;
         const float bet = pc == 0 ? beta : 1.0f;
-        const uint32_t *bk = b->w + (size_t)(pc / KC) * (KC / 2) * b->panels * NR;
+        const uint32_t *bk = kblock(b, pc);
         for (int ic = 0; ic < m; ic += MC) {
             const int mc = m - ic < MC ? m - ic : MC;
             pack(ws->a, a + (size_t)ic * sai + (size_t)pc * sak, sai, sak, mc, kc, MR);

@@ -62,26 +62,27 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Spin until *v != old (wait_change) or *v == 0, for at most SPIN_NS; 1 if
- * it happened. The clock is read once every 64 turns. */
-static int spin_ulong_change(atomic_ulong *v, unsigned long old, atomic_int *stop)
+/* A worker's wait is over: a new call, or the pool stopping. */
+static int call_posted(pool *p, unsigned long seen)
 {
-    long t0 = now_ns();
-    for (unsigned turn = 1;; turn++) {
-        if (atomic_load_explicit(v, memory_order_acquire) != old ||
-            atomic_load_explicit(stop, memory_order_relaxed))
-            return 1;
-        cpu_relax();
-        if (turn % 64 == 0 && now_ns() - t0 > SPIN_NS)
-            return 0;
-    }
+    return atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
+           atomic_load_explicit(&p->stop, memory_order_relaxed);
 }
 
-static int spin_int_zero(atomic_int *v)
+/* The caller's wait is over: every worker's share done. */
+static int shares_done(pool *p, unsigned long unused)
+{
+    (void)unused;
+    return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+}
+
+/* Spin until ready(p, arg), for at most SPIN_NS; 1 if it came. The clock is
+ * read once every 64 turns. */
+static int spin(pool *p, int (*ready)(pool *, unsigned long), unsigned long arg)
 {
     long t0 = now_ns();
     for (unsigned turn = 1;; turn++) {
-        if (atomic_load_explicit(v, memory_order_acquire) == 0)
+        if (ready(p, arg))
             return 1;
         cpu_relax();
         if (turn % 64 == 0 && now_ns() - t0 > SPIN_NS)
@@ -97,7 +98,7 @@ static void *worker(void *a)
     free(wa);
     unsigned long seen = 0;
     for (;;) {
-        if (!spin_ulong_change(&p->generation, seen, &p->stop)) {
+        if (!spin(p, call_posted, seen)) {
             pthread_mutex_lock(&p->lock);
             atomic_fetch_add(&p->sleepers, 1);
             while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
@@ -201,7 +202,7 @@ void pool_run(pool *p, void (*fn)(void *arg, int w, int n), void *arg)
         pthread_mutex_unlock(&p->lock);
     }
     fn(arg, 0, p->n);
-    if (spin_int_zero(&p->pending))
+    if (spin(p, shares_done, 0))
         return;
     pthread_mutex_lock(&p->lock);
     atomic_store(&p->caller_asleep, 1);
