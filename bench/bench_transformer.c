@@ -180,7 +180,7 @@ int main(int argc, char **argv)
                                    .params = &gp};
     gen_sample *out = calloc(P, sizeof *out);
     double t0 = now();
-    if (llama_generate(&m, gprompts, P, out, err, sizeof err) != 0) {
+    if (llama_generate(&m, gprompts, P, 0, out, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }

@@ -17,12 +17,14 @@
  *   decode     batch 1, 64, 256 prompts of 16 tokens, 128 new tokens greedy,
  *              tokens/s against the bound bandwidth / bytes of weights read
  *              per step (4N for fp32, 2N for bf16 operands)
+ *   batching   continuous against static batching (batching_work.h): 128
+ *              prompts x 4 samples ending at stop tokens, 128 rows at once
  *   transport  the weights host -> device and device -> host (the memory and
  *              checkpoint transports' path) and device -> device (a `device`
  *              transport's copy), GB/s
  *
  *   bench_gpu [--model gpt2s|bench] [--compute fp32|bf16] [--batch B] [--steps K]
- *             [--part all|training|decode] [--new T]
+ *             [--part all|training|decode|batching] [--new T]
  * (--part and a short --new keep a profiler's run small: ncu replays every kernel)
  */
 #include <cublas_v2.h>
@@ -32,10 +34,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "batching_work.h"
 #include "cuda_model.h"
 #include "decoder/model.h"
 #include "generation/generate.h"
 #include "hf/hf_config.h"
+
+static int cuda_gen(void *model, const gen_prompt *p, int n, int max_rows, gen_sample *out,
+                    char *err, size_t errn)
+{
+    return cuda_generate(model, p, n, max_rows, out, err, errn);
+}
 
 static double now(void)
 {
@@ -127,7 +136,8 @@ int main(int argc, char **argv)
             new_tokens = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: bench_gpu [--model gpt2s|bench] [--compute fp32|bf16] "
-                    "[--batch B] [--steps K] [--part all|training|decode] [--new T]\n");
+                    "[--batch B] [--steps K] [--part all|training|decode|batching] "
+                    "[--new T]\n");
             return 2;
         }
     }
@@ -160,7 +170,9 @@ int main(int argc, char **argv)
         return 1;
     }
     const double N = (double)hm.n_params, T = c.max_positions;
-    const int do_train = strcmp(part, "decode") != 0, do_decode = strcmp(part, "training") != 0;
+    const int all = strcmp(part, "all") == 0, do_train = all || strcmp(part, "training") == 0,
+              do_decode = all || strcmp(part, "decode") == 0,
+              do_batching = all || strcmp(part, "batching") == 0;
     double bf16_peak = gemm_peak(1), fp32_peak = gemm_peak(0), bw = copy_bandwidth();
     printf("model: %s, %.1fM parameters, context %d, %s products\n", model, N / 1e6,
            c.max_positions, compute);
@@ -215,7 +227,7 @@ int main(int argc, char **argv)
         gen_prompt pr = {.tokens = prompt, .len = 16, .n_samples = B, .params = &gp};
         gen_sample *out = calloc((size_t)B, sizeof *out);
         double t0 = now();
-        if (cuda_generate(&m, &pr, 1, out, err, sizeof err) != 0) {
+        if (cuda_generate(&m, &pr, 1, 0, out, err, sizeof err) != 0) {
             fprintf(stderr, "bench_gpu: decode batch %d: %s\n", B, err);
             return 1;
         }
@@ -229,6 +241,13 @@ int main(int argc, char **argv)
         double bound = bw * 1e9 / (N * (m.bf16 ? 2 : 4)) * B; /* tokens/s if weights-bound */
         printf("decode batch %3d: %.0f tokens/s (%zu tokens in %.2f s); weight-read bound %.0f "
                "tokens/s, %.2fx of it\n", B, ntok / dt, ntok, dt, bound, bound / (ntok / dt));
+    }
+
+    if (do_batching) {
+        char label[64];
+        snprintf(label, sizeof label, "cuda %s %s", model, compute);
+        if (bw_run(cuda_gen, &m, c.vocab_size, c.bos_id, 128, 4, 128, 256, 2, label) < 0)
+            return 1;
     }
 
     /* weight transport */

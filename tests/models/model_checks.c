@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,4 +80,64 @@ void expect_generate_matches_score(const char *plugin, const char *cfg, float te
         ops->free_buffer(h.state, out[i].logprobs);
     }
     harness_close(&h);
+}
+
+void expect_decode_rows_change_nothing(const char *plugin, const char *cfg, double tol)
+{
+    enum { NR = 6, NS = 12 };
+    static const int n_samples[NR] = {3, 1, 2, 3, 1, 2};
+    static const int max_new[NR] = {24, 3, 16, 9, 20, 12};
+    static const size_t plen[NR] = {5, 2, 13, 7, 3, 9};
+    int32_t prompts[NR][16], stop = 101; /* 'e': ends some samples early */
+    tern_gen_request req[NR];
+    for (int i = 0; i < NR; i++) {
+        prompts[i][0] = 256;
+        for (size_t t = 1; t < plen[i]; t++)
+            prompts[i][t] = (int32_t)(97 + (i * 7 + (int)t * 5) % 26);
+        req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
+                                    .prompt_len = plen[i], .n_samples = (uint32_t)n_samples[i],
+                                    .max_new_tokens = (uint32_t)max_new[i], .temperature = 1,
+                                    .top_p = 1, .seed = 1000 + (uint64_t)i,
+                                    .stop = i % 2 ? &stop : NULL, .n_stop = i % 2 ? 1 : 0};
+    }
+    const int rows[3] = {0, 1, 4};
+    tern_gen_output out[3][NS];
+    harness h[3];
+    for (int c = 0; c < 3; c++) {
+        char group[1024];
+        snprintf(group, sizeof group, "%s decode_rows = %d;", cfg, rows[c]);
+        int rc = harness_open(&h[c], plugin, TERN_KIND_MODEL, group);
+        cr_assert_eq(rc, TERN_OK, "%s", h[c].error);
+        for (int s = 0; s < NS; s++)
+            out[c][s] = (tern_gen_output){.size = sizeof out[c][s]};
+        const tern_model_ops *ops = harness_ops(&h[c]);
+        cr_assert_eq(ops->generate(h[c].state, req, NR, out[c]), TERN_OK,
+                     "%s (%s decode_rows = %d): %s", plugin, cfg, rows[c], h[c].error);
+    }
+    int lengths_vary = 0;
+    for (int c = 1; c < 3; c++)
+        for (int s = 0; s < NS; s++) {
+            const tern_gen_output *a = &out[0][s], *b = &out[c][s];
+            lengths_vary += c == 1 && s > 0 && a->len != out[0][s - 1].len;
+            cr_assert_eq(a->len, b->len, "%s: sample %d has %zu tokens in one batch, %zu with "
+                         "decode_rows = %d", plugin, s, a->len, b->len, rows[c]);
+            cr_expect_eq(a->finish, b->finish, "%s: sample %d's finish", plugin, s);
+            for (size_t t = 0; t < a->len; t++) {
+                cr_expect_eq(a->tokens[t], b->tokens[t], "%s: sample %d token %zu, decode_rows "
+                             "= %d", plugin, s, t, rows[c]);
+                cr_expect(fabs((double)a->logprobs[t] - b->logprobs[t]) <= tol,
+                          "%s: sample %d logp %zu: %g in one batch, %g with decode_rows = %d",
+                          plugin, s, t, a->logprobs[t], b->logprobs[t], rows[c]);
+            }
+        }
+    cr_expect_gt(lengths_vary, 3, "%s: the samples' lengths hardly vary; nothing is refilled",
+                 plugin);
+    for (int c = 0; c < 3; c++) {
+        const tern_model_ops *ops = harness_ops(&h[c]);
+        for (int s = 0; s < NS; s++) {
+            ops->free_buffer(h[c].state, out[c][s].tokens);
+            ops->free_buffer(h[c].state, out[c][s].logprobs);
+        }
+        harness_close(&h[c]);
+    }
 }

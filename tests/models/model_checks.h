@@ -13,4 +13,13 @@ void expect_training_halves_nll(const char *plugin, const char *cfg);
  * temperature within 1e-4. */
 void expect_generate_matches_score(const char *plugin, const char *cfg, float temperature);
 
+/* Continuous batching changes nothing: twelve samples of six requests
+ * (prompts of 2 to 13 tokens, 1 to 3 samples each, 3 to 24 new tokens, a
+ * stop token ending some early) come out the same from one batch of all of
+ * them (decode_rows = 0) and from 3 or 4 slots refilled as samples end
+ * (decode_rows = 1, which the widest request raises to 3, and 4): the same
+ * tokens and finish, log-probs within `tol`. The two instances load the same
+ * weights from `cfg`. */
+void expect_decode_rows_change_nothing(const char *plugin, const char *cfg, double tol);
+
 #endif

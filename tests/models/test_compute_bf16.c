@@ -315,6 +315,13 @@ Test(plugin_bf16, generate_and_score_agree)
                                                  "compute = \"bf16\";", 1.0f);
 }
 
+Test(plugin_bf16, continuous_batching_equals_one_batch)
+{
+    need_bf16();
+    expect_decode_rows_change_nothing("transformer", "path = \"" FIXTURE "\"; threads = 2; "
+                                      "compute = \"bf16\";", 1e-5);
+}
+
 Test(plugin_bf16, adamw_steps_reduce_the_loss)
 {
     need_bf16();

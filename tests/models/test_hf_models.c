@@ -288,7 +288,7 @@ static void check_greedy(const char *name)
     gen_params gp = {.temperature = 0, .top_p = 1, .max_new = (int)nt, .seed = 1};
     gen_prompt pr = {.tokens = prompt, .len = np, .n_samples = 1, .params = &gp};
     gen_sample out;
-    cr_assert_eq(llama_generate(&m, &pr, 1, &out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(llama_generate(&m, &pr, 1, 0, &out, err, sizeof err), 0, "%s", err);
     cr_assert_eq(out.len, nt);
     for (size_t i = 0; i < nt; i++) {
         cr_expect_eq(out.tokens[i], (int32_t)want_tok[i], "%s: token %zu", name, i);
@@ -326,7 +326,7 @@ static void check_sampled_logprobs(const char *name)
     gen_params gp = {.temperature = 1, .top_p = 1, .max_new = (int)nt, .seed = 7};
     gen_prompt pr = {.tokens = prompt, .len = np, .n_samples = 3, .params = &gp};
     gen_sample out[3];
-    cr_assert_eq(llama_generate(&m, &pr, 1, out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(llama_generate(&m, &pr, 1, 0, out, err, sizeof err), 0, "%s", err);
     double worst = 0;
     for (int k = 0; k < 3; k++) {
         cr_assert_eq(out[k].len, nt);

@@ -344,6 +344,14 @@ Test(consistency, samples_sharing_a_prompt_equal_copies_of_the_prompt)
     harness_close(&h);
 }
 
+/* Continuous batching (gen_driver.c): fewer slots than samples, refilled as
+ * samples end, give what one batch of all of them gives. */
+Test(consistency, continuous_batching_equals_one_batch)
+{
+    expect_decode_rows_change_nothing("transformer", "path = \"" FIXTURE "\"; threads = 2;",
+                                      1e-5);
+}
+
 Test(consistency, stop_tokens_end_a_sample)
 {
     harness h;

@@ -212,6 +212,19 @@ Test(cuda, generate_and_score_agree)
     expect_generate_matches_score("transformer_cuda", "path = \"" FIXTURE "\";", 0.8f);
 }
 
+Test(cuda, continuous_batching_equals_one_batch)
+{
+    need_gpu();
+    expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\";", 1e-4);
+}
+
+Test(cuda, continuous_batching_equals_one_batch_bf16)
+{
+    need_gpu();
+    expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\"; "
+                                      "compute = \"bf16\";", 1e-3);
+}
+
 Test(cuda, adamw_steps_reduce_the_loss)
 {
     need_gpu();

@@ -6,6 +6,7 @@
  */
 #include "front.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ typedef struct transformer {
     char (*tensor_names)[96];  /* their names (both tables') */
     packed pk;                 /* score/backward batch buffers */
     size_t batch_tokens;       /* rows per forward/backward pass at most (batch_tokens) */
+    int decode_rows;           /* samples decoded at once at most, 0: all (decode_rows) */
     char err[1024];
 } transformer;
 
@@ -215,6 +217,11 @@ int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
     int64_t bt = 2048;
     int rc = host->get_int(ctx, "batch_tokens", &bt);
     t->batch_tokens = bt > 0 ? (size_t)bt : 2048;
+    if (rc == TERN_OK || rc == TERN_ENOTFOUND) {
+        int64_t dr = 0;
+        rc = host->get_int(ctx, "decode_rows", &dr);
+        t->decode_rows = dr > 0 && dr <= INT32_MAX ? (int)dr : 0;
+    }
     const char *given = NULL;
     int has_path = host->get_string(ctx, "path", &given) == TERN_OK;
     char *joined = NULL;
@@ -377,7 +384,7 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
     }
     int rc = sync_engine(t);
     if (rc != TERN_OK) {
-    } else if (t->engine->generate(t->eng, prompts, (int)n_req, samples, t->err,
+    } else if (t->engine->generate(t->eng, prompts, (int)n_req, t->decode_rows, samples, t->err,
                                    sizeof t->err) != 0) {
         rc = host->fail(t->ctx, TERN_EINVAL, "generate: %s", t->err);
     } else {

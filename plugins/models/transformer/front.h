@@ -51,9 +51,9 @@ typedef struct tf_engine {
      * opt: the front's host state when host_optimizer, else NULL. 0, or -1. */
     int (*step)(void *eng, adamw *opt, const adamw_hparams *h, double *norm, char *err,
                 size_t errn);
-    /* llama_generate's contract. */
-    int (*generate)(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
-                    size_t errn);
+    /* llama_generate's contract (max_rows: the decode_rows setting). */
+    int (*generate)(void *eng, const gen_prompt *p, int n, int max_rows, gen_sample *out,
+                    char *err, size_t errn);
     /* Copy the engine's weights into params (the host copy; NULL: skip) and
      * its AdamW state into opt (allocated by the caller; NULL: skip).
      * NULL op: the engine computes on the host copy. 0, or -1. */
@@ -136,6 +136,11 @@ extern const tern_setting_spec front_init_keys[];
                  .doc = "score and backward run over at most this many tokens at once (whole "   \
                         "sequences; a longer one alone), accumulating the gradients, so that "   \
                         "memory is bounded whatever the batch"),                                \
+    TERN_SETTING(.name = "decode_rows", .type = TERN_SETTING_INT, .def = "0", .min = 0,          \
+                 .max = 1048576, .aka = "max_decode_rows|max_num_seqs",                         \
+                 .doc = "generate decodes at most this many samples at once (0: all of a call's), " \
+                        "which bounds the KV cache; a finished sample's slot takes the next "    \
+                        "waiting prompt's samples (continuous batching)"),                       \
     TERN_SETTING(.name = "init", .type = TERN_SETTING_GROUP, .children = front_init_keys,        \
                  .doc = "fresh weights from a preset and a seed, with optional sizes"),         \
     TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",        \

@@ -110,10 +110,10 @@ static int cpu_step(void *eng, adamw *opt, const adamw_hparams *h, double *norm,
 
 static float *cpu_grads(void *eng) { return ((llama_model *)eng)->grads; }
 
-static int cpu_generate(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
-                        size_t errn)
+static int cpu_generate(void *eng, const gen_prompt *p, int n, int max_rows, gen_sample *out,
+                        char *err, size_t errn)
 {
-    return llama_generate(eng, p, n, out, err, errn);
+    return llama_generate(eng, p, n, max_rows, out, err, errn);
 }
 
 static const tf_engine cpu_engine = {

@@ -115,7 +115,7 @@ int cuda_refresh_bf16(cuda_model *m, char *err, size_t errn);
 
 /* ---- cuda_generate.c: gen_run's decoder on the device ----------------------- */
 #include "generation/generate.h"
-int cuda_generate(cuda_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
-                  char *err, size_t errn);
+int cuda_generate(cuda_model *m, const gen_prompt *prompts, int n_prompts, int max_rows,
+                  gen_sample *out, char *err, size_t errn);
 
 #endif

@@ -86,10 +86,10 @@ static int cu_step(void *eng, adamw *opt, const adamw_hparams *h, double *norm, 
     return cuda_model_step(eng, h, norm, err, errn);
 }
 
-static int cu_generate(void *eng, const gen_prompt *p, int n, gen_sample *out, char *err,
-                       size_t errn)
+static int cu_generate(void *eng, const gen_prompt *p, int n, int max_rows, gen_sample *out,
+                       char *err, size_t errn)
 {
-    return cuda_generate(eng, p, n, out, err, errn);
+    return cuda_generate(eng, p, n, max_rows, out, err, errn);
 }
 
 static int cu_pull(void *eng, float *params, adamw *opt, char *err, size_t errn)

@@ -3,11 +3,11 @@
  *
  * The decoder of gen_driver.c's sampling loop, on the CPU:
  *
- * 1. Prefill: all prompts go through one packed forward pass (model.c); each
- *    layer's keys and values of a prompt's rows are kept once, shared by all
- *    the samples of that prompt (a GRPO group's G responses read one copy),
- *    and the last row's logits seed sampling.
- * 2. Decode: the active samples advance together, one row each:
+ * 1. Prefill: the prompts gen_driver.c admits go through one packed forward
+ *    pass (model.c); each layer's keys and values of a prompt's rows are
+ *    kept once, shared by all the samples of that prompt (a GRPO group's G
+ *    responses read one copy), and the last row's logits seed sampling.
+ * 2. Decode: the samples in the slots advance together, one row each:
  *      x = E[token] (GPT-2: + wpe[pos]);
  *      per layer: h = norm(x); q, k, v = h W + b; rope(q, k, pos) (not GPT-2)
  *                 cache[pos] = k, v;  a = softmax(q·K^T / sqrt(HD)) V over the
@@ -104,19 +104,22 @@ int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *
 /* ---- the decode step ---------------------------------------------------- */
 
 /* The KV cache: a prompt's keys and values once, shared by all its samples
- * (prefilled once, never copied), and each sample's own rows after it:
+ * (prefilled once, never copied), and each slot's own rows after it:
  *
- *   pk, pv  [L, prompt rows, KD]   prompt i's rows at [pstart[i], pstart[i+1])
- *   kc, vc  [S, L, Pn, KD]         sample s's position p at p - plen(s)
+ *   pk, pv  [L, prompt rows, KD]   prompt i's rows as all->seq_start
+ *   kc, vc  [slots, L, Pn, KD]     the slot's position p at p - plen(slot)
  *
- * Pn = P - the shortest prompt: what the longest-lived sample can add. */
+ * Pn = P - the shortest prompt: what the longest-lived sample can add. A
+ * slot serves one sample at a time (gen_driver.c), of prompt
+ * slot_prompt[slot]. */
 typedef struct decoder {
-    int S, P, Pn, prompt_rows;
+    int slots, P, Pn, prompt_rows;
+    const llama_batch *all;     /* the call's prompts (gen_driver.c keeps them) */
     float *pk, *pv, *kc, *vc;
-    int32_t *pstart;           /* [prompts + 1] */
-    int32_t *sample_prompt;    /* [S] */
+    int32_t *slot_prompt;       /* [slots] */
+    float *logits;              /* [slots, V] */
     float *x, *xn, *q, *k, *v, *att, *gate, *up, *act, *mean, *rstd, *scores;
-    int32_t *tok, *pos, *row_sample;
+    int32_t *tok, *pos, *row_slot;
 } decoder;
 
 static size_t kv_dim(const llama_model *m)
@@ -124,17 +127,22 @@ static size_t kv_dim(const llama_model *m)
     return (size_t)m->cfg.n_kv_heads * (m->cfg.hidden_size / m->cfg.n_heads);
 }
 
-/* Sample s's own row for position p (>= its prompt's length) of layer l. */
-static float *own_at(const decoder *d, const llama_model *m, float *base, int s, int l, int p)
+static int prompt_len(const decoder *d, int i)
 {
-    const int i = d->sample_prompt[s], plen = d->pstart[i + 1] - d->pstart[i];
-    return base + (((size_t)s * m->cfg.n_layers + l) * d->Pn + (size_t)(p - plen)) * kv_dim(m);
+    return d->all->seq_start[i + 1] - d->all->seq_start[i];
+}
+
+/* Slot k's own row for position p (>= its prompt's length) of layer l. */
+static float *own_at(const decoder *d, const llama_model *m, float *base, int k, int l, int p)
+{
+    const int plen = prompt_len(d, d->slot_prompt[k]);
+    return base + (((size_t)k * m->cfg.n_layers + l) * d->Pn + (size_t)(p - plen)) * kv_dim(m);
 }
 
 /* Prompt i's first row of layer l. */
 static float *prompt_at(const decoder *d, const llama_model *m, float *base, int i, int l)
 {
-    return base + ((size_t)l * d->prompt_rows + (size_t)d->pstart[i]) * kv_dim(m);
+    return base + ((size_t)l * d->prompt_rows + (size_t)d->all->seq_start[i]) * kv_dim(m);
 }
 
 typedef struct row_attn_job {
@@ -158,13 +166,13 @@ static void row_attention(void *arg, int wk, int nw)
     int lo, hi;
     pool_share(j->B, wk, nw, &lo, &hi);
     for (int r = lo; r < hi; r++) {
-        const int s = d->row_sample[r], p = d->pos[r], i = d->sample_prompt[s];
-        const int plen = d->pstart[i + 1] - d->pstart[i], own = p - plen + 1; /* own rows */
-        memcpy(own_at(d, m, d->kc, s, j->l, p), d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
-        memcpy(own_at(d, m, d->vc, s, j->l, p), d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
+        const int k = d->row_slot[r], p = d->pos[r], i = d->slot_prompt[k];
+        const int plen = prompt_len(d, i), own = p - plen + 1; /* own rows */
+        memcpy(own_at(d, m, d->kc, k, j->l, p), d->k + (size_t)r * KD, (size_t)KD * sizeof(float));
+        memcpy(own_at(d, m, d->vc, k, j->l, p), d->v + (size_t)r * KD, (size_t)KD * sizeof(float));
         const float *pk = prompt_at(d, m, d->pk, i, j->l), *pv = prompt_at(d, m, d->pv, i, j->l);
-        const float *kown = own_at(d, m, d->kc, s, j->l, plen);
-        const float *vown = own_at(d, m, d->vc, s, j->l, plen);
+        const float *kown = own_at(d, m, d->kc, k, j->l, plen);
+        const float *vown = own_at(d, m, d->vc, k, j->l, plen);
         for (int h = 0; h < H; h++) {
             const int kv = h / group;
             const float *qh = d->q + (size_t)r * QD + h * HD;
@@ -191,9 +199,9 @@ static void row_attention(void *arg, int wk, int nw)
     }
 }
 
-/* Advance B rows (row r is sample row_sample[r] at position pos[r] with
- * input token tok[r]); writes logits[B, V]. */
-static void decode_step(llama_model *m, decoder *d, int B, float *logits)
+/* Advance B rows (row r is slot row_slot[r] at position pos[r] with input
+ * token tok[r]); writes d->logits[B, V]. */
+static void decode_step(llama_model *m, decoder *d, int B)
 {
     const llama_config *c = &m->cfg;
     const int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
@@ -217,44 +225,45 @@ static void decode_step(llama_model *m, decoder *d, int B, float *logits)
     }
     arch_norm_forward(m->gx.tp, c, d->xn, d->mean, d->rstd, d->x, m->p.final_norm,
                       m->p.final_norm_b, B);
-    matmul_forward(&m->gx, logits, d->xn, m->p.lm_head, B, D, V, 0);
+    matmul_forward(&m->gx, d->logits, d->xn, m->p.lm_head, B, D, V, 0);
 }
 
 static void decoder_free(decoder *d)
 {
-    void *bufs[] = {d->pk, d->pv, d->kc, d->vc, d->pstart, d->sample_prompt, d->x, d->xn, d->q,
+    void *bufs[] = {d->pk, d->pv, d->kc, d->vc, d->slot_prompt, d->logits, d->x, d->xn, d->q,
                     d->k, d->v, d->att, d->gate, d->up, d->act, d->mean, d->rstd, d->scores,
-                    d->tok, d->pos, d->row_sample};
+                    d->tok, d->pos, d->row_slot};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     memset(d, 0, sizeof *d);
 }
 
-/* A decoder for S samples of the n_prompts prompts of b (sample s of prompt
- * sample_prompt[s]) with P positions each. */
-static int decoder_init(decoder *d, const llama_model *m, const llama_batch *b,
-                        const int *sample_prompt, int S, int P)
+/* A decoder for the prompts of `all` and `slots` samples at once, with P
+ * positions each. */
+static int decoder_init(decoder *d, const llama_model *m, const llama_batch *all, int slots,
+                        int P)
 {
     memset(d, 0, sizeof *d);
     size_t D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
            HD = D / (size_t)m->cfg.n_heads,
            QD = (size_t)m->cfg.n_heads * HD, KD = kv_dim(m),
-           L = (size_t)m->cfg.n_layers, s = (size_t)S;
+           L = (size_t)m->cfg.n_layers, s = (size_t)slots, V = (size_t)m->cfg.vocab_size;
     int shortest = P;
-    for (int i = 0; i < b->n_seqs; i++) {
-        const int len = b->seq_start[i + 1] - b->seq_start[i];
+    for (int i = 0; i < all->n_seqs; i++) {
+        const int len = all->seq_start[i + 1] - all->seq_start[i];
         shortest = len < shortest ? len : shortest;
     }
-    d->S = S;
+    d->slots = slots;
     d->P = P;
     d->Pn = P - shortest > 1 ? P - shortest : 1;
-    d->prompt_rows = b->n_rows;
-    d->pk = malloc(L * (size_t)b->n_rows * KD * sizeof(float));
-    d->pv = malloc(L * (size_t)b->n_rows * KD * sizeof(float));
+    d->prompt_rows = all->n_rows;
+    d->all = all;
+    d->pk = malloc(L * (size_t)all->n_rows * KD * sizeof(float));
+    d->pv = malloc(L * (size_t)all->n_rows * KD * sizeof(float));
     d->kc = malloc(s * L * (size_t)d->Pn * KD * sizeof(float));
     d->vc = malloc(s * L * (size_t)d->Pn * KD * sizeof(float));
-    d->pstart = malloc(((size_t)b->n_seqs + 1) * sizeof(int32_t));
-    d->sample_prompt = malloc(s * sizeof(int32_t));
+    d->slot_prompt = malloc(s * sizeof(int32_t));
+    d->logits = malloc(s * V * sizeof(float));
     d->x = malloc(s * D * sizeof(float));
     d->xn = malloc(s * D * sizeof(float));
     d->q = malloc(s * QD * sizeof(float));
@@ -269,16 +278,13 @@ static int decoder_init(decoder *d, const llama_model *m, const llama_batch *b,
     d->scores = malloc((size_t)P * (size_t)pool_size(m->gx.tp) * sizeof(float));
     d->tok = malloc(s * sizeof(int32_t));
     d->pos = malloc(s * sizeof(int32_t));
-    d->row_sample = malloc(s * sizeof(int32_t));
-    if (!d->pk || !d->pv || !d->kc || !d->vc || !d->pstart || !d->sample_prompt || !d->x ||
+    d->row_slot = malloc(s * sizeof(int32_t));
+    if (!d->pk || !d->pv || !d->kc || !d->vc || !d->slot_prompt || !d->logits || !d->x ||
         !d->xn || !d->q || !d->k || !d->v || !d->att || !d->gate || !d->up || !d->act ||
-        !d->mean || !d->rstd || !d->scores || !d->tok || !d->pos || !d->row_sample) {
+        !d->mean || !d->rstd || !d->scores || !d->tok || !d->pos || !d->row_slot) {
         decoder_free(d);
         return -1;
     }
-    memcpy(d->pstart, b->seq_start, ((size_t)b->n_seqs + 1) * sizeof(int32_t));
-    for (int k = 0; k < S; k++)
-        d->sample_prompt[k] = sample_prompt[k];
     return 0;
 }
 
@@ -297,46 +303,63 @@ typedef struct cpu_gen {
  * run at full speed. */
 #define PREFILL_ROWS 512
 
-static int cpu_prefill(void *self, const llama_batch *b, const int *sample_prompt, int S, int P,
-                       float *logits, char *err, size_t errn)
+static int cpu_open(void *self, const llama_batch *all, int slots, int P, float **logits,
+                    char *err, size_t errn)
 {
     cpu_gen *g = self;
-    llama_model *m = g->m;
-    const int V = m->cfg.vocab_size, L = m->cfg.n_layers;
-    const size_t KD = kv_dim(m);
-    float *lp = malloc((size_t)b->n_rows * sizeof *lp);
-    int32_t *start = malloc(((size_t)b->n_seqs + 1) * sizeof *start);
-    if (!lp || !start || decoder_init(&g->d, m, b, sample_prompt, S, P) != 0) {
-        free(lp), free(start);
-        snprintf(err, errn, "out of memory for generating %d samples", S);
+    if (decoder_init(&g->d, g->m, all, slots, P) != 0) {
+        snprintf(err, errn, "out of memory for decoding %d samples at once over %d positions "
+                 "(model setting decode_rows caps the samples)", slots, P);
         return -1;
     }
     g->have_d = 1;
+    *logits = g->d.logits;
+    return 0;
+}
+
+static int cpu_prefill(void *self, int i0, int i1, const int32_t *sample_prompt,
+                       const int32_t *slot, int n, char *err, size_t errn)
+{
+    cpu_gen *g = self;
+    llama_model *m = g->m;
+    decoder *d = &g->d;
+    const llama_batch *b = d->all;
+    const int V = m->cfg.vocab_size, L = m->cfg.n_layers;
+    const size_t KD = kv_dim(m);
+    float *lp = malloc((size_t)(b->seq_start[i1] - b->seq_start[i0]) * sizeof *lp);
+    int32_t *start = malloc(((size_t)(i1 - i0) + 1) * sizeof *start);
+    if (!lp || !start) {
+        free(lp), free(start);
+        snprintf(err, errn, "out of memory for prefilling %d prompts", i1 - i0);
+        return -1;
+    }
+    for (int k = 0; k < n; k++)
+        d->slot_prompt[slot[k]] = sample_prompt[k];
     int rc = 0;
-    for (int i0 = 0, i1; i0 < b->n_seqs && rc == 0; i0 = i1) {
-        /* prompts [i0, i1): rows [r0, seq_start[i1]) */
-        const int32_t r0 = b->seq_start[i0];
-        for (i1 = i0 + 1; i1 < b->n_seqs && b->seq_start[i1 + 1] - r0 <= PREFILL_ROWS;)
-            i1++;
-        for (int i = i0; i <= i1; i++)
-            start[i - i0] = b->seq_start[i] - r0;
+    for (int c0 = i0, c1; c0 < i1 && rc == 0; c0 = c1) {
+        /* prompts [c0, c1): rows [r0, seq_start[c1]) */
+        const int32_t r0 = b->seq_start[c0];
+        for (c1 = c0 + 1; c1 < i1 && b->seq_start[c1 + 1] - r0 <= PREFILL_ROWS;)
+            c1++;
+        for (int i = c0; i <= c1; i++)
+            start[i - c0] = b->seq_start[i] - r0;
         /* logits for each prompt's last row only: the row sampling starts from */
-        llama_batch c = {.n_seqs = i1 - i0, .n_rows = b->seq_start[i1] - r0, .seq_start = start,
+        llama_batch c = {.n_seqs = c1 - c0, .n_rows = b->seq_start[c1] - r0, .seq_start = start,
                          .tokens = b->tokens + r0, .pos = b->pos + r0, .target = b->target + r0,
                          .scale = b->scale ? b->scale + r0 : NULL, .head = LLAMA_HEAD_LAST};
         if ((rc = llama_forward(m, &c, lp, NULL, err, errn)) != 0)
             break;
         /* the prompts' keys and values, once for all their samples */
         for (int l = 0; l < L; l++) {
-            memcpy(prompt_at(&g->d, m, g->d.pk, i0, l), m->acts[l].k,
+            memcpy(prompt_at(d, m, d->pk, c0, l), m->acts[l].k,
                    (size_t)c.n_rows * KD * sizeof(float));
-            memcpy(prompt_at(&g->d, m, g->d.pv, i0, l), m->acts[l].v,
+            memcpy(prompt_at(d, m, d->pv, c0, l), m->acts[l].v,
                    (size_t)c.n_rows * KD * sizeof(float));
         }
-        for (int s = 0; s < S; s++) {
-            const int i = sample_prompt[s];
-            if (i >= i0 && i < i1)
-                memcpy(logits + (size_t)s * V, m->logits + (size_t)(i - i0) * V,
+        for (int k = 0; k < n; k++) {
+            const int i = sample_prompt[k];
+            if (i >= c0 && i < c1)
+                memcpy(d->logits + (size_t)slot[k] * V, m->logits + (size_t)(i - c0) * V,
                        (size_t)V * sizeof(float));
         }
     }
@@ -344,15 +367,15 @@ static int cpu_prefill(void *self, const llama_batch *b, const int *sample_promp
     return rc;
 }
 
-static int cpu_step(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_sample,
-                    int B, float *logits, char *err, size_t errn)
+static int cpu_step(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_slot,
+                    int B, char *err, size_t errn)
 {
     (void)err, (void)errn;
     cpu_gen *g = self;
     memcpy(g->d.tok, tok, (size_t)B * sizeof *tok);
     memcpy(g->d.pos, pos, (size_t)B * sizeof *pos);
-    memcpy(g->d.row_sample, row_sample, (size_t)B * sizeof *row_sample);
-    decode_step(g->m, &g->d, B, logits);
+    memcpy(g->d.row_slot, row_slot, (size_t)B * sizeof *row_slot);
+    decode_step(g->m, &g->d, B);
     return 0;
 }
 
@@ -364,19 +387,20 @@ static void cpu_finish(void *self)
     g->have_d = 0;
 }
 
-int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
-                   char *err, size_t errn)
+int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, int max_rows,
+                   gen_sample *out, char *err, size_t errn)
 {
     cpu_gen g = {.m = m};
-    gen_backend be = {.self = &g, .prefill = cpu_prefill, .step = cpu_step, .finish = cpu_finish};
+    gen_backend be = {.self = &g, .open = cpu_open, .prefill = cpu_prefill, .step = cpu_step,
+                      .finish = cpu_finish};
     /* bf16: the weights packed once for the whole call (one weight version),
      * not at each of its products; the same bits. Without the memory for
      * them, the products pack as they go. */
     gemm_pack_set packs = {0};
     if (m->gx.ws && arch_pack_weights(&m->cfg, &m->p, &packs) == 0)
         m->gx.packs = &packs;
-    int rc = gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, prompts, n_prompts, out, err,
-                     errn);
+    int rc = gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, max_rows, prompts, n_prompts,
+                     out, err, errn);
     m->gx.packs = NULL;
     arch_packs_free(&packs);
     return rc;

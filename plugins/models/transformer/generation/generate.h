@@ -31,34 +31,50 @@ typedef struct gen_sample {
     int finish;            /* 1: stop token, 2: max_new or the context's end */
 } gen_sample;
 
-/* A decoder with a KV cache, driven by gen_run (gen_driver.c). */
+/* A decoder with a KV cache, driven by gen_run (gen_driver.c). It decodes
+ * at most `slots` samples at once; a sample keeps its slot from its prompt's
+ * prefill to its last token, and a freed slot takes the next queued prompt's
+ * samples (continuous batching). */
 typedef struct gen_backend {
     void *self;
-    /* Run the packed prompts of b (targets all -1), make caches of P
-     * positions (the longest prompt and its new tokens, at most the
-     * model's) for S samples, start sample s's cache from the rows of its
-     * prompt sample_prompt[s], and write that prompt's last-row logits at
-     * logits[s * V]. 0, or -1 with a message. */
-    int (*prefill)(void *self, const llama_batch *b, const int *sample_prompt, int S, int P,
-                   float *logits, char *err, size_t errn);
-    /* Advance B rows: row r feeds token tok[r] at position pos[r] to sample
-     * row_sample[r]'s cache; logits[B, V] out. 0, or -1 with a message. */
-    int (*step)(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_sample,
-                int B, float *logits, char *err, size_t errn);
-    /* Free the caches; called once after prefill (even a failed one). */
+    /* Make room for one call: the prompts of `all` (packed, targets -1; the
+     * caller keeps it until finish), their keys and values, and `slots`
+     * samples' own rows up to position P (the longest prompt and its new
+     * tokens, at most the model's). *logits: where prefill and step write,
+     * [slots, V] floats on the host that the backend owns until finish.
+     * 0, or -1 with a message. */
+    int (*open)(void *self, const llama_batch *all, int slots, int P, float **logits, char *err,
+                size_t errn);
+    /* Run prompts [i0, i1) of `all` and start n samples: sample k is of
+     * prompt sample_prompt[k] (in [i0, i1)) and decodes in slot slot[k]
+     * (free until now), its cache starting from its prompt's rows; writes
+     * that prompt's last-row logits at logits[slot[k] * V]. 0, or -1. */
+    int (*prefill)(void *self, int i0, int i1, const int32_t *sample_prompt,
+                   const int32_t *slot, int n, char *err, size_t errn);
+    /* Advance B rows: row r feeds token tok[r] at position pos[r] to the
+     * sample in slot row_slot[r] (ascending); logits[r * V] out for r < B.
+     * 0, or -1 with a message. */
+    int (*step)(void *self, const int32_t *tok, const int32_t *pos, const int32_t *row_slot,
+                int B, char *err, size_t errn);
+    /* Free what open made; called once after open (even a failed one). */
     void (*finish)(void *self);
 } gen_backend;
 
 /* Sample every prompt's continuations with decoder `be` of a model with V
  * tokens and P positions: out has sum(n_samples) entries in prompt order.
+ * At most max_rows samples decode at once (0: all of them; never fewer than
+ * the largest n_samples, whose samples start together from one prefill);
+ * when a sample ends, the next queued prompt takes the freed slots. Every
+ * sample draws from its own stream, so the result is the same for any
+ * max_rows (up to the rounding of products over other batch rows).
  * Deterministic for given inputs and seeds. On failure frees what it
  * allocated in out and returns -1 with a message. */
-int gen_run(const gen_backend *be, int V, int P, const gen_prompt *prompts, int n_prompts,
-            gen_sample *out, char *err, size_t errn);
+int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt *prompts,
+            int n_prompts, gen_sample *out, char *err, size_t errn);
 
 /* gen_run over the CPU decoder (generate.c). */
-int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, gen_sample *out,
-                   char *err, size_t errn);
+int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, int max_rows,
+                   gen_sample *out, char *err, size_t errn);
 
 /* Choose a token from logits[V] under p (exposed for tests). Writes the
  * log-prob of the choice under the distribution actually sampled from:

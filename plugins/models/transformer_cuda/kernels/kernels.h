@@ -127,22 +127,32 @@ cudaError_t k_attention_backward_dkdv(cudaStream_t st, float *dk, float *dv, con
                                       int n, int h, int kv, int hd);
 
 /* ---- decode_kernels.cu: one new token per row against a KV cache ---------------- */
-/* Cache layout (as ../../transformer/generation/generate.c): kc, vc [S, L, P, KD];
- * sample s, layer l, position p at ((s·L + l)·P + p)·KD.
- * Append row r's k[r], v[r] ([B, KD]) at position pos[r] of sample
- * row_sample[r], layer l. */
-cudaError_t k_kv_append(cudaStream_t st, float *kc, float *vc, const float *k, const float *v,
-                        const int32_t *row_sample, const int32_t *pos, int b, int l, int n_layers,
-                        int p_max, int kd);
-/* Copy `len` rows of k/v ([len, KD], packed-forward activations) into
- * positions 0..len-1 of sample s, layer l. */
-cudaError_t k_kv_fill(cudaStream_t st, float *kc, float *vc, const float *k, const float *v,
-                      int len, int s, int l, int n_layers, int p_max, int kd);
-/* out[B, QD] (set): row r's query q[r] over positions 0..pos[r] of its
- * sample's cache at layer l (after k_kv_append), online softmax. */
-cudaError_t k_decode_attention(cudaStream_t st, float *out, const float *q, const float *kc,
-                               const float *vc, const int32_t *row_sample, const int32_t *pos,
-                               int b, int l, int n_layers, int p_max, int h, int kv, int hd);
+/* The decode KV cache (as ../../transformer/generation/generate.c's): each
+ * prompt's keys and values once, shared by all its samples, and each slot's
+ * own rows after them:
+ *   pk, pv [L, R, KD]       the call's R prompt rows; slot k's prompt at row
+ *                           pstart[k], plen[k] rows
+ *   kc, vc [slots, L, Pn, KD] slot k's position p >= plen[k] at
+ *                           ((k·L + l)·Pn + p − plen[k])·KD
+ * pstart and plen are device arrays [slots]. */
+typedef struct k_kv_cache {
+    float *pk, *pv;
+    float *kc, *vc;
+    const int32_t *pstart, *plen;
+    int prompt_rows; /* R */
+    int own_rows;    /* Pn */
+    int n_layers;    /* L */
+    int kd;          /* KD = KV·HD */
+} k_kv_cache;
+/* Append row r's k[r], v[r] ([B, KD]) at position pos[r] of slot row_slot[r],
+ * layer l (a position outside the slot's own rows is skipped). */
+cudaError_t k_kv_append(cudaStream_t st, const k_kv_cache *c, const float *k, const float *v,
+                        const int32_t *row_slot, const int32_t *pos, int b, int l);
+/* out[B, QD] (set): row r's query q[r] over its prompt's rows and then its
+ * slot's own up to pos[r] at layer l (after k_kv_append), online softmax. */
+cudaError_t k_decode_attention(cudaStream_t st, float *out, const float *q, const k_kv_cache *c,
+                               const int32_t *row_slot, const int32_t *pos, int b, int l, int h,
+                               int kv, int hd);
 
 #ifdef __cplusplus
 }
