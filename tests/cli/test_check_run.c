@@ -28,6 +28,11 @@ static void make_dir(void)
     write_file(path,
                "{\"id\": 1, \"domain\": \"math\", \"prompt\": \"1+1=\", \"answer\": \"2\"}\n"
                "{\"id\": 2, \"domain\": \"math\", \"prompt\": \"2+3=\", \"answer\": \"5\"}\n");
+    /* a task about a picture, as `tern data shapes` writes them */
+    snprintf(path, sizeof path, "%s/vision.jsonl", dir);
+    write_file(path, "{\"id\": \"v1\", \"domain\": \"vision\", \"prompt\": \"How many "
+                     "triangles are in the picture?\", \"image\": \"images/a.png\", \"type\": "
+                     "\"counting\", \"answer\": \"1\"}\n");
 }
 
 static void remove_dir(void)
@@ -138,6 +143,14 @@ Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout =
          "none.jsonl: cannot open"},
         {RUN MODEL REF DATA "explorer = { temperature = 0.0; };\n" TRAIN BUFFER SYNC REWARDS,
          "explorer.temperature = 0 samples greedily"},
+        /* no model plugin sees pictures: an image task is not run on its text alone */
+        {RUN MODEL REF "data = { train = \"vision.jsonl\"; };\n" LOOP BUFFER SYNC
+             "rewards = ( { domain = \"vision\"; plugin = \"vision\"; } );\n",
+         "vision.jsonl:1: task v1 has an image (images/a.png)\n"},
+        {RUN MODEL REF "data = { train = \"vision.jsonl\"; };\n" LOOP BUFFER SYNC
+             "rewards = ( { domain = \"vision\"; plugin = \"vision\"; } );\n",
+         "vision.jsonl: 1 task has an image, and model plugin 'transformer' reads text only: it "
+         "would answer without seeing the picture"},
         /* weight transports a plugin brings (ABI 1.8) */
         {RUN MODEL REF DATA LOOP BUFFER "sync = { plugin = \"synchronous\"; method = \"nccl\"; };\n"
              REWARDS,

@@ -218,6 +218,34 @@ static int check_warmup_answers(tern_run *run, tern_diag *d)
     return TERN_ECONFIG;
 }
 
+/* A task with an image (the `image` field `tern data shapes` writes and the
+ * vision reward reads): the model contract passes a prompt's tokens only, so
+ * no model plugin would see the picture; the policy would answer a question
+ * about an image it never gets, and RL could not learn. Refused, naming the
+ * first five tasks, rather than run on the text alone. */
+static int check_images(const tern_run *run, const tern_task_set *set, tern_diag *d)
+{
+    size_t with_image = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        const tern_task *t = set->tasks[i];
+        const char *type = tern_task_type(t, "image");
+        if (!type || strcmp(type, "null") == 0)
+            continue;
+        if (with_image++ < 5) {
+            char id[128];
+            const char *path = tern_task_string(t, "image");
+            tern_diag_addf(d, "%s:%zu: task %s has an image (%s)", set->path, tern_task_line(t),
+                           tern_task_id_text(t, id, sizeof id), path ? path : "not a path");
+        }
+    }
+    if (with_image)
+        tern_diag_addf(d, "%s: %zu task%s an image, and model plugin '%s' reads text only: it "
+                       "would answer without seeing the picture (no model plugin takes images "
+                       "yet); train on tasks without an \"image\" field", set->path, with_image,
+                       with_image == 1 ? " has" : "s have", run->policy.plugin);
+    return with_image ? TERN_ECONFIG : TERN_OK;
+}
+
 int tern_run_check(tern_run *run, tern_diag *d)
 {
     int rc = tern_run_settings_read(&run->session->config, &run->set, d);
@@ -236,6 +264,12 @@ int tern_run_check(tern_run *run, tern_diag *d)
         rc = tern_rewarder_check_domains(&run->rewards, &run->train);
     if (rc == TERN_OK && run->eval.n)
         rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
+    if (rc == TERN_OK) {
+        rc = check_images(run, &run->train, d);
+        int erc = check_images(run, &run->eval, d);
+        if (rc == TERN_OK)
+            rc = erc;
+    }
     if (rc == TERN_OK) {
         rc = tern_check_prompt_lengths(&run->policy, run->set.system_prompt, &run->train, d);
         int erc = rc == TERN_OK || rc == TERN_ECONFIG
