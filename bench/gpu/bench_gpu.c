@@ -24,7 +24,7 @@
  *              transport's copy), GB/s
  *
  *   bench_gpu [--model gpt2s|bench] [--compute fp32|bf16] [--batch B] [--steps K]
- *             [--part all|training|decode|batching] [--new T]
+ *             [--part all|training|decode|batching] [--new T] [--threads N]
  * (--part and a short --new keep a profiler's run small: ncu replays every kernel)
  */
 #include <cublas_v2.h>
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 {
     const char *model = "gpt2s", *compute = "bf16";
     const char *part = "all";
-    int batch = 8, steps = 10, new_tokens = 128;
+    int batch = 8, steps = 10, new_tokens = 128, threads = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model"))
             model = argv[i + 1];
@@ -134,10 +134,12 @@ int main(int argc, char **argv)
             part = argv[i + 1];
         else if (!strcmp(argv[i], "--new"))
             new_tokens = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: bench_gpu [--model gpt2s|bench] [--compute fp32|bf16] "
                     "[--batch B] [--steps K] [--part all|training|decode|batching] "
-                    "[--new T]\n");
+                    "[--new T] [--threads N]\n");
             return 2;
         }
     }
@@ -169,13 +171,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_gpu: %s\n", err);
         return 1;
     }
+    if (threads > 1 && !(m.sampler = pool_new(threads))) {
+        fprintf(stderr, "bench_gpu: cannot start %d threads\n", threads);
+        return 1;
+    }
     const double N = (double)hm.n_params, T = c.max_positions;
     const int all = strcmp(part, "all") == 0, do_train = all || strcmp(part, "training") == 0,
               do_decode = all || strcmp(part, "decode") == 0,
               do_batching = all || strcmp(part, "batching") == 0;
     double bf16_peak = gemm_peak(1), fp32_peak = gemm_peak(0), bw = copy_bandwidth();
-    printf("model: %s, %.1fM parameters, context %d, %s products\n", model, N / 1e6,
-           c.max_positions, compute);
+    printf("model: %s, %.1fM parameters, context %d, %s products, %d sampling threads\n",
+           model, N / 1e6, c.max_positions, compute, threads);
     printf("peaks: bf16 GEMM %.1f TFLOP/s, fp32 GEMM %.1f TFLOP/s, copy %.0f GB/s\n", bf16_peak,
            fp32_peak, bw);
 
@@ -217,13 +223,18 @@ int main(int argc, char **argv)
            c.max_positions, tps, 1e3 * t_train / steps, 100 * tps * flops_tok / (bf16_peak * 1e12));
 
     /* decode */
-    const int sizes[] = {1, 64, 256};
-    for (size_t si = 0; do_decode && si < 3; si++) {
+    /* greedy at three batch sizes, then batch 256 sampled at temperature 1
+     * as an RL explorer does (the host's sampler then draws from each row's
+     * softmax over the vocabulary: --threads splits the rows) */
+    const int sizes[] = {1, 64, 256, 256};
+    for (size_t si = 0; do_decode && si < 4; si++) {
         int B = sizes[si];
+        const float temp = si == 3 ? 1.0f : 0.0f;
         int32_t prompt[16];
         for (int i = 0; i < 16; i++)
             prompt[i] = (int32_t)((i * 31 + 7) % c.vocab_size);
-        gen_params gp = {.temperature = 0, .top_k = 0, .top_p = 1, .max_new = new_tokens, .seed = 1};
+        gen_params gp = {.temperature = temp, .top_k = 0, .top_p = 1, .max_new = new_tokens,
+                         .seed = 1};
         gen_prompt pr = {.tokens = prompt, .len = 16, .n_samples = B, .params = &gp};
         gen_sample *out = calloc((size_t)B, sizeof *out);
         double t0 = now();
@@ -239,8 +250,9 @@ int main(int argc, char **argv)
         }
         free(out);
         double bound = bw * 1e9 / (N * (m.bf16 ? 2 : 4)) * B; /* tokens/s if weights-bound */
-        printf("decode batch %3d: %.0f tokens/s (%zu tokens in %.2f s); weight-read bound %.0f "
-               "tokens/s, %.2fx of it\n", B, ntok / dt, ntok, dt, bound, bound / (ntok / dt));
+        printf("decode batch %3d%s: %.0f tokens/s (%zu tokens in %.2f s); weight-read bound %.0f "
+               "tokens/s, %.2fx of it\n", B, temp > 0 ? ", temperature 1" : "", ntok / dt, ntok,
+               dt, bound, bound / (ntok / dt));
     }
 
     if (do_batching) {

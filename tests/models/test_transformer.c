@@ -352,6 +352,46 @@ Test(consistency, continuous_batching_equals_one_batch)
                                       1e-5);
 }
 
+/* The rows of a decode step are sampled by the instance's threads, each row
+ * from its own stream (gen_driver.c): 1 and 3 threads draw the same tokens
+ * with the same log-probs, truncation included (each worker has its own
+ * sorting scratch). */
+Test(consistency, samples_are_the_same_on_1_and_3_threads)
+{
+    enum { NS = 8 };
+    int32_t p0[4] = {256, 72, 105, 33}, p1[6] = {256, 65, 66, 67, 68, 69};
+    tern_gen_request req[2];
+    for (int i = 0; i < 2; i++)
+        req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = i ? p1 : p0,
+                                    .prompt_len = i ? 6 : 4, .n_samples = NS / 2,
+                                    .max_new_tokens = 24, .temperature = 0.9f, .top_k = 20,
+                                    .top_p = 0.95f, .seed = 5 + (uint64_t)i};
+    tern_gen_output out[2][NS];
+    harness h[2];
+    for (int c = 0; c < 2; c++) {
+        const tern_model_ops *ops = open_fixture_threads(&h[c], c ? 3 : 1);
+        for (int s = 0; s < NS; s++)
+            out[c][s] = (tern_gen_output){.size = sizeof out[c][s]};
+        cr_assert_eq(ops->generate(h[c].state, req, 2, out[c]), TERN_OK, "%s", h[c].error);
+    }
+    for (int s = 0; s < NS; s++) {
+        cr_assert_eq(out[0][s].len, out[1][s].len, "sample %d: %zu and %zu tokens", s,
+                     out[0][s].len, out[1][s].len);
+        cr_expect_eq(memcmp(out[0][s].tokens, out[1][s].tokens, out[0][s].len * 4), 0,
+                     "sample %d's tokens on 1 and 3 threads", s);
+        cr_expect_eq(memcmp(out[0][s].logprobs, out[1][s].logprobs, out[0][s].len * 4), 0,
+                     "sample %d's log-probs on 1 and 3 threads", s);
+    }
+    for (int c = 0; c < 2; c++) {
+        const tern_model_ops *ops = harness_ops(&h[c]);
+        for (int s = 0; s < NS; s++) {
+            ops->free_buffer(h[c].state, out[c][s].tokens);
+            ops->free_buffer(h[c].state, out[c][s].logprobs);
+        }
+        harness_close(&h[c]);
+    }
+}
+
 Test(consistency, stop_tokens_end_a_sample)
 {
     harness h;

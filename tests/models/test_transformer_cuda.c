@@ -218,6 +218,13 @@ Test(cuda, continuous_batching_equals_one_batch)
     expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\";", 1e-4);
 }
 
+Test(cuda, continuous_batching_equals_one_batch_on_4_sampling_threads)
+{
+    need_gpu();
+    expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\"; threads = 4;",
+                                      1e-4);
+}
+
 Test(cuda, continuous_batching_equals_one_batch_bf16)
 {
     need_gpu();

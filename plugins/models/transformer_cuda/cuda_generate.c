@@ -212,7 +212,7 @@ int cuda_generate(cuda_model *m, const gen_prompt *prompts, int n_prompts, int m
     }
     cuda_decoder d = {.m = m};
     gen_backend be = {.self = &d, .open = open_decoder, .prefill = prefill, .step = step,
-                      .finish = finish};
+                      .finish = finish, .sampler = m->sampler};
     return gen_run(&be, m->cfg.vocab_size, m->cfg.max_positions, max_rows, prompts, n_prompts,
                    out, err, errn);
 }

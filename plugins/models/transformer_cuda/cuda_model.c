@@ -137,6 +137,8 @@ static void free_arena(cuda_model *m)
 
 void cuda_model_free(cuda_model *m)
 {
+    pool_free(m->sampler);
+    m->sampler = NULL;
     if (m->params)
         cudaSetDevice(m->device);
     free_arena(m);

@@ -60,6 +60,8 @@ typedef struct cuda_model {
     size_t cap_op16;
 
     char where[64];           /* "device 0 (NVIDIA H100 ...)" for messages */
+    pool *sampler;            /* host threads that sample generate's rows (NULL: one);
+                                 owned, set after cuda_model_init (`threads`) */
 } cuda_model;
 
 /* Number of CUDA devices (0 with the reason in err when there is none or

@@ -23,11 +23,14 @@
 
 static int cu_open(const tern_host *host, tern_ctx *ctx, llama_model *hm, void **eng)
 {
-    int64_t device = 0;
+    int64_t device = 0, threads = 1;
     const char *compute = "fp32";
     char err[512];
     int rc = host->get_int(ctx, "device", &device);
     if (rc != TERN_OK)
+        return rc;
+    rc = host->get_int(ctx, "threads", &threads);
+    if (rc != TERN_OK && rc != TERN_ENOTFOUND)
         return rc;
     rc = host->get_string(ctx, "compute", &compute);
     if (rc != TERN_OK && rc != TERN_ENOTFOUND)
@@ -47,9 +50,14 @@ static int cu_open(const tern_host *host, tern_ctx *ctx, llama_model *hm, void *
         free(m);
         return host->fail(ctx, TERN_ERR, "transformer_cuda: %s", err);
     }
-    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d) on %s, %s products",
-              m->n_params, m->cfg.n_layers, m->cfg.hidden_size, m->where,
-              m->bf16 ? "bf16" : "fp32");
+    if (threads > 1 && !(m->sampler = pool_new((int)threads))) {
+        cuda_model_free(m);
+        free(m);
+        return host->fail(ctx, TERN_ERR, "cannot start %d threads", (int)threads);
+    }
+    host->log(ctx, TERN_LOG_DEBUG, "%zu parameters (%d layers, hidden %d) on %s, %s products, "
+              "%d sampling threads", m->n_params, m->cfg.n_layers, m->cfg.hidden_size, m->where,
+              m->bf16 ? "bf16" : "fp32", (int)threads);
     if (TERN_HAS(host, note)) {
         /* the card and the precision decide how the sums round (host->note) */
         char text[256];
@@ -172,6 +180,10 @@ static const tern_setting_spec settings[] = {
     FRONT_SETTINGS,
     TERN_SETTING(.name = "device", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1024,
                  .aka = "gpu|cuda_device", .doc = "the CUDA device ordinal to run on"),
+    TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
+                 .aka = "num_threads|n_threads",
+                 .doc = "host threads that sample generate's tokens from each step's logits "
+                        "(the samples are the same for any count)"),
     TERN_SETTING(.name = "compute", .type = TERN_SETTING_STRING, .def = "\"fp32\"",
                  .choices = "fp32|bf16", .aka = "precision|matmul_precision",
                  .doc = "precision of the linear layers' products: fp32, or bf16 (operands "

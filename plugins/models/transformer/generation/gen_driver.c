@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "generation/generate.h"
+#include "layers/pool.h"
 #include "tern/model.h"
 
 typedef struct sample_state {
@@ -54,6 +55,33 @@ static int push(gen_sample *o, size_t *cap, int32_t tok, float lp)
     o->logprobs[o->len] = lp;
     o->len++;
     return 0;
+}
+
+/* One decode step's sampling: row j of the n active slots draws token
+ * tok[j] (log-prob lp[j]) from its slot's logits. Rows are spread over the
+ * sampler's workers, each with its own scratch (work: 2V floats, idx: V
+ * ints per worker). */
+typedef struct sample_job {
+    const float *logits;
+    sample_state *st;
+    const int32_t *slot_sample, *act; /* act[j]: row j's slot */
+    int n, V;
+    int32_t *tok;
+    float *lp, *work;
+    int *idx;
+} sample_job;
+
+static void sample_rows(void *arg, int w, int nw)
+{
+    const sample_job *j = arg;
+    int lo, hi;
+    pool_share(j->n, w, nw, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        const int k = j->act[r];
+        sample_state *ss = &j->st[j->slot_sample[k]];
+        j->tok[r] = sample_token(j->logits + (size_t)k * j->V, j->V, ss->p, &ss->rng, &j->lp[r],
+                                 j->work + (size_t)w * 2 * j->V, j->idx + (size_t)w * j->V);
+    }
 }
 
 /* The call's queue and slots. */
@@ -141,12 +169,16 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
     int32_t *row_slot = malloc((size_t)slots * sizeof *row_slot);
     sample_state *st = calloc((size_t)S + 1, sizeof *st);
     float *logits = NULL;
-    float *work = malloc(2 * (size_t)V * sizeof(float));
-    int *idx = malloc((size_t)V * sizeof(int));
+    const size_t nw = (size_t)pool_size(be->sampler);
+    int32_t *act = malloc((size_t)slots * sizeof *act), *drawn = malloc((size_t)slots * sizeof *drawn);
+    float *drawn_lp = malloc((size_t)slots * sizeof *drawn_lp);
+    float *work = malloc(nw * 2 * (size_t)V * sizeof(float));
+    int *idx = malloc(nw * (size_t)V * sizeof(int));
     int rc = -1, opened = 0;
     memset(out, 0, (size_t)S * sizeof *out);
     if (!start || !tok || !pos || !tgt || !q.first || !q.slot_sample || !q.new_prompt ||
-        !q.new_slot || !row_tok || !row_pos || !row_slot || !st || !work || !idx) {
+        !q.new_slot || !row_tok || !row_pos || !row_slot || !st || !act || !drawn ||
+        !drawn_lp || !work || !idx) {
         snprintf(err, errn, "out of memory for generating %d samples", S);
         goto done;
     }
@@ -180,20 +212,27 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
         admit(&q, err, errn) != 0)
         goto done;
 
-    /* decode: sample from each slot's logits, advance the rows that go on,
-     * then fill the slots that ended from the queue */
+    /* decode: sample from each slot's logits (the sampler's workers a share
+     * of the rows each), advance the rows that go on, then fill the slots
+     * that ended from the queue */
     for (;;) {
-        int B = 0, busy = 0;
-        for (int k = 0; k < slots; k++) {
+        int B = 0, busy = 0, n_act = 0;
+        for (int k = 0; k < slots; k++)
+            if (q.slot_sample[k] >= 0 && st[q.slot_sample[k]].max_new > 0)
+                act[n_act++] = k;
+        sample_job job = {.logits = logits, .st = st, .slot_sample = q.slot_sample, .act = act,
+                          .n = n_act, .V = V, .tok = drawn, .lp = drawn_lp, .work = work,
+                          .idx = idx};
+        if (n_act > 0)
+            pool_run(n_act > 1 ? be->sampler : NULL, sample_rows, &job);
+        for (int k = 0, j = 0; k < slots; k++) {
             const int s = q.slot_sample[k];
             if (s < 0)
                 continue;
-            float lpv = 0;
             int32_t t = -1;
             if (st[s].max_new > 0) {
-                t = sample_token(logits + (size_t)k * V, V, st[s].p, &st[s].rng, &lpv, work,
-                                 idx);
-                if (push(&out[s], &st[s].cap, t, lpv) != 0) {
+                t = drawn[j];
+                if (push(&out[s], &st[s].cap, t, drawn_lp[j++]) != 0) {
                     snprintf(err, errn, "out of memory while generating");
                     goto done;
                 }
@@ -238,6 +277,6 @@ done:
         be->finish(be->self);
     free(start), free(tok), free(pos), free(tgt), free(q.first), free(q.slot_sample);
     free(q.new_prompt), free(q.new_slot), free(row_tok), free(row_pos), free(row_slot), free(st);
-    free(work), free(idx);
+    free(act), free(drawn), free(drawn_lp), free(work), free(idx);
     return rc;
 }

@@ -392,7 +392,7 @@ int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, int
 {
     cpu_gen g = {.m = m};
     gen_backend be = {.self = &g, .open = cpu_open, .prefill = cpu_prefill, .step = cpu_step,
-                      .finish = cpu_finish};
+                      .finish = cpu_finish, .sampler = m->gx.tp};
     /* bf16: the weights packed once for the whole call (one weight version),
      * not at each of its products; the same bits. Without the memory for
      * them, the products pack as they go. */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "decoder/model.h"
+#include "layers/pool.h"
 
 typedef struct gen_params {
     float temperature;     /* 0: greedy */
@@ -58,6 +59,10 @@ typedef struct gen_backend {
                 int B, char *err, size_t errn);
     /* Free what open made; called once after open (even a failed one). */
     void (*finish)(void *self);
+    /* The threads that sample each step's rows, one row per worker at a time
+     * (NULL: the caller's thread alone); the samples are the same for any
+     * team, each row drawing from its own stream. */
+    pool *sampler;
 } gen_backend;
 
 /* Sample every prompt's continuations with decoder `be` of a model with V
