@@ -225,6 +225,33 @@ Test(cuda, continuous_batching_equals_one_batch_on_4_sampling_threads)
                                       1e-4);
 }
 
+/* Decode steps of more rows than the prefill before them: a one-token
+ * prompt and 16 samples in bf16 (the products' bf16 scratch was sized by the
+ * prefill's single row and the first step refused). */
+Test(cuda, many_samples_of_a_one_token_prompt_bf16)
+{
+    need_gpu();
+    harness h;
+    int rc = harness_open(&h, "transformer_cuda", TERN_KIND_MODEL,
+                          "path = \"" FIXTURE "\"; compute = \"bf16\";");
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    int32_t prompt[1] = {256};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 1,
+                            .n_samples = 16, .max_new_tokens = 6, .temperature = 1, .top_p = 1,
+                            .seed = 3};
+    tern_gen_output out[16];
+    for (int i = 0; i < 16; i++)
+        out[i] = (tern_gen_output){.size = sizeof out[i]};
+    cr_assert_eq(ops->generate(h.state, &req, 1, out), TERN_OK, "%s", h.error);
+    for (int i = 0; i < 16; i++) {
+        cr_expect_gt(out[i].len, 0);
+        ops->free_buffer(h.state, out[i].tokens);
+        ops->free_buffer(h.state, out[i].logprobs);
+    }
+    harness_close(&h);
+}
+
 Test(cuda, continuous_batching_equals_one_batch_bf16)
 {
     need_gpu();

@@ -98,7 +98,9 @@ static int open_decoder(void *self, const llama_batch *all, int slots, int P, fl
     }
     CU_TRY(cudaMallocHost((void **)&d->host_logits, s * V * sizeof(float)));
     *logits = d->host_logits;
-    return 0;
+    /* a step's products convert their B <= slots rows into the model's bf16
+     * scratch, which a short prompt's prefill alone would leave too small */
+    return cuda_model_reserve(m, s, err, errn);
 }
 
 static int prefill(void *self, int i0, int i1, const int32_t *sample_prompt, const int32_t *slot,

@@ -277,6 +277,11 @@ static int ensure_rows(cuda_model *m, size_t rows, char *err, size_t errn)
     return 0;
 }
 
+int cuda_model_reserve(cuda_model *m, size_t rows, char *err, size_t errn)
+{
+    return ensure_rows(m, rows, err, errn);
+}
+
 /* Check the batch as llama_forward does, and send its arrays up. */
 static int upload_batch(cuda_model *m, const llama_batch *b, char *err, size_t errn)
 {

@@ -82,6 +82,12 @@ int cuda_model_download(cuda_model *m, float *params, char *err, size_t errn);
 int cuda_model_upload_opt(cuda_model *m, const adamw *o, char *err, size_t errn);
 int cuda_model_download_opt(cuda_model *m, adamw *o, char *err, size_t errn);
 
+/* Make room for passes of `rows` rows: the activations and the bf16 operand
+ * scratch that cuda_linear_forward converts its inputs into (grows only; the
+ * decoder's steps use it for their rows, which may outnumber the prompts'
+ * rows of the forward pass before them). 0, or -1 with a message. */
+int cuda_model_reserve(cuda_model *m, size_t rows, char *err, size_t errn);
+
 /* llama_forward's contract, with the batch on the host: logp[N], ent[N]
  * (may be NULL) come back to the host; activations stay on the device. */
 int cuda_model_forward(cuda_model *m, const llama_batch *b, float *logp, float *ent, char *err,

@@ -10,7 +10,9 @@
  *   path / init / chat_template   as the `transformer` plugin
  *   device = 0;                   the CUDA device ordinal
  *   compute = "fp32";             or "bf16": bf16 operands, float32 sums
+ *   threads = 0;                  host threads that sample (0: the usable cores)
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,14 @@
 
 #include "cuda_model.h"
 #include "front.h"
+
+/* The CPUs this process may run on (its affinity mask), 1 to 64. */
+static int usable_cores(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return n < 1 ? 1 : n > 64 ? 64 : n;
+}
 
 static int cu_open(const tern_host *host, tern_ctx *ctx, llama_model *hm, void **eng)
 {
@@ -32,6 +42,8 @@ static int cu_open(const tern_host *host, tern_ctx *ctx, llama_model *hm, void *
     rc = host->get_int(ctx, "threads", &threads);
     if (rc != TERN_OK && rc != TERN_ENOTFOUND)
         return rc;
+    if (threads == 0) /* the cores this process may run on: the sampler's threads only sample */
+        threads = usable_cores();
     rc = host->get_string(ctx, "compute", &compute);
     if (rc != TERN_OK && rc != TERN_ENOTFOUND)
         return rc;
@@ -180,10 +192,11 @@ static const tern_setting_spec settings[] = {
     FRONT_SETTINGS,
     TERN_SETTING(.name = "device", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1024,
                  .aka = "gpu|cuda_device", .doc = "the CUDA device ordinal to run on"),
-    TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
+    TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 256,
                  .aka = "num_threads|n_threads",
-                 .doc = "host threads that sample generate's tokens from each step's logits "
-                        "(the samples are the same for any count)"),
+                 .doc = "host threads that sample generate's tokens from each step's logits, 0: "
+                        "the cores this process may run on (the samples are the same for any "
+                        "count)"),
     TERN_SETTING(.name = "compute", .type = TERN_SETTING_STRING, .def = "\"fp32\"",
                  .choices = "fp32|bf16", .aka = "precision|matmul_precision",
                  .doc = "precision of the linear layers' products: fp32, or bf16 (operands "
