@@ -352,10 +352,10 @@ Test(consistency, continuous_batching_equals_one_batch)
                                       1e-5);
 }
 
-/* The rows of a decode step are sampled by the instance's threads, each row
- * from its own stream (gen_driver.c): 1 and 3 threads draw the same tokens
- * with the same log-probs, truncation included (each worker has its own
- * sorting scratch). */
+/* 1 and 3 threads draw the same tokens with the same log-probs, truncation
+ * included: the products split their rows and columns over the threads in
+ * ways that keep the bits. (The byte vocabulary is too small for a step's
+ * rows to be sampled on the threads; test_gen_driver checks that part.) */
 Test(consistency, samples_are_the_same_on_1_and_3_threads)
 {
     enum { NS = 8 };

@@ -218,7 +218,9 @@ Test(cuda, continuous_batching_equals_one_batch)
     expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\";", 1e-4);
 }
 
-Test(cuda, continuous_batching_equals_one_batch_on_4_sampling_threads)
+/* threads = 4: the sampler's team exists (the byte vocabulary's steps are
+ * sampled on one thread; test_gen_driver checks parallel sampling) */
+Test(cuda, continuous_batching_equals_one_batch_with_threads_4)
 {
     need_gpu();
     expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\"; threads = 4;",

@@ -71,6 +71,17 @@ typedef struct sample_job {
     int *idx;
 } sample_job;
 
+/* A step's sampling goes to the sampler's threads from this many softmax
+ * elements (rows x vocabulary; about 0.2 ms on one core): below it, waking
+ * the team costs more than it saves (a byte vocabulary of 259 tokens needs
+ * 254 rows, a 50 257-token one 2). */
+enum { PARALLEL_SAMPLING_ELEMENTS = 65536 };
+
+static int sample_in_parallel(int rows, int V)
+{
+    return rows > 1 && (size_t)rows * (size_t)V >= PARALLEL_SAMPLING_ELEMENTS;
+}
+
 static void sample_rows(void *arg, int w, int nw)
 {
     const sample_job *j = arg;
@@ -224,7 +235,7 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
                           .n = n_act, .V = V, .tok = drawn, .lp = drawn_lp, .work = work,
                           .idx = idx};
         if (n_act > 0)
-            pool_run(n_act > 1 ? be->sampler : NULL, sample_rows, &job);
+            pool_run(sample_in_parallel(n_act, V) ? be->sampler : NULL, sample_rows, &job);
         for (int k = 0, j = 0; k < slots; k++) {
             const int s = q.slot_sample[k];
             if (s < 0)
