@@ -389,6 +389,9 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
     const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start, b->shared, b->seg0};
 
     embedding_forward(m->res, b->tokens, m->p.embed, N, D);
+    for (int r = 0; b->row_input && r < N; r++)
+        if (b->row_input[r])
+            memcpy(m->res + (size_t)r * D, b->row_input[r], (size_t)D * sizeof(float));
     if (m->p.pos_embed)
         embedding_add_forward(m->res, b->pos, m->p.pos_embed, N, D);
     for (int l = 0; l < L_(m); l++) {
