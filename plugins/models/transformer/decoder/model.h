@@ -39,9 +39,9 @@ typedef struct llama_batch {
     llama_head head;          /* which rows get logits (ALL when zeroed) */
     /* Inputs given as vectors (a vision model's image rows, vision/clip.h):
      * row r's input is row_input[r] ([D] floats) instead of E[tokens[r]] when
-     * it is not NULL; NULL array: every row from its token. Forward only so
-     * far: llama_backward does not yet return these rows' gradients (work in
-     * progress, issue 27). */
+     * it is not NULL; NULL array: every row from its token. llama_backward
+     * then leaves such a row's token embedding alone, and its gradient
+     * dJ/d row_input[r] is llama_model.dx[r * D ..] until the next pass. */
     const float *const *row_input; /* [N] or NULL */
 } llama_batch;
 

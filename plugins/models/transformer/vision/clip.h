@@ -37,19 +37,21 @@ typedef struct clip_config {
     int out;           /* Dt: the language model's width */
 } clip_config;
 
+/* One encoder layer's weights (or, in clip_backward's grads, their
+ * gradients: the same shapes). */
 typedef struct clip_layer {
-    const float *ln1_w, *ln1_b, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b;
-    const float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+    float *ln1_w, *ln1_b, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b;
+    float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } clip_layer;
 
 typedef struct clip_params {
-    const float *patch_w;          /* [D, C·P·P] (the conv's [D, C, P, P]) */
-    const float *cls;              /* [D] */
-    const float *pos;              /* [N + 1, D] */
-    const float *pre_w, *pre_b;    /* [D] */
-    const clip_layer *layers;      /* [layers_run] */
-    const float *p1_w, *p1_b;      /* [Dt, D], [Dt] */
-    const float *p2_w, *p2_b;      /* [Dt, Dt], [Dt] */
+    float *patch_w;          /* [D, C·P·P] (the conv's [D, C, P, P]) */
+    float *cls;              /* [D] */
+    float *pos;              /* [N + 1, D] */
+    float *pre_w, *pre_b;    /* [D] */
+    clip_layer *layers;      /* [layers_run] */
+    float *p1_w, *p1_b;      /* [Dt, D], [Dt] */
+    float *p2_w, *p2_b;      /* [Dt, Dt], [Dt] */
 } clip_params;
 
 /* Patches a side squared: the feature rows of one image. */
@@ -60,5 +62,13 @@ int clip_rows(const clip_config *c);
  * memory). */
 int clip_features(const gemm_ctx *gx, const clip_config *c, const clip_params *p,
                   const float *pixels, float *out, char *err, size_t errn);
+
+/* Add to g (every array the shape of p's) dJ/dθ given dout[N, Dt] = dJ/d
+ * the features of pixels: runs the forward again, keeping what the
+ * backward needs (an image's activations are small beside the decoder's).
+ * 0, or -1 with a message (out of memory). */
+int clip_backward(const gemm_ctx *gx, const clip_config *c, const clip_params *p,
+                  const clip_params *g, const float *pixels, const float *dout, char *err,
+                  size_t errn);
 
 #endif
