@@ -389,6 +389,9 @@ int llama_forward(llama_model *m, const llama_batch *b, float *logp, float *ent,
     const attn_shape as = {H, KV, HD, b->n_seqs, b->seq_start, b->shared, b->seg0};
 
     embedding_forward(m->res, b->tokens, m->p.embed, N, D);
+    for (int r = 0; b->row_input && r < N; r++)
+        if (b->row_input[r])
+            memcpy(m->res + (size_t)r * D, b->row_input[r], (size_t)D * sizeof(float));
     if (m->p.pos_embed)
         embedding_add_forward(m->res, b->pos, m->p.pos_embed, N, D);
     for (int l = 0; l < L_(m); l++) {
@@ -467,7 +470,12 @@ void llama_backward(llama_model *m, const llama_batch *b, const float *dlogp, co
         arch_norm_backward(m->gx.tp, c, m->dx, gw->attn_norm, gw->attn_norm_b, m->dxn, x,
                            w->attn_norm, a->mean1, a->rstd1, N);
     }
-    embedding_backward(m->g.embed, b->tokens, m->dx, N, D);
+    if (!b->row_input)
+        embedding_backward(m->g.embed, b->tokens, m->dx, N, D);
+    else /* a row given as a vector leaves the embedding alone: m->dx holds its gradient */
+        for (int r = 0; r < N; r++)
+            if (!b->row_input[r])
+                embedding_backward(m->g.embed, b->tokens + r, m->dx + (size_t)r * D, 1, D);
     if (m->g.pos_embed)
         embedding_backward(m->g.pos_embed, b->pos, m->dx, N, D);
 }

@@ -37,6 +37,12 @@ typedef struct llama_batch {
     const int32_t *shared;    /* [S] or NULL */
     const int32_t *seg0;      /* [N] or NULL */
     llama_head head;          /* which rows get logits (ALL when zeroed) */
+    /* Inputs given as vectors (a vision model's image rows, vision/clip.h):
+     * row r's input is row_input[r] ([D] floats) instead of E[tokens[r]] when
+     * it is not NULL; NULL array: every row from its token. llama_backward
+     * then leaves such a row's token embedding alone, and its gradient
+     * dJ/d row_input[r] is llama_model.dx[r * D ..] until the next pass. */
+    const float *const *row_input; /* [N] or NULL */
 } llama_batch;
 
 /* Activations saved by forward for backward, per layer l (N rows). */
