@@ -121,12 +121,19 @@ static void text_load(llama_model *m, const st_file *w)
     }
 }
 
+/* The fixture's weights (w) and reference values (ref). */
+static void open_fixture(st_file *w, st_file *ref)
+{
+    char err[512];
+    cr_assert_eq(st_open(FIXTURE "/model.safetensors", w, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", ref, err, sizeof err), 0, "%s", err);
+}
+
 Test(clip, features_match_the_llava_reference)
 {
     st_file w, ref;
     char err[512];
-    cr_assert_eq(st_open(FIXTURE "/model.safetensors", &w, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
+    open_fixture(&w, &ref);
     tower t;
     tower_load(&t, &w);
     const int N = clip_rows(&t.c);
@@ -155,53 +162,77 @@ Test(clip, features_match_the_llava_reference)
     st_close(&ref);
 }
 
+/* Sequence s of the fixture through the whole model: the tower's rows at the
+ * image tokens, then the decoder over every row; q->b stays valid for a
+ * backward pass. */
+typedef struct llava_seq {
+    int T;
+    float *pix;
+    float feats[16 * 32], lp[64];
+    int32_t tok[64], pos[64], tgt[64], start[2], img[16];
+    const float *rows[64];
+    llama_batch b;
+} llava_seq;
+
+static void llava_forward(llama_model *m, const tower *t, const st_file *ref, int s,
+                          llava_seq *q)
+{
+    char name[32], err[512];
+    snprintf(name, sizeof name, "tokens.%d", s);
+    float *tokf = take(ref, name, 0);
+    q->T = (int)st_find(ref, name)->numel;
+    cr_assert_leq(q->T, 64);
+    snprintf(name, sizeof name, "pixels.%d", s);
+    q->pix = take(ref, name, 3 * 16 * 16);
+    cr_assert_eq(clip_features(&m->gx, &t->c, &t->p, q->pix, q->feats, err, sizeof err), 0, "%s",
+                 err);
+    for (int i = 0, k = 0; i < q->T; i++) {
+        q->tok[i] = (int32_t)tokf[i];
+        q->pos[i] = i;
+        q->tgt[i] = i + 1 < q->T ? (int32_t)tokf[i + 1] : -1;
+        q->rows[i] = NULL;
+        if (q->tok[i] == 259) {
+            cr_assert_lt(k, 16);
+            q->img[k] = i;
+            q->rows[i] = q->feats + (size_t)32 * k++;
+        }
+    }
+    q->start[0] = 0;
+    q->start[1] = q->T;
+    q->b = (llama_batch){.n_seqs = 1, .n_rows = q->T, .seq_start = q->start, .tokens = q->tok,
+                         .pos = q->pos, .target = q->tgt, .row_input = q->rows};
+    cr_assert_eq(llama_forward(m, &q->b, q->lp, NULL, err, sizeof err), 0, "%s", err);
+    free(tokf);
+}
+
 /* The whole model: the decoder's weights from the file's language_model.*
  * names, the image rows from the tower at the image tokens. */
 Test(clip, llava_log_probs_match_the_reference)
 {
     st_file w, ref;
-    char err[512];
-    cr_assert_eq(st_open(FIXTURE "/model.safetensors", &w, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
+    open_fixture(&w, &ref);
     tower t;
     tower_load(&t, &w);
     llama_model m;
     text_load(&m, &w);
     const llama_config c = m.cfg;
     for (int s = 0; s < 2; s++) {
+        llava_seq q;
+        llava_forward(&m, &t, &ref, s, &q);
+        const int T = q.T, V = c.vocab_size;
         char name[32];
-        snprintf(name, sizeof name, "tokens.%d", s);
-        const st_tensor *tt = st_find(&ref, name);
-        cr_assert_not_null(tt);
-        const int T = (int)tt->numel, V = c.vocab_size;
-        float *tokf = take(&ref, name, 0);
-        snprintf(name, sizeof name, "pixels.%d", s);
-        float *pix = take(&ref, name, 3 * 16 * 16);
         snprintf(name, sizeof name, "logp.%d", s);
         float *want_lp = take(&ref, name, (size_t)T);
         snprintf(name, sizeof name, "logits.%d", s);
         float *want_logits = take(&ref, name, (size_t)T * V);
-        float feats[16 * 32], lp[64];
-        cr_assert_eq(clip_features(&m.gx, &t.c, &t.p, pix, feats, err, sizeof err), 0, "%s", err);
-        int32_t tok[64], pos[64], tgt[64], start[2] = {0, T};
-        const float *rows[64];
-        for (int i = 0, k = 0; i < T; i++) {
-            tok[i] = (int32_t)tokf[i];
-            pos[i] = i;
-            tgt[i] = i + 1 < T ? (int32_t)tokf[i + 1] : -1;
-            rows[i] = tok[i] == 259 ? feats + (size_t)32 * k++ : NULL;
-        }
-        llama_batch b = {.n_seqs = 1, .n_rows = T, .seq_start = start, .tokens = tok, .pos = pos,
-                         .target = tgt, .row_input = rows};
-        cr_assert_eq(llama_forward(&m, &b, lp, NULL, err, sizeof err), 0, "%s", err);
         double worst_lp = 0, worst_logit = 0;
         for (int i = 0; i + 1 < T; i++)
-            worst_lp = fmax(worst_lp, fabs((double)lp[i] - want_lp[i + 1]));
+            worst_lp = fmax(worst_lp, fabs((double)q.lp[i] - want_lp[i + 1]));
         for (size_t e = 0; e < (size_t)T * V; e++)
             worst_logit = fmax(worst_logit, fabs((double)m.logits[e] - want_logits[e]));
         cr_expect_lt(worst_lp, 1e-5, "sequence %d: log-probs differ by up to %g", s, worst_lp);
         cr_expect_lt(worst_logit, 1e-5, "sequence %d: logits differ by up to %g", s, worst_logit);
-        free(tokf), free(pix), free(want_lp), free(want_logits);
+        free(q.pix), free(want_lp), free(want_logits);
     }
     llama_model_free(&m);
     tower_free(&t);
@@ -216,8 +247,7 @@ Test(clip, llava_gradients_match_the_reference)
 {
     st_file w, ref;
     char err[512];
-    cr_assert_eq(st_open(FIXTURE "/model.safetensors", &w, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(st_open(FIXTURE "/reference.safetensors", &ref, err, sizeof err), 0, "%s", err);
+    open_fixture(&w, &ref);
     tower t, g;
     tower_load(&t, &w);
     tower_load(&g, NULL);
@@ -226,36 +256,19 @@ Test(clip, llava_gradients_match_the_reference)
     llama_zero_grad(&m);
     const int D = 32;
     for (int s = 0; s < 2; s++) {
+        llava_seq q;
+        llava_forward(&m, &t, &ref, s, &q);
         char name[32];
-        snprintf(name, sizeof name, "tokens.%d", s);
-        float *tokf = take(&ref, name, 0);
-        const int T = (int)st_find(&ref, name)->numel;
-        snprintf(name, sizeof name, "pixels.%d", s);
-        float *pix = take(&ref, name, 3 * 16 * 16);
         snprintf(name, sizeof name, "coef_logp.%d", s);
-        float *coef = take(&ref, name, (size_t)T);
-        float feats[16 * 32], dfeats[16 * 32], lp[64], dlp[64];
-        cr_assert_eq(clip_features(&m.gx, &t.c, &t.p, pix, feats, err, sizeof err), 0, "%s", err);
-        int32_t tok[64], pos[64], tgt[64], start[2] = {0, T}, img[16];
-        const float *rows[64];
-        for (int i = 0, k = 0; i < T; i++) {
-            tok[i] = (int32_t)tokf[i];
-            pos[i] = i;
-            tgt[i] = i + 1 < T ? (int32_t)tokf[i + 1] : -1;
-            dlp[i] = i + 1 < T ? coef[i + 1] : 0; /* row i's log-prob is token i + 1's */
-            if (tok[i] == 259)
-                img[k] = i;
-            rows[i] = tok[i] == 259 ? feats + (size_t)32 * k++ : NULL;
-        }
-        llama_batch b = {.n_seqs = 1, .n_rows = T, .seq_start = start, .tokens = tok, .pos = pos,
-                         .target = tgt, .row_input = rows};
-        cr_assert_eq(llama_forward(&m, &b, lp, NULL, err, sizeof err), 0, "%s", err);
-        llama_backward(&m, &b, dlp, NULL);
+        float *coef = take(&ref, name, (size_t)q.T), dlp[64], dfeats[16 * 32];
+        for (int i = 0; i < q.T; i++)
+            dlp[i] = i + 1 < q.T ? coef[i + 1] : 0; /* row i's log-prob is token i + 1's */
+        llama_backward(&m, &q.b, dlp, NULL);
         for (int k = 0; k < 16; k++)
-            memcpy(dfeats + (size_t)k * D, m.dx + (size_t)img[k] * D, (size_t)D * sizeof(float));
-        cr_assert_eq(clip_backward(&m.gx, &t.c, &t.p, &g.p, pix, dfeats, err, sizeof err), 0,
+            memcpy(dfeats + (size_t)k * D, m.dx + (size_t)q.img[k] * D, (size_t)D * sizeof(float));
+        cr_assert_eq(clip_backward(&m.gx, &t.c, &t.p, &g.p, q.pix, dfeats, err, sizeof err), 0,
                      "%s", err);
-        free(tokf), free(pix), free(coef);
+        free(q.pix), free(coef);
     }
     double worst = 0;
     const char *worst_name = "";

@@ -48,7 +48,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_ref import read_safetensors, rmsnorm, rope_cos_sin, rotate_half, write_safetensors  # noqa: E402
+from llama_ref import CONFIG as LLAMA_MICRO  # noqa: E402
+from llama_ref import rmsnorm, rope_cos_sin, rotate_half, write_safetensors  # noqa: E402
 
 SEED = 20261127
 IMAGE_TOKEN = 259
@@ -65,22 +66,8 @@ VISION = {
     "hidden_act": "quick_gelu",
     "layer_norm_eps": 1e-5,
 }
-TEXT = {
-    "model_type": "llama",
-    "vocab_size": 260,
-    "hidden_size": 32,
-    "intermediate_size": 80,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 64,
-    "rms_norm_eps": 1e-5,
-    "rope_theta": 10000.0,
-    "tie_word_embeddings": False,
-    "bos_token_id": 256,
-    "eos_token_id": 257,
-    "pad_token_id": 258,
-}
+# the Llama micro model's text side (llama_ref.py), one token more: the image's
+TEXT = {"model_type": "llama", **LLAMA_MICRO, "vocab_size": IMAGE_TOKEN + 1}
 CONFIG = {
     "architectures": ["LlavaForConditionalGeneration"],
     "model_type": "llava",
