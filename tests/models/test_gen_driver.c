@@ -39,10 +39,10 @@ static void fill(float *row, int32_t tok, int32_t pos)
         row[j] = logit(tok, pos, j);
 }
 
-static int f_open(void *self, const llama_batch *all, int slots, int P, float **logits, char *err,
-                  size_t errn)
+static int f_open(void *self, const llama_batch *all, int slots, int P, int own, float **logits,
+                  char *err, size_t errn)
 {
-    (void)P, (void)err, (void)errn;
+    (void)P, (void)own, (void)err, (void)errn;
     fake *f = self;
     f->all = all;
     f->slots = slots;
@@ -93,7 +93,7 @@ static void f_finish(void *self)
 }
 
 /* Seven prompts of 1 to 7 samples, varied lengths and truncations; a stop
- * token ends some samples early. */
+ * token ends some samples early, and prompt 1 (sample 3) asks for none. */
 static void run(int max_rows, int threads, gen_sample *out, fake *f)
 {
     static int32_t toks[NR][8];
@@ -107,7 +107,7 @@ static void run(int max_rows, int threads, gen_sample *out, fake *f)
         for (int t = 0; t < 8; t++)
             toks[i][t] = (int32_t)(100 + i * 13 + t * 7);
         gp[i] = (gen_params){.temperature = i % 3 ? 1.0f : 0.7f, .top_k = i == 2 ? 50 : 0,
-                             .top_p = i == 4 ? 0.9f : 1.0f, .max_new = 6 + 5 * i,
+                             .top_p = i == 4 ? 0.9f : 1.0f, .max_new = i == 1 ? 0 : 6 + 5 * i,
                              .stop = stop, .n_stop = 400, .seed = 77 + (uint64_t)i};
         pr[i] = (gen_prompt){.tokens = toks[i], .len = (size_t)(1 + i % 8), .n_samples = n_samples[i],
                              .params = &gp[i]};
@@ -129,6 +129,8 @@ static void expect_same(const gen_sample *a, const gen_sample *b, const char *wh
         cr_assert_eq(a[s].len, b[s].len, "%s: sample %d: %zu and %zu tokens", what, s, a[s].len,
                      b[s].len);
         cr_expect_eq(a[s].finish, b[s].finish, "%s: sample %d's finish", what, s);
+        if (a[s].len == 0)
+            continue; /* no arrays to compare */
         cr_expect_eq(memcmp(a[s].tokens, b[s].tokens, a[s].len * sizeof(int32_t)), 0,
                      "%s: sample %d's tokens", what, s);
         cr_expect_eq(memcmp(a[s].logprobs, b[s].logprobs, a[s].len * sizeof(float)), 0,
@@ -155,6 +157,9 @@ Test(gen_driver, refilled_slots_and_sampling_threads_give_one_batchs_bits)
     }
     cr_expect_gt(lengths, 5, "the samples' lengths vary");
     cr_expect_gt(stops, 0, "a stop token ends some sample");
+    cr_expect(one[3].len == 0 && one[3].finish == TERN_FINISH_LENGTH,
+              "max_new 0: no token, finish LENGTH (%zu tokens, finish %d)", one[3].len,
+              one[3].finish);
     run(0, 3, threads, &f);
     expect_same(one, threads, "3 sampling threads");
     run(6, 1, slots, &f);

@@ -38,8 +38,8 @@ typedef struct cuda_decoder {
     float *host_logits;       /* [slots, V] page-locked */
 } cuda_decoder;
 
-static int open_decoder(void *self, const llama_batch *all, int slots, int P, float **logits,
-                        char *err, size_t errn)
+static int open_decoder(void *self, const llama_batch *all, int slots, int P, int own,
+                        float **logits, char *err, size_t errn)
 {
     cuda_decoder *d = self;
     cuda_model *m = d->m;
@@ -47,12 +47,8 @@ static int open_decoder(void *self, const llama_batch *all, int slots, int P, fl
                  F = (size_t)m->cfg.intermediate_size, V = (size_t)m->cfg.vocab_size,
                  HD = D / (size_t)m->cfg.n_heads, QD = (size_t)m->cfg.n_heads * HD,
                  KD = (size_t)m->cfg.n_kv_heads * HD, s = (size_t)slots, R = (size_t)all->n_rows;
-    int shortest = P;
-    for (int i = 0; i < all->n_seqs; i++) {
-        const int len = all->seq_start[i + 1] - all->seq_start[i];
-        shortest = len < shortest ? len : shortest;
-    }
-    const size_t Pn = P - shortest > 1 ? (size_t)(P - shortest) : 1;
+    (void)P;
+    const size_t Pn = (size_t)own;
     d->all = all;
     d->slots = slots;
     /* one allocation, carved below; every piece stays 256-byte aligned */

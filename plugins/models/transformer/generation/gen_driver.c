@@ -103,6 +103,7 @@ typedef struct driver {
     int32_t *first;             /* [prompts + 1] index of prompt i's first sample */
     int32_t *slot_sample;       /* [slots] the sample in the slot, or -1 */
     int32_t *new_prompt, *new_slot; /* [slots] an admission's samples */
+    const sample_state *st;     /* [samples] */
 } driver;
 
 /* An admission waits for 1/ADMIT_SHARE of the slots to be free (or for
@@ -113,7 +114,9 @@ typedef struct driver {
 enum { ADMIT_SHARE = 8 };
 
 /* Admit queued prompts, in order, while all the samples of the next one fit
- * in the free slots (lowest first); one prefill runs them. 0, or -1. */
+ * in the free slots (lowest first); one prefill runs them. A prompt with no
+ * room for new tokens (its samples ended LENGTH at the start) takes none. 0,
+ * or -1. */
 static int admit(driver *q, char *err, size_t errn)
 {
     int free_slots = 0, n = 0, i0 = q->next;
@@ -124,7 +127,8 @@ static int admit(driver *q, char *err, size_t errn)
     if (waiting == 0 || free_slots < want)
         return 0;
     for (int k = 0; q->next < q->n_prompts; q->next++) {
-        const int i = q->next, g = q->prompts[i].n_samples;
+        const int i = q->next;
+        const int g = q->st[q->first[i]].max_new > 0 ? q->prompts[i].n_samples : 0;
         if (g > free_slots)
             break;
         for (int j = 0; j < g; j++, k++) {
@@ -136,7 +140,7 @@ static int admit(driver *q, char *err, size_t errn)
         }
         free_slots -= g;
     }
-    if (q->next == i0)
+    if (n == 0) /* nothing admitted, or only prompts without room */
         return 0;
     return q->be->prefill(q->be->self, i0, q->next, q->new_prompt, q->new_slot, n, err, errn);
 }
@@ -144,7 +148,7 @@ static int admit(driver *q, char *err, size_t errn)
 int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt *prompts,
             int n_prompts, gen_sample *out, char *err, size_t errn)
 {
-    int S = 0, cache_P = 1, widest = 1;
+    int S = 0, cache_P = 1, widest = 1, shortest = P;
     size_t rows = 0;
     for (int i = 0; i < n_prompts; i++) {
         if (prompts[i].len < 1 || prompts[i].len >= (size_t)P || prompts[i].n_samples < 1) {
@@ -155,6 +159,7 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
         }
         S += prompts[i].n_samples;
         widest = prompts[i].n_samples > widest ? prompts[i].n_samples : widest;
+        shortest = (int)prompts[i].len < shortest ? (int)prompts[i].len : shortest;
         rows += prompts[i].len;
         /* the cache holds what is fed: the prompt and all but the last new token; an
          * 8K-context model asked for 64 new tokens needs no 8K cache per sample */
@@ -166,6 +171,8 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
     /* a prompt's samples start together, from one prefill */
     int slots = max_rows > 0 && max_rows < S ? max_rows : S;
     slots = slots > widest ? slots : widest;
+    /* a slot's own rows: what the longest-lived sample can add */
+    const int own = P - shortest > 1 ? P - shortest : 1;
     driver q = {.be = be, .prompts = prompts, .n_prompts = n_prompts, .slots = slots};
     int32_t *start = malloc(((size_t)n_prompts + 1) * sizeof *start);
     int32_t *tok = malloc((rows ? rows : 1) * sizeof *tok);
@@ -212,14 +219,17 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
             st[s].rng = gp->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(k + 1));
             st[s].prompt_len = len;
             st[s].max_new = gp->max_new < P - (int)len ? gp->max_new : P - (int)len;
+            if (st[s].max_new <= 0)
+                out[s].finish = TERN_FINISH_LENGTH;
         }
     }
     for (int k = 0; k < slots; k++)
         q.slot_sample[k] = -1;
+    q.st = st;
     llama_batch all = {.n_seqs = n_prompts, .n_rows = (int)rows, .seq_start = start,
                        .tokens = tok, .pos = pos, .target = tgt};
     opened = 1;
-    if (be->open(be->self, &all, slots, cache_P, &logits, err, errn) != 0 ||
+    if (be->open(be->self, &all, slots, cache_P, own, &logits, err, errn) != 0 ||
         admit(&q, err, errn) != 0)
         goto done;
 
@@ -229,28 +239,22 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
     for (;;) {
         int B = 0, busy = 0, n_act = 0;
         for (int k = 0; k < slots; k++)
-            if (q.slot_sample[k] >= 0 && st[q.slot_sample[k]].max_new > 0)
+            if (q.slot_sample[k] >= 0)
                 act[n_act++] = k;
         sample_job job = {.logits = logits, .st = st, .slot_sample = q.slot_sample, .act = act,
                           .n = n_act, .V = V, .tok = drawn, .lp = drawn_lp, .work = work,
                           .idx = idx};
         if (n_act > 0)
             pool_run(sample_in_parallel(n_act, V) ? be->sampler : NULL, sample_rows, &job);
-        for (int k = 0, j = 0; k < slots; k++) {
-            const int s = q.slot_sample[k];
-            if (s < 0)
-                continue;
-            int32_t t = -1;
-            if (st[s].max_new > 0) {
-                t = drawn[j];
-                if (push(&out[s], &st[s].cap, t, drawn_lp[j++]) != 0) {
-                    snprintf(err, errn, "out of memory while generating");
-                    goto done;
-                }
+        for (int j = 0; j < n_act; j++) {
+            const int k = act[j], s = q.slot_sample[k];
+            const int32_t t = drawn[j];
+            if (push(&out[s], &st[s].cap, t, drawn_lp[j]) != 0) {
+                snprintf(err, errn, "out of memory while generating");
+                goto done;
             }
-            if (st[s].max_new <= 0 || is_stop(st[s].p, t) || (int)out[s].len >= st[s].max_new) {
-                out[s].finish = st[s].max_new > 0 && is_stop(st[s].p, t) ? TERN_FINISH_STOP
-                                                                          : TERN_FINISH_LENGTH;
+            if (is_stop(st[s].p, t) || (int)out[s].len >= st[s].max_new) {
+                out[s].finish = is_stop(st[s].p, t) ? TERN_FINISH_STOP : TERN_FINISH_LENGTH;
                 q.slot_sample[k] = -1;
                 continue;
             }

@@ -239,23 +239,18 @@ static void decoder_free(decoder *d)
 }
 
 /* A decoder for the prompts of `all` and `slots` samples at once, with P
- * positions each. */
+ * positions each, `own` of them after the prompt. */
 static int decoder_init(decoder *d, const llama_model *m, const llama_batch *all, int slots,
-                        int P)
+                        int P, int own)
 {
     memset(d, 0, sizeof *d);
     size_t D = (size_t)m->cfg.hidden_size, F = (size_t)m->cfg.intermediate_size,
            HD = D / (size_t)m->cfg.n_heads,
            QD = (size_t)m->cfg.n_heads * HD, KD = kv_dim(m),
            L = (size_t)m->cfg.n_layers, s = (size_t)slots, V = (size_t)m->cfg.vocab_size;
-    int shortest = P;
-    for (int i = 0; i < all->n_seqs; i++) {
-        const int len = all->seq_start[i + 1] - all->seq_start[i];
-        shortest = len < shortest ? len : shortest;
-    }
     d->slots = slots;
     d->P = P;
-    d->Pn = P - shortest > 1 ? P - shortest : 1;
+    d->Pn = own;
     d->prompt_rows = all->n_rows;
     d->all = all;
     d->pk = malloc(L * (size_t)all->n_rows * KD * sizeof(float));
@@ -303,11 +298,11 @@ typedef struct cpu_gen {
  * run at full speed. */
 #define PREFILL_ROWS 512
 
-static int cpu_open(void *self, const llama_batch *all, int slots, int P, float **logits,
-                    char *err, size_t errn)
+static int cpu_open(void *self, const llama_batch *all, int slots, int P, int own,
+                    float **logits, char *err, size_t errn)
 {
     cpu_gen *g = self;
-    if (decoder_init(&g->d, g->m, all, slots, P) != 0) {
+    if (decoder_init(&g->d, g->m, all, slots, P, own) != 0) {
         snprintf(err, errn, "out of memory for decoding %d samples at once over %d positions "
                  "(model setting decode_rows caps the samples)", slots, P);
         return -1;

@@ -40,12 +40,13 @@ typedef struct gen_backend {
     void *self;
     /* Make room for one call: the prompts of `all` (packed, targets -1; the
      * caller keeps it until finish), their keys and values, and `slots`
-     * samples' own rows up to position P (the longest prompt and its new
-     * tokens, at most the model's). *logits: where prefill and step write,
-     * [slots, V] floats on the host that the backend owns until finish.
-     * 0, or -1 with a message. */
-    int (*open)(void *self, const llama_batch *all, int slots, int P, float **logits, char *err,
-                size_t errn);
+     * samples' own rows: `own` of them each (P less the shortest prompt,
+     * what the longest-lived sample can add), positions up to P (the
+     * longest prompt and its new tokens, at most the model's). *logits:
+     * where prefill and step write, [slots, V] floats on the host that the
+     * backend owns until finish. 0, or -1 with a message. */
+    int (*open)(void *self, const llama_batch *all, int slots, int P, int own, float **logits,
+                char *err, size_t errn);
     /* Run prompts [i0, i1) of `all` and start n samples: sample k is of
      * prompt sample_prompt[k] (in [i0, i1)) and decodes in slot slot[k]
      * (free until now), its cache starting from its prompt's rows; writes
