@@ -31,6 +31,42 @@
 extern "C" {
 #endif
 
+/* An image attached to a prompt (ABI 1.12): 8-bit RGB pixels, decoded by
+ * the core from the task's PNG or PPM file. Owned by the caller, valid for
+ * the call it is given to. */
+typedef struct tern_image {
+    size_t size;          /* sizeof(tern_image) as built by the caller */
+    int32_t width;        /* pixels, >= 1 */
+    int32_t height;       /* pixels, >= 1 */
+    const uint8_t *rgb;   /* [height][width][3]: R, G, B of each pixel, top row first */
+    const char *source;   /* the file it came from, for messages; may be NULL */
+} tern_image;
+
+/* How a model that reads images takes sizes other than its encoder's
+ * (tern_image_spec.fit). */
+typedef enum tern_image_fit {
+    TERN_IMAGE_FIT_ANY = 0,    /* any size: the encoder takes it as it is */
+    TERN_IMAGE_FIT_RESIZE = 1, /* the model resizes it to width x height */
+    TERN_IMAGE_FIT_EXACT = 2   /* only width x height: a run refuses other sizes at start */
+} tern_image_fit;
+
+/* What a model needs of the images attached to prompts (ABI 1.12,
+ * tern_model_ops.image_spec). */
+typedef struct tern_image_spec {
+    size_t size;               /* set by the caller to sizeof(tern_image_spec) */
+    int32_t width, height;     /* the encoder's input in pixels; 0: any */
+    uint32_t fit;              /* a tern_image_fit */
+    uint32_t max_images;       /* images one prompt may carry (>= 1) */
+    /* The prompt text that marks where an image goes, NUL-terminated (e.g.
+     * "<image>"). tokenize() and encode_chat() turn each one into
+     * tokens_per_image copies of the model's image token, whose rows the
+     * model then computes from the image (the k-th marker in token order
+     * from images[k]). A run puts the marker and a newline before a task's
+     * prompt that has none. */
+    char placeholder[32];
+    int32_t tokens_per_image;  /* prompt tokens (and positions) one image takes */
+} tern_image_spec;
+
 /* One prompt to continue, n_samples times.
  *
  * Shared prompts: the n_samples continuations share the prompt, and the
@@ -53,6 +89,12 @@ typedef struct tern_gen_request {
     const int32_t *stop;      /* generation ends after any of these ids */
     size_t n_stop;
     uint64_t seed;            /* same seed, request and thread count: same output */
+    /* ---- appended in ABI 1.12 (check TERN_HAS(req, n_images)) ---- */
+    /* The images the prompt's image tokens stand for, in order (a model
+     * without image_spec is never given any): n_images equals the prompt's
+     * runs of tokens_per_image image tokens. NULL and 0: a text prompt. */
+    const tern_image *images;
+    size_t n_images;
 } tern_gen_request;
 
 /* Why a generated sample ended (tern_gen_output.finish). */
@@ -97,6 +139,11 @@ typedef struct tern_sequence {
      * NaN first to tell. */
     float *logp_out;
     float *entropy_out;
+    /* ---- appended in ABI 1.12 (check TERN_HAS(seq, n_images)) ---- */
+    /* The images of the sequence's prompt, as tern_gen_request.images: the
+     * same pixels the response was generated from. NULL and 0: text only. */
+    const tern_image *images;
+    size_t n_images;
 } tern_sequence;
 
 /* A named parameter tensor, for weight transport and checkpoints. The data
@@ -246,6 +293,17 @@ typedef struct tern_model_ops {
      * and step() uses what is there. Valid until the next backward, step,
      * load or destroy. Optional (NULL). TERN_ERR with a message. */
     int (*device_gradients)(void *state, const tern_tensor **out, size_t *n, int32_t *device);
+
+    /* ---- appended in ABI 1.12 (check TERN_HAS(ops, image_spec)) ---- */
+
+    /* Whether this instance reads images, and how: TERN_OK with *out filled
+     * (out->size set by the caller) when it does; TERN_EUNSUPPORTED when it
+     * is text-only (a plugin whose models may or may not have a vision
+     * tower). Optional (NULL): text-only. A run refuses image tasks for a
+     * text-only policy at start, and checks every task's image against the
+     * spec (readable, decodable, its size where fit is EXACT, no more
+     * markers than images) before anything runs. */
+    int (*image_spec)(void *state, tern_image_spec *out);
 } tern_model_ops;
 
 #ifdef __cplusplus
