@@ -266,7 +266,7 @@ Test(clip, llava_gradients_match_the_reference)
         llama_backward(&m, &q.b, dlp, NULL);
         for (int k = 0; k < 16; k++)
             memcpy(dfeats + (size_t)k * D, m.dx + (size_t)q.img[k] * D, (size_t)D * sizeof(float));
-        cr_assert_eq(clip_backward(&m.gx, &t.c, &t.p, &g.p, q.pix, dfeats, err, sizeof err), 0,
+        cr_assert_eq(clip_backward(&m.gx, &t.c, &t.p, &g.p, q.pix, dfeats, 1, err, sizeof err), 0,
                      "%s", err);
         free(q.pix), free(coef);
     }

@@ -23,7 +23,10 @@ Writes to OUT (default tests/fixtures/llava_micro):
                          save_pretrained writes (vision_tower.X without
                          vision_model., multi_modal_projector.X,
                          language_model.model.X, language_model.lm_head.weight)
-  reference.safetensors  pixels.s [3, 16, 16] (normalised, as pixel_values),
+  tokenizer.json         tern's byte tokenizer (what the plugin loads with it)
+  reference.safetensors  rgb.s [16, 16, 3] (the 8-bit image, as values 0-255),
+                         pixels.s [3, 16, 16] (it normalised with CLIP's mean and
+                         std, as pixel_values),
                          tokens.s, logits.s, logp.s, coef_logp.s for the two
                          sequences s = 0, 1; features.s [16, 32] (the
                          projected image rows); grad.<name> = dJ/dθ for every
@@ -218,15 +221,28 @@ def forward(p, tokens, pixels):
     return text_forward(p, embeds), feats
 
 
+# CLIPImageProcessor's normalisation (OPENAI_CLIP_MEAN / _STD), which a model
+# directory without preprocessor_config.json gets
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
 def make_inputs(gen):
+    """Token sequences, 8-bit RGB images [S, S, 3] and their pixel_values
+    [3, S, S] as the processor makes them: pixel / 255, then (x - mean) / std."""
     N = (VISION["image_size"] // VISION["patch_size"]) ** 2
-    seqs, pixels = [], []
+    S = VISION["image_size"]
+    seqs, images, pixels = [], [], []
+    mean = torch.tensor(CLIP_MEAN, dtype=torch.float64)[:, None, None]
+    std = torch.tensor(CLIP_STD, dtype=torch.float64)[:, None, None]
     for s, text in enumerate(TEXTS):
         toks = [TEXT["bos_token_id"]] + [IMAGE_TOKEN] * N + list(text)
         seqs.append(torch.tensor(toks, dtype=torch.long))
-        # normalised pixels, as a processor's pixel_values (mean 0, std about 1)
-        pixels.append(torch.randn((3, VISION["image_size"], VISION["image_size"]), generator=gen))
-    return seqs, pixels
+        rgb = torch.randint(0, 256, (S, S, 3), generator=gen)
+        images.append(rgb)
+        x = rgb.permute(2, 0, 1).to(torch.float64) / 255.0
+        pixels.append(((x - mean) / std).to(torch.float32))
+    return seqs, images, pixels
 
 
 def main():
@@ -238,7 +254,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     gen = torch.Generator().manual_seed(SEED)
     p32 = init_params(gen)
-    seqs, pixels = make_inputs(gen)
+    seqs, images, pixels = make_inputs(gen)
     N = (VISION["image_size"] // VISION["patch_size"]) ** 2
 
     p = {k: v.to(torch.float64).requires_grad_(True) for k, v in p32.items()}
@@ -255,7 +271,8 @@ def main():
         first_text = 1 + N
         coef[first_text:] = torch.linspace(0.5, -1.0, T - first_text, dtype=torch.float64)
         J = J + (coef * logp).sum()
-        ref += [("pixels.%d" % s, pix), ("tokens.%d" % s, toks.to(torch.float32)),
+        ref += [("pixels.%d" % s, pix), ("rgb.%d" % s, images[s].to(torch.float32)),
+                ("tokens.%d" % s, toks.to(torch.float32)),
                 ("logits.%d" % s, logits.detach()), ("logp.%d" % s, logp.detach()),
                 ("coef_logp.%d" % s, coef), ("features.%d" % s, feats.detach())]
     J.backward()
@@ -270,6 +287,11 @@ def main():
         f.write("\n")
     write_safetensors(os.path.join(args.out, "model.safetensors"), [(n, p32[n]) for n in names])
     write_safetensors(os.path.join(args.out, "reference.safetensors"), ref)
+    # tern's byte tokenizer (vocabulary 0..258; 259, the image token, is the model's)
+    with open(os.path.join(args.out, "tokenizer.json"), "w") as f:
+        json.dump({"tern_tokenizer": "bytes", "version": 1, "bos_token_id": 256,
+                   "eos_token_id": 257, "pad_token_id": 258, "vocab_size": 259}, f, indent=2)
+        f.write("\n")
     summary = {"seed": SEED, "J": J.item(), "image_rows": N,
                "sequence_lengths": [int(t.shape[0]) for t in seqs],
                "weights_without_gradient": unused}

@@ -17,6 +17,10 @@
 #include "tokenizer/chat_template.h"
 #include "tern/support/paths.h"
 #include "tokenizer/tokenizer.h"
+#include "vision/vlm.h"
+
+/* The prompt text that marks an image (tern_image_spec.placeholder). */
+#define IMAGE_PLACEHOLDER "<image>"
 
 static const tern_host *host;
 
@@ -33,6 +37,8 @@ void front_set_host(const tern_host *h) { host = h; }
 typedef struct packed {
     int32_t *start, *tokens, *pos, *target, *row0, *shared, *seg0;
     float *scale, *logp, *ent, *dlogp, *dent;
+    const float **row_input; /* a LLaVA's: image rows' features (vlm_images), else NULL */
+    int32_t *img_row;        /* a LLaVA's: the feature row (of t->imgs) of each row, or -1 */
     size_t cap_rows, cap_seqs;
     llama_batch b;
 } packed;
@@ -41,7 +47,7 @@ static void packed_free(packed *p)
 {
     free(p->start), free(p->tokens), free(p->pos), free(p->target), free(p->row0);
     free(p->shared), free(p->seg0), free(p->scale), free(p->logp), free(p->ent);
-    free(p->dlogp), free(p->dent);
+    free(p->dlogp), free(p->dent), free(p->row_input), free(p->img_row);
     memset(p, 0, sizeof *p);
 }
 
@@ -63,6 +69,9 @@ typedef struct transformer {
     packed pk;                 /* score/backward batch buffers */
     size_t batch_tokens;       /* rows per forward/backward pass at most (batch_tokens) */
     int decode_rows;           /* samples decoded at once at most, 0: all (decode_rows) */
+    int image_exact;           /* image_fit "exact": refuse other sizes */
+    int train_tower;           /* train_vision_tower */
+    vlm_images imgs;           /* a LLaVA's: the current call's images */
     char err[1024];
 } transformer;
 
@@ -222,6 +231,13 @@ int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
         rc = host->get_int(ctx, "decode_rows", &dr);
         t->decode_rows = dr > 0 && dr <= INT32_MAX ? (int)dr : 0;
     }
+    const char *fit = "resize";
+    t->train_tower = 1;
+    if (rc == TERN_OK || rc == TERN_ENOTFOUND)
+        rc = host->get_string(ctx, "image_fit", &fit);
+    t->image_exact = rc == TERN_OK && strcmp(fit, "exact") == 0;
+    if (rc == TERN_OK || rc == TERN_ENOTFOUND)
+        rc = host->get_bool(ctx, "train_vision_tower", &t->train_tower);
     const char *given = NULL;
     int has_path = host->get_string(ctx, "path", &given) == TERN_OK;
     char *joined = NULL;
@@ -237,6 +253,10 @@ int front_create(const tf_engine *engine, tern_ctx *ctx, void **state)
     if (rc == TERN_OK)
         rc = make_model(t, has_path ? (joined ? joined : given) : NULL);
     free(joined);
+    if (rc == TERN_OK && t->m.cfg.vision.layers > 0 && !engine->input_grads)
+        rc = host->fail(ctx, TERN_EUNSUPPORTED, "this is a vision-language model (LLaVA), and "
+                        "the %s engine does not run vision towers yet: use model plugin "
+                        "\"transformer\" (the CPU)", engine->name);
     if (rc == TERN_OK)
         rc = engine->open(host, ctx, &t->m, &t->eng);
     if (rc != TERN_OK) {
@@ -264,6 +284,7 @@ void front_destroy(void *state)
     free(t->dev_grads);
     free(t->tensor_names);
     packed_free(&t->pk);
+    vlm_images_free(&t->imgs);
     free(t);
 }
 
@@ -275,19 +296,130 @@ void front_free_buffer(void *state, void *p)
 
 /* ---- text ------------------------------------------------------------------ */
 
+/* Whether t is a LLaVA. */
+static int has_vision(const transformer *t) { return t->m.cfg.vision.layers > 0; }
+
+/* Append n ids to *out (*len of *cap). 0, or -1 out of memory. */
+static int append_ids(int32_t **out, size_t *len, size_t *cap, const int32_t *ids, size_t n,
+                      int32_t fill)
+{
+    if (*len + n > *cap) {
+        size_t c = *cap * 2 > *len + n ? *cap * 2 : *len + n + 16;
+        int32_t *p = realloc(*out, c * sizeof *p);
+        if (!p)
+            return -1;
+        *out = p;
+        *cap = c;
+    }
+    for (size_t i = 0; i < n; i++)
+        (*out)[*len + i] = ids ? ids[i] : fill;
+    *len += n;
+    return 0;
+}
+
+/* Tokenize text; a LLaVA's image placeholders become Nv image tokens each
+ * (the text between them tokenized apart, as an added token splits it in
+ * Hugging Face's tokenizers). 0, or -1 out of memory. */
+static int encode_text(const transformer *t, const char *text, size_t len, int add_bos,
+                       int32_t **ids, size_t *n)
+{
+    if (!has_vision(t))
+        return tokenizer_encode(t->tok, text, len, add_bos, ids, n);
+    const size_t pl = sizeof IMAGE_PLACEHOLDER - 1;
+    int32_t *out = NULL, *seg = NULL;
+    size_t olen = 0, cap = 0, slen = 0;
+    for (size_t at = 0, first = 1;; first = 0) {
+        const char *hit = NULL;
+        for (size_t i = at; i + pl <= len && !hit; i++)
+            if (memcmp(text + i, IMAGE_PLACEHOLDER, pl) == 0)
+                hit = text + i;
+        size_t end = hit ? (size_t)(hit - text) : len;
+        if ((end > at || first) &&
+            (tokenizer_encode(t->tok, text + at, end - at, add_bos && first, &seg, &slen) != 0 ||
+             append_ids(&out, &olen, &cap, seg, slen, 0) != 0)) {
+            free(seg), free(out);
+            return -1;
+        }
+        free(seg);
+        seg = NULL;
+        if (!hit)
+            break;
+        if (append_ids(&out, &olen, &cap, NULL, (size_t)llama_image_rows(&t->m.cfg),
+                       t->m.cfg.vision.image_token) != 0) {
+            free(out);
+            return -1;
+        }
+        at = end + pl;
+    }
+    *ids = out;
+    *n = olen;
+    return 0;
+}
+
 int front_tokenize(void *state, const char *text, size_t len, int add_bos, int32_t **ids,
                    size_t *n)
 {
     transformer *t = state;
-    if (tokenizer_encode(t->tok, text, len, add_bos, ids, n) != 0)
+    if (encode_text(t, text, len, add_bos, ids, n) != 0)
         return host->fail(t->ctx, TERN_ENOMEM, "tokenize: out of memory");
     return TERN_OK;
+}
+
+/* A LLaVA's text: each run of image tokens (up to Nv) reads as the
+ * placeholder, the rest as the tokenizer decodes it. */
+static int decode_vision_text(const transformer *t, const int32_t *ids, size_t n, char **text,
+                              size_t *len)
+{
+    const int32_t img = t->m.cfg.vision.image_token;
+    const size_t nv = (size_t)llama_image_rows(&t->m.cfg), pl = sizeof IMAGE_PLACEHOLDER - 1;
+    char *out = NULL;
+    size_t olen = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        const char *add;
+        size_t alen;
+        char *piece = NULL;
+        if (ids[i] == img) {
+            while (j < n && ids[j] == img && j - i < nv)
+                j++;
+            add = IMAGE_PLACEHOLDER;
+            alen = pl;
+        } else {
+            while (j < n && ids[j] != img)
+                j++;
+            if (tokenizer_decode(t->tok, ids + i, j - i, &piece, &alen) != 0) {
+                free(out);
+                return -1;
+            }
+            add = piece;
+        }
+        char *grown = realloc(out, olen + alen + 1);
+        if (!grown) {
+            free(piece), free(out);
+            return -2;
+        }
+        out = grown;
+        memcpy(out + olen, add, alen);
+        olen += alen;
+        out[olen] = '\0';
+        free(piece);
+        i = j;
+    }
+    if (!out && !(out = calloc(1, 1)))
+        return -2;
+    *text = out;
+    *len = olen;
+    return 0;
 }
 
 int front_detokenize(void *state, const int32_t *ids, size_t n, char **text, size_t *len)
 {
     transformer *t = state;
-    if (tokenizer_decode(t->tok, ids, n, text, len) != 0)
+    int rc = has_vision(t) ? decode_vision_text(t, ids, n, text, len)
+                           : tokenizer_decode(t->tok, ids, n, text, len);
+    if (rc == -2)
+        return host->fail(t->ctx, TERN_ENOMEM, "detokenize: out of memory");
+    if (rc != 0)
         return host->fail(t->ctx, TERN_EINVAL, "detokenize: a token id is outside 0..%d",
                           tokenizer_vocab_size(t->tok) - 1);
     return TERN_OK;
@@ -327,7 +459,7 @@ int front_encode_chat(void *state, const tern_chat_message *msgs, size_t n, int3
     if (rc != 0)
         return host->fail(t->ctx, TERN_EINVAL, "chat template %s: %s", name, t->err);
     int add_bos = chat_template_end_of_turn(t->chat) == NULL;
-    if (tokenizer_encode(t->tok, s, len, add_bos, ids, n_ids) != 0) {
+    if (encode_text(t, s, len, add_bos, ids, n_ids) != 0) {
         free(s);
         return host->fail(t->ctx, TERN_ENOMEM, "encode_chat: out of memory");
     }
@@ -351,6 +483,107 @@ static int sync_engine(transformer *t)
     return TERN_OK;
 }
 
+/* ---- images (a LLaVA) ------------------------------------------------------- */
+
+/* The images a request or sequence carries (ABI 1.12), *n of them. */
+static const tern_image *images_of_req(const tern_gen_request *r, size_t *n)
+{
+    *n = TERN_HAS(r, n_images) && r->images ? r->n_images : 0;
+    return *n ? r->images : NULL;
+}
+
+static const tern_image *images_of_seq(const tern_sequence *s, size_t *n)
+{
+    *n = TERN_HAS(s, n_images) && s->images ? s->n_images : 0;
+    return *n ? s->images : NULL;
+}
+
+/* Whether two lists of images hold the same pixels. */
+static int same_images(const tern_image *a, size_t na, const tern_image *b, size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++) {
+        if (a[i].width != b[i].width || a[i].height != b[i].height)
+            return 0;
+        if (a[i].rgb != b[i].rgb &&
+            (!a[i].rgb || !b[i].rgb ||
+             memcmp(a[i].rgb, b[i].rgb, (size_t)a[i].width * (size_t)a[i].height * 3) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* Check `what` (request or sequence i) whose first `len` tokens are its
+ * prompt: a text model takes no images; a LLaVA's prompt has Nv image
+ * tokens per image; an exact-size encoder takes no other size; then add
+ * the images to t->imgs, *first the index of the first. */
+static int add_images(transformer *t, const char *what, size_t i, const int32_t *tokens,
+                      size_t len, const tern_image *img, size_t n_img, int *first)
+{
+    *first = t->imgs.n;
+    if (!has_vision(t)) {
+        if (n_img)
+            return host->fail(t->ctx, TERN_EUNSUPPORTED, "%s %zu carries %zu image%s, and this "
+                              "model reads text only (it has no vision tower)", what, i, n_img,
+                              n_img == 1 ? "" : "s");
+        return TERN_OK;
+    }
+    const llama_vision *v = &t->m.cfg.vision;
+    const size_t nv = (size_t)llama_image_rows(&t->m.cfg);
+    size_t marks = 0;
+    for (size_t k = 0; k < len; k++)
+        marks += tokens[k] == v->image_token;
+    if (marks != n_img * nv)
+        return host->fail(t->ctx, TERN_EINVAL, "%s %zu: its prompt has %zu image tokens (%zu "
+                          "placeholder%s of %zu) but %zu image%s: each %s in a prompt needs "
+                          "an image", what, i, marks, (marks + nv - 1) / nv,
+                          (marks + nv - 1) / nv == 1 ? "" : "s", nv, n_img,
+                          n_img == 1 ? "" : "s", IMAGE_PLACEHOLDER);
+    for (size_t k = 0; k < n_img; k++) {
+        if (!TERN_HAS(&img[k], source))
+            return host->fail(t->ctx, TERN_EINVAL, "%s %zu: image %zu: tern_image is too "
+                              "small", what, i, k);
+        if (t->image_exact && (img[k].width != v->image || img[k].height != v->image))
+            return host->fail(t->ctx, TERN_EINVAL, "%s %zu: image %s is %d x %d pixels and the "
+                              "encoder takes %d x %d (image_fit = \"exact\"): resize the "
+                              "image, or set image_fit = \"resize\"", what, i,
+                              img[k].source ? img[k].source : "", img[k].width, img[k].height,
+                              v->image, v->image);
+        if (vlm_images_add(&t->imgs, &t->m.cfg, &img[k], t->err, sizeof t->err) < 0)
+            return host->fail(t->ctx, TERN_EINVAL, "%s %zu: %s", what, i, t->err);
+    }
+    return TERN_OK;
+}
+
+/* rows[len] of a prompt whose first `len` tokens may hold image tokens:
+ * the k-th image token's input is feature row k of the images from
+ * t->imgs index `first` on (NULL for the other rows). */
+static void image_rows(const transformer *t, const int32_t *tokens, size_t len, int first,
+                       const float **rows)
+{
+    const size_t D = (size_t)t->m.cfg.hidden_size;
+    const float *f = t->imgs.features + (size_t)first * (size_t)llama_image_rows(&t->m.cfg) * D;
+    for (size_t k = 0, j = 0; k < len; k++)
+        rows[k] = tokens[k] == t->m.cfg.vision.image_token ? f + (j++) * D : NULL;
+}
+
+int front_image_spec(void *state, tern_image_spec *out)
+{
+    transformer *t = state;
+    if (!has_vision(t))
+        return host->fail(t->ctx, TERN_EUNSUPPORTED, "this model reads text only (no vision "
+                          "tower)");
+    if (!TERN_HAS(out, tokens_per_image))
+        return host->fail(t->ctx, TERN_EINVAL, "image_spec: tern_image_spec is too small");
+    out->width = out->height = t->m.cfg.vision.image;
+    out->fit = t->image_exact ? TERN_IMAGE_FIT_EXACT : TERN_IMAGE_FIT_RESIZE;
+    out->max_images = 16;
+    snprintf(out->placeholder, sizeof out->placeholder, "%s", IMAGE_PLACEHOLDER);
+    out->tokens_per_image = llama_image_rows(&t->m.cfg);
+    return TERN_OK;
+}
+
 /* ---- generate ---------------------------------------------------------------- */
 
 int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs)
@@ -370,19 +603,44 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
     gen_prompt *prompts = calloc(n_req, sizeof *prompts);
     gen_params *params = calloc(n_req, sizeof *params);
     gen_sample *samples = calloc(total ? total : 1, sizeof *samples);
-    if (!prompts || !params || !samples) {
-        free(prompts), free(params), free(samples);
+    /* a LLaVA's prompts: each prompt's rows' inputs, image rows from the features */
+    size_t prompt_rows = 0;
+    for (size_t i = 0; has_vision(t) && i < n_req; i++)
+        prompt_rows += req[i].prompt_len;
+    const float **rows = prompt_rows ? calloc(prompt_rows, sizeof *rows) : NULL;
+    if (!prompts || !params || !samples || (prompt_rows && !rows)) {
+        free(prompts), free(params), free(samples), free(rows);
         return host->fail(t->ctx, TERN_ENOMEM, "generate: out of memory");
     }
-    for (size_t i = 0; i < n_req; i++) {
+    int rc = TERN_OK;
+    int *first = calloc(n_req ? n_req : 1, sizeof *first);
+    vlm_images_clear(&t->imgs);
+    if (!first)
+        rc = host->fail(t->ctx, TERN_ENOMEM, "generate: out of memory");
+    for (size_t i = 0; rc == TERN_OK && i < n_req; i++) {
+        size_t n_img;
+        const tern_image *img = images_of_req(&req[i], &n_img);
+        rc = add_images(t, "generate: request", i, req[i].prompt, req[i].prompt_len, img, n_img,
+                        &first[i]);
+    }
+    if (rc == TERN_OK && t->imgs.n > 0 && (rc = sync_engine(t)) == TERN_OK &&
+        vlm_images_encode(&t->imgs, &t->m, t->err, sizeof t->err) != 0)
+        rc = host->fail(t->ctx, TERN_ENOMEM, "generate: %s", t->err);
+    for (size_t i = 0, r = 0; rc == TERN_OK && i < n_req; i++) {
         params[i] = (gen_params){.temperature = req[i].temperature, .top_k = req[i].top_k,
                                  .top_p = req[i].top_p, .max_new = (int)req[i].max_new_tokens,
                                  .stop = req[i].stop, .n_stop = req[i].n_stop,
                                  .seed = req[i].seed};
         prompts[i] = (gen_prompt){.tokens = req[i].prompt, .len = req[i].prompt_len,
                                   .n_samples = (int)req[i].n_samples, .params = &params[i]};
+        if (rows && first[i] < t->imgs.n) {
+            image_rows(t, req[i].prompt, req[i].prompt_len, first[i], rows + r);
+            prompts[i].row_input = rows + r;
+        }
+        r += rows ? req[i].prompt_len : 0;
     }
-    int rc = sync_engine(t);
+    if (rc == TERN_OK)
+        rc = sync_engine(t);
     if (rc != TERN_OK) {
     } else if (t->engine->generate(t->eng, prompts, (int)n_req, t->decode_rows, samples, t->err,
                                    sizeof t->err) != 0) {
@@ -395,7 +653,7 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
             outs[s].finish = (uint32_t)samples[s].finish;
         }
     }
-    free(prompts), free(params), free(samples);
+    free(prompts), free(params), free(samples), free(rows), free(first);
     return rc;
 }
 
@@ -419,8 +677,11 @@ static int packed_reserve(packed *p, size_t rows, size_t seqs)
     p->ent = malloc(rows * sizeof *p->ent);
     p->dlogp = malloc(rows * sizeof *p->dlogp);
     p->dent = malloc(rows * sizeof *p->dent);
+    p->row_input = malloc(rows * sizeof *p->row_input);
+    p->img_row = malloc(rows * sizeof *p->img_row);
     if (!p->start || !p->tokens || !p->pos || !p->target || !p->row0 || !p->shared || !p->seg0 ||
-        !p->scale || !p->logp || !p->ent || !p->dlogp || !p->dent) {
+        !p->scale || !p->logp || !p->ent || !p->dlogp || !p->dent || !p->row_input ||
+        !p->img_row) {
         packed_free(p);
         return -1;
     }
@@ -439,15 +700,18 @@ static float seq_temperature(const tern_sequence *s)
 #define BRANCH_ROWS 512
 
 /* Whether q becomes another branch of the packed sequence led by `lead`,
- * which has `rows` rows so far: the same prompt, the same temperature, and
- * room left. */
+ * which has `rows` rows so far: the same prompt (its images too), the same
+ * temperature, and room left. */
 static int joins(const transformer *t, const tern_sequence *lead, const tern_sequence *q,
                  size_t rows)
 {
+    size_t na, nb;
+    const tern_image *a = images_of_seq(lead, &na), *b = images_of_seq(q, &nb);
     return t->engine->branches && q->start == lead->start &&
            seq_temperature(q) == seq_temperature(lead) &&
            rows + (q->len - q->start + 1) <= BRANCH_ROWS &&
-           memcmp(q->tokens, lead->tokens, q->start * sizeof *q->tokens) == 0;
+           memcmp(q->tokens, lead->tokens, q->start * sizeof *q->tokens) == 0 &&
+           same_images(a, na, b, nb);
 }
 
 /* Whether s is a sequence pack() takes. */
@@ -469,14 +733,24 @@ static int pack(transformer *t, const tern_sequence *seqs, size_t n)
     if (n == 0 || packed_reserve(p, rows, n) != 0)
         return host->fail(t->ctx, n ? TERN_ENOMEM : TERN_EINVAL,
                           n ? "out of memory for %zu tokens" : "no sequences (%zu tokens)", rows);
-    const int br = t->engine->branches;
+    const int br = t->engine->branches, vis = has_vision(t);
+    const int32_t img_tok = vis ? t->m.cfg.vision.image_token : -1;
+    const int32_t nv = llama_image_rows(&t->m.cfg);
     size_t r = 0, ns = 0, lead = 0;
+    int first = 0; /* the lead's first image in t->imgs */
+    vlm_images_clear(&t->imgs);
     for (size_t i = 0; i < n; i++) {
         const tern_sequence *s = &seqs[i];
         const float scale = 1.0f / seq_temperature(s);
+        int32_t j = 0; /* image tokens of s's prompt so far */
         if (i == 0 || !joins(t, &seqs[lead], s, r - (size_t)p->start[ns - 1])) {
             /* a new packed sequence; with branches, its prefix first */
             lead = i;
+            size_t n_img;
+            const tern_image *img = images_of_seq(s, &n_img);
+            int rc = add_images(t, "sequence", i, s->tokens, s->start, img, n_img, &first);
+            if (rc != TERN_OK)
+                return rc;
             p->start[ns] = (int32_t)r;
             p->shared[ns++] = br ? (int32_t)(s->start - 1) : 0;
             for (size_t k = 0; br && k + 1 < s->start; k++, r++) {
@@ -485,17 +759,23 @@ static int pack(transformer *t, const tern_sequence *seqs, size_t n)
                 p->target[r] = -1; /* the prompt's rows predict nothing scored */
                 p->scale[r] = scale;
                 p->seg0[r] = 0;
+                p->img_row[r] = s->tokens[k] == img_tok ? first * nv + j++ : -1;
             }
         }
         const size_t k0 = br ? s->start - 1 : 0;
         const int32_t b0 = (int32_t)(r - (size_t)p->start[ns - 1]); /* the branch's first row */
         p->row0[i] = (int32_t)(r - k0);
+        j = 0;
+        for (size_t k = 0; vis && k < k0; k++)
+            j += s->tokens[k] == img_tok;
         for (size_t k = k0; k < s->len; k++, r++) {
             p->tokens[r] = s->tokens[k];
             p->pos[r] = (int32_t)k;
             p->target[r] = k + 1 < s->len && k + 1 >= s->start ? s->tokens[k + 1] : -1;
             p->scale[r] = scale;
             p->seg0[r] = b0;
+            /* an image token the model wrote in a response is a token like any other */
+            p->img_row[r] = s->tokens[k] == img_tok && k < s->start ? first * nv + j++ : -1;
         }
     }
     p->start[ns] = (int32_t)r;
@@ -505,6 +785,23 @@ static int pack(transformer *t, const tern_sequence *seqs, size_t n)
                          .tokens = p->tokens, .pos = p->pos, .target = p->target,
                          .scale = p->scale, .shared = br ? p->shared : NULL,
                          .seg0 = br ? p->seg0 : NULL, .head = LLAMA_HEAD_TARGETS};
+    return TERN_OK;
+}
+
+/* After pack and sync_engine: the images' features, and the batch's image
+ * rows pointing at them. */
+static int encode_images(transformer *t)
+{
+    packed *p = &t->pk;
+    if (t->imgs.n == 0)
+        return TERN_OK;
+    if (vlm_images_encode(&t->imgs, &t->m, t->err, sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_ENOMEM, "%s", t->err);
+    const size_t D = (size_t)t->m.cfg.hidden_size;
+    for (int r = 0; r < p->b.n_rows; r++)
+        p->row_input[r] = p->img_row[r] >= 0 ? t->imgs.features + (size_t)p->img_row[r] * D
+                                             : NULL;
+    p->b.row_input = p->row_input;
     return TERN_OK;
 }
 
@@ -578,7 +875,7 @@ static int score_chunk(transformer *t, const tern_sequence *seqs, size_t n, floa
     if (rc != TERN_OK)
         return rc;
     const packed *p = &t->pk;
-    if ((rc = sync_engine(t)) != TERN_OK)
+    if ((rc = sync_engine(t)) != TERN_OK || (rc = encode_images(t)) != TERN_OK)
         return rc;
     if (t->engine->forward(t->eng, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "score: %s", t->err);
@@ -607,11 +904,17 @@ static int backward_chunk(transformer *t, const tern_sequence *seqs, size_t n,
             if (dentropy && dentropy[i])
                 p->dent[p->row0[i] + (int32_t)k - 1] = dentropy[i][k];
         }
-    if ((rc = sync_engine(t)) != TERN_OK)
+    if ((rc = sync_engine(t)) != TERN_OK || (rc = encode_images(t)) != TERN_OK)
         return rc;
     if (t->engine->forward(t->eng, &p->b, p->logp, p->ent, t->err, sizeof t->err) != 0 ||
         t->engine->backward(t->eng, &p->b, p->dlogp, p->dent, t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "backward: %s", t->err);
+    /* the image rows' gradient on through the projector (and the tower) */
+    if (t->imgs.n > 0 &&
+        vlm_images_backward(&t->imgs, &t->m, p->b.n_rows, p->b.row_input,
+                            t->engine->input_grads(t->eng), t->train_tower, t->err,
+                            sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_ENOMEM, "backward: %s", t->err);
     /* ABI 1.11: the forward's log-probs and entropies, as score() gives them */
     for (size_t i = 0; i < n; i++) {
         if (!TERN_HAS(&seqs[i], entropy_out))
@@ -646,7 +949,9 @@ int front_step(void *state, tern_optim_step *s)
     if (rc != TERN_OK || (rc = sync_engine(t)) != TERN_OK)
         return rc;
     adamw_hparams h = {.lr = s->lr, .beta1 = s->beta1, .beta2 = s->beta2, .eps = s->eps,
-                       .weight_decay = s->weight_decay, .grad_clip = s->grad_clip};
+                       .weight_decay = s->weight_decay, .grad_clip = s->grad_clip,
+                       .frozen_from = has_vision(t) && !t->train_tower
+                                          ? llama_tower_offset(&t->m.cfg) : 0};
     if (t->engine->step(t->eng, t->engine->host_optimizer ? &t->opt : NULL, &h, &s->grad_norm,
                         t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_ERR, "step: %s", t->err);
@@ -671,8 +976,8 @@ static int tensor_table(transformer *t, float *base, tern_tensor **table)
         x[i].name = t->tensor_names[i];
         x[i].dtype = TERN_DTYPE_F32;
         x[i].ndim = (uint32_t)info.ndim;
-        x[i].shape[0] = info.shape[0];
-        x[i].shape[1] = info.ndim == 2 ? info.shape[1] : 0;
+        for (int d = 0; d < 4; d++)
+            x[i].shape[d] = d < info.ndim ? info.shape[d] : 0;
         x[i].data = base + info.offset;
         x[i].bytes = info.numel * sizeof(float);
     }
@@ -817,8 +1122,10 @@ int front_special_tokens(void *state, tern_special_tokens *out)
 }
 
 const tern_setting_spec front_init_keys[] = {
-    TERN_SETTING(.name = "preset", .type = TERN_SETTING_STRING, .choices = "tiny|bench",
-                 .doc = "starting sizes: tiny (~1M parameters) or bench (~10M); default tiny"),
+    TERN_SETTING(.name = "preset", .type = TERN_SETTING_STRING,
+                 .choices = "tiny|bench|vlm-tiny|vlm-bench",
+                 .doc = "starting sizes: tiny (~1M parameters) or bench (~10M); vlm-tiny and "
+                        "vlm-bench: the same with a vision tower (LLaVA); default tiny"),
     TERN_SETTING(.name = "seed", .type = TERN_SETTING_INT, .min = 0, .max = 9007199254740992.0,
                  .doc = "seed of the fresh weights; default: derived from run.seed"),
     TERN_SETTING(.name = "hidden_size", .type = TERN_SETTING_INT, .min = 2, .max = 65536),

@@ -77,6 +77,12 @@ typedef struct tf_engine {
     /* The gradients on the device, laid out as params, current once it
      * returns; NULL (and a message) on failure. NULL op: none on a device. */
     float *(*device_grads)(void *eng, int32_t *device, char *err, size_t errn);
+    /* After backward: dJ/d each row's input vector [N, D] on the host (the
+     * rows a batch gave as llama_batch.row_input: a LLaVA's image rows,
+     * whose tower and projector the front then trains on the host copy).
+     * NULL op: the engine cannot run a vision tower, and the front refuses
+     * a LLaVA. */
+    const float *(*input_grads)(void *eng);
 } tf_engine;
 
 /* Call first, from tern_plugin_entry. */
@@ -102,6 +108,9 @@ int front_tensors(void *state, const tern_tensor **out, size_t *n);
 int front_save(void *state, const char *dir, int with_optimizer);
 int front_load(void *state, const char *dir, int with_optimizer);
 int front_special_tokens(void *state, tern_special_tokens *out);
+/* tern_model_ops.image_spec (ABI 1.12): a LLaVA's; TERN_EUNSUPPORTED for a
+ * text model. */
+int front_image_spec(void *state, tern_image_spec *out);
 /* tern_model_ops.gradients, for an engine with the grads op. */
 int front_gradients(void *state, const tern_tensor **out, size_t *n);
 /* tern_model_ops.device_tensors and device_tensors_written, for an engine
@@ -119,7 +128,8 @@ int front_device_gradients(void *state, const tern_tensor **out, size_t *n, int3
      .detokenize = front_detokenize, .generate = front_generate, .score = front_score,         \
      .backward = front_backward, .step = front_step, .tensors = front_tensors,                 \
      .save = front_save, .load = front_load, .special_tokens = front_special_tokens,           \
-     .encode_chat = front_encode_chat, .gradients = (gradients_fn), __VA_ARGS__}
+     .encode_chat = front_encode_chat, .gradients = (gradients_fn),                            \
+     .image_spec = front_image_spec, __VA_ARGS__}
 #define FRONT_DEVICE_OPS                                                                         \
     .device_tensors = front_device_tensors, .device_tensors_written = front_device_tensors_written, \
     .device_gradients = front_device_gradients
@@ -141,6 +151,15 @@ extern const tern_setting_spec front_init_keys[];
                  .doc = "generate decodes at most this many samples at once (0: all of a call's), " \
                         "which bounds the KV cache; a finished sample's slot takes the next "    \
                         "waiting prompt's samples (continuous batching)"),                       \
+    TERN_SETTING(.name = "image_fit", .type = TERN_SETTING_STRING, .def = "\"resize\"",         \
+                 .choices = "resize|exact", .aka = "image_size_policy",                          \
+                 .doc = "a vision-language model given an image of another size than its "       \
+                        "encoder's: resize it (short side, then a centre crop, as the model's "  \
+                        "preprocessor_config.json says), or exact (a run refuses it at start)"), \
+    TERN_SETTING(.name = "train_vision_tower", .type = TERN_SETTING_BOOL, .def = "true",         \
+                 .aka = "vision_tower_trainable|train_vision",                                    \
+                 .doc = "a vision-language model trains its vision encoder (true) or keeps it "  \
+                        "frozen (false); the projector and the language model train either way"), \
     TERN_SETTING(.name = "init", .type = TERN_SETTING_GROUP, .children = front_init_keys,        \
                  .doc = "fresh weights from a preset and a seed, with optional sizes"),         \
     TERN_SETTING(.name = "chat_template", .type = TERN_SETTING_STRING, .def = "\"auto\"",        \

@@ -6,6 +6,9 @@
  * computing on the front's host copy of the weights: the model (model.c),
  * generation (generate.c) and AdamW (adamw.c) on the instance's threads.
  *
+ * A LLaVA (a CLIP tower and projector before the decoder, vision/) reads
+ * images: the front encodes them on this engine's threads.
+ *
  * Settings (docs/models.md):
  *   path = "dir";                 load a Hugging Face-shaped directory, or
  *   init = { preset = "tiny"; seed = 1; hidden_size = ...; };  fresh weights
@@ -110,6 +113,8 @@ static int cpu_step(void *eng, adamw *opt, const adamw_hparams *h, double *norm,
 
 static float *cpu_grads(void *eng) { return ((llama_model *)eng)->grads; }
 
+static const float *cpu_input_grads(void *eng) { return ((llama_model *)eng)->dx; }
+
 static int cpu_generate(void *eng, const gen_prompt *p, int n, int max_rows, gen_sample *out,
                         char *err, size_t errn)
 {
@@ -128,6 +133,7 @@ static const tf_engine cpu_engine = {
     .generate = cpu_generate,
     /* pull and push: none, the host copy is what it computes on */
     .grads = cpu_grads,
+    .input_grads = cpu_input_grads,
 };
 
 static int tf_create(tern_ctx *ctx, void **state) { return front_create(&cpu_engine, ctx, state); }
@@ -153,7 +159,8 @@ static const tern_plugin_descriptor descriptor = {
     .kind = TERN_KIND_MODEL,
     .name = "transformer",
     .version = "1.0.0",
-    .summary = "Llama-family decoder on the CPU (BLAS): generate, score, train; HF checkpoints",
+    .summary = "Llama-family decoder and LLaVA vision-language model on the CPU (BLAS): "
+               "generate, score, train; HF checkpoints",
     .caps = 0,
     .ops = &ops,
     .settings = settings,

@@ -45,6 +45,7 @@ typedef struct adamw_job {
     float k;                     /* clipping factor (1: none) */
     float b1, b2, eps, lr, wd;   /* wd: lr · weight_decay */
     float bc1, bc2;              /* 1 − β^t */
+    size_t frozen_from;          /* tensors from this offset on are not updated */
 } adamw_job;
 
 /* Worker wk's elements [lo, hi): whole blocks. */
@@ -85,9 +86,9 @@ static void update_part(void *arg, int wk, int nw)
         llama_tensor_describe(j->c, ti, &t);
         size_t a = t.offset > lo ? t.offset : lo;
         size_t e = t.offset + t.numel < hi ? t.offset + t.numel : hi;
-        if (a >= e)
-            continue;
-        const float decay = t.ndim == 2 ? 1.0f - j->wd : 1.0f;
+        if (a >= e || t.offset >= j->frozen_from)
+            continue; /* a frozen vision tower stays as it is */
+        const float decay = t.ndim >= 2 ? 1.0f - j->wd : 1.0f;
         float *p = j->params, *g = j->grads, *m = j->o->m, *v = j->o->v;
         for (size_t i = a; i < e; i++) {
             g[i] *= k;
@@ -101,7 +102,8 @@ static void update_part(void *arg, int wk, int nw)
 double adamw_step(adamw *o, pool *tp, const llama_config *c, float *params, float *grads,
                   const adamw_hparams *h)
 {
-    adamw_job j = {.o = o, .c = c, .params = params, .grads = grads, .k = 1.0f};
+    adamw_job j = {.o = o, .c = c, .params = params, .grads = grads, .k = 1.0f,
+                   .frozen_from = h->frozen_from ? h->frozen_from : (size_t)-1};
     pool_run(tp, sumsq_part, &j);
     double ss = 0;
     for (size_t b = 0; b < ADAMW_BLOCKS(o->n); b++)

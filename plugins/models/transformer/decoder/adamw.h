@@ -28,6 +28,9 @@ void adamw_free(adamw *o);
 typedef struct adamw_hparams {
     double lr, beta1, beta2, eps, weight_decay;
     double grad_clip; /* clip the global norm to this; <= 0: no clipping */
+    /* 0: every tensor; else the tensors from this offset (in floats) on
+     * stay as they are (a frozen vision tower: llama_tower_offset) */
+    size_t frozen_from;
 } adamw_hparams;
 
 /* One step on the threads of tp (NULL: the calling thread): clip g (in

@@ -28,6 +28,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vision/clip.h"
+
+/* A LLaVA vision tower (LlavaForConditionalGeneration: vision/clip.h), whose
+ * tensors follow the decoder's in the flat array: the projector, then the
+ * CLIP encoder. layers 0: a text model. Sizes: Dv hidden, Iv intermediate,
+ * C channels, S image, P patch, Nv = (S/P)^2 image rows. */
+typedef struct llama_vision {
+    int layers;          /* vision_config.num_hidden_layers; 0: no tower */
+    int hidden;          /* Dv */
+    int intermediate;    /* Iv */
+    int heads;
+    int channels;        /* C (3) */
+    int image;           /* S: the encoder takes S x S pixels */
+    int patch;           /* P */
+    float eps;           /* layer_norm_eps */
+    int feature_layer;   /* vision_feature_layer: -1 the last layer's output, -2 the one before, ... */
+    int image_token;     /* image_token_index: its rows take the image's features */
+    /* the processor (preprocessor_config.json): an image of another size is
+     * resized (bilinear) so its short side is S and centre-cropped to S x S
+     * (crop 1, CLIP's do_center_crop), or resized to S x S (crop 0); then
+     * each channel is (pixel / 255 - mean) / std */
+    int crop;
+    float mean[3], std[3];
+} llama_vision;
+
 /* The Hugging Face architecture: tensor names, norm, MLP, positions. */
 enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_GPT2 = 2 };
 
@@ -50,6 +75,7 @@ typedef struct llama_config {
     int mlp_bias;          /* the MLP projections have them (mlp_bias, GPT-2) */
     int tie_embeddings;    /* 1: lm_head is embed_tokens (GPT-2: wte) */
     int bos_id, eos_id, pad_id; /* special token ids (the tokenizer's) */
+    llama_vision vision;   /* LLaVA: the image side (vision.layers > 0), Llama/Qwen2 text */
 } llama_config;
 
 /* Views of one layer's parameters inside the flat array; NULL where the
@@ -77,6 +103,9 @@ typedef struct llama_params {
     float *final_norm;   /* [D]     model.norm.weight | transformer.ln_f.weight */
     float *final_norm_b; /* [D]     transformer.ln_f.bias (GPT-2 only) */
     float *lm_head;      /* [V, D]  lm_head.weight (== embed when tied) */
+    /* a LLaVA's tower and projector (vision.layers > 0): views as clip.h
+     * takes them, vis.layers [vision.layers] allocated by llama_params_bind */
+    clip_params vis;
 } llama_params;
 
 enum { TENSOR_MATRIX = 0, TENSOR_NORM = 1, TENSOR_BIAS = 2 };
@@ -85,18 +114,27 @@ enum { TENSOR_MATRIX = 0, TENSOR_NORM = 1, TENSOR_BIAS = 2 };
 typedef struct llama_tensor_info {
     char name[96];   /* e.g. "model.layers.3.mlp.up_proj.weight" */
     int kind;        /* TENSOR_*: how it starts and whether weight decay applies */
-    int ndim;        /* 1 or 2 */
-    int64_t shape[2];
+    int ndim;        /* 1, 2, or 4 (the vision tower's patch convolution) */
+    int64_t shape[4];
     size_t offset;   /* in floats from the start of the flat array */
     size_t numel;
 } llama_tensor_info;
 
 /* Check a config for consistency (positive sizes, H % KV == 0, D % H == 0,
- * HD even for RoPE, what each architecture requires). 0, or -1 with a
+ * HD even for RoPE, what each architecture requires, the vision tower's
+ * sizes). 0, or -1 with a
  * message in err. */
 int llama_config_check(const llama_config *c, char *err, size_t errn);
 /* Number of floats in the flat parameter array. */
 size_t llama_param_count(const llama_config *c);
+/* Where the vision encoder's tensors start in it (after the decoder's and
+ * the projector's): what a frozen tower leaves alone. llama_param_count
+ * for a text model. */
+size_t llama_tower_offset(const llama_config *c);
+/* The tower's config for clip.h: the layers up to the feature layer run. */
+clip_config llama_clip_config(const llama_config *c);
+/* Image rows per image: (S / P)^2 (0 for a text model). */
+int llama_image_rows(const llama_config *c);
 /* The architecture's name in Hugging Face's "architectures" ("LlamaForCausalLM", ...). */
 const char *llama_arch_name(int arch);
 /* The row stride of the q/k/v weight views: D for Linear [out, in] layers,

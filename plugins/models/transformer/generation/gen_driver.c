@@ -192,6 +192,7 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
     float *drawn_lp = malloc((size_t)slots * sizeof *drawn_lp);
     float *work = malloc(nw * 2 * (size_t)V * sizeof(float));
     int *idx = malloc(nw * (size_t)V * sizeof(int));
+    const float **row_in = NULL; /* [rows]: the prompts' row_input, packed */
     int rc = -1, opened = 0;
     memset(out, 0, (size_t)S * sizeof *out);
     if (!start || !tok || !pos || !tgt || !q.first || !q.slot_sample || !q.new_prompt ||
@@ -203,11 +204,20 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
 
     /* the prompts packed, and every sample's stream */
     start[0] = q.first[0] = 0;
+    int vectors = 0; /* some prompt rows are given as vectors */
+    for (int i = 0; i < n_prompts; i++)
+        vectors |= prompts[i].row_input != NULL;
+    if (vectors && !(row_in = calloc(rows, sizeof *row_in))) {
+        snprintf(err, errn, "out of memory for generating %d samples", S);
+        goto done;
+    }
     for (int i = 0, r = 0, s = 0; i < n_prompts; i++) {
         for (size_t t = 0; t < prompts[i].len; t++, r++) {
             tok[r] = prompts[i].tokens[t];
             pos[r] = (int32_t)t;
             tgt[r] = -1;
+            if (prompts[i].row_input)
+                row_in[r] = prompts[i].row_input[t];
         }
         start[i + 1] = start[i] + (int32_t)prompts[i].len;
         q.first[i + 1] = q.first[i] + prompts[i].n_samples;
@@ -227,7 +237,7 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
         q.slot_sample[k] = -1;
     q.st = st;
     llama_batch all = {.n_seqs = n_prompts, .n_rows = (int)rows, .seq_start = start,
-                       .tokens = tok, .pos = pos, .target = tgt};
+                       .tokens = tok, .pos = pos, .target = tgt, .row_input = row_in};
     opened = 1;
     if (be->open(be->self, &all, slots, cache_P, own, &logits, err, errn) != 0 ||
         admit(&q, err, errn) != 0)
@@ -292,6 +302,6 @@ done:
         be->finish(be->self);
     free(start), free(tok), free(pos), free(tgt), free(q.first), free(q.slot_sample);
     free(q.new_prompt), free(q.new_slot), free(row_tok), free(row_pos), free(row_slot), free(st);
-    free(act), free(drawn), free(drawn_lp), free(work), free(idx);
+    free(act), free(drawn), free(drawn_lp), free(work), free(idx), free(row_in);
     return rc;
 }

@@ -341,7 +341,8 @@ static int cpu_prefill(void *self, int i0, int i1, const int32_t *sample_prompt,
         /* logits for each prompt's last row only: the row sampling starts from */
         llama_batch c = {.n_seqs = c1 - c0, .n_rows = b->seq_start[c1] - r0, .seq_start = start,
                          .tokens = b->tokens + r0, .pos = b->pos + r0, .target = b->target + r0,
-                         .scale = b->scale ? b->scale + r0 : NULL, .head = LLAMA_HEAD_LAST};
+                         .scale = b->scale ? b->scale + r0 : NULL, .head = LLAMA_HEAD_LAST,
+                         .row_input = b->row_input ? b->row_input + r0 : NULL};
         if ((rc = llama_forward(m, &c, lp, NULL, err, errn)) != 0)
             break;
         /* the prompts' keys and values, once for all their samples */

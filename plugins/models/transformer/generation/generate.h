@@ -23,6 +23,11 @@ typedef struct gen_prompt {
     size_t len;            /* >= 1 */
     int n_samples;         /* >= 1 */
     const gen_params *params;
+    /* [len] or NULL: row t's input vector ([D] floats) instead of its
+     * token's embedding where not NULL (a LLaVA's image rows,
+     * llama_batch.row_input); the prompt's owner keeps them until the call
+     * returns */
+    const float *const *row_input;
 } gen_prompt;
 
 typedef struct gen_sample {

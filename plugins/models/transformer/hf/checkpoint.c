@@ -75,31 +75,64 @@ typedef struct source {
     const char *path;      /* f's path */
 } source;
 
-/* Tensor `name`: 1 found, 0 absent, -1 error (message in err). GPT-2 files
- * saved by GPT2Model (and the original gpt2 checkpoints) lack the
- * "transformer." prefix that GPT2LMHeadModel's names carry: both are read. */
-static int find_tensor(const source *src, const char *name, const st_tensor **t,
-                       const char **path, char *err, size_t errn)
+/* The names a tensor may have on disk besides tern's: GPT-2 files saved by
+ * GPT2Model (and the original gpt2 checkpoints) lack the "transformer."
+ * prefix that GPT2LMHeadModel's names carry, and LLaVA files come in four
+ * layouts (llava-hf's, which tern writes, and those of transformers 4.5x
+ * and 5.x: "model." before the parts, no "vision_model." in the tower,
+ * "language_model." without its "model."). Writes the i-th alternative of
+ * `name` into out; 0 when there is none. */
+static int alternative(const char *name, int i, char *out, size_t n)
 {
-    static const char gpt2_prefix[] = "transformer.";
-    for (int pass = 0; pass < 2; pass++) {
-        const char *n = name;
-        if (pass == 1) {
-            if (strncmp(name, gpt2_prefix, sizeof gpt2_prefix - 1) != 0)
-                return 0;
-            n = name + sizeof gpt2_prefix - 1;
+    static const struct {
+        const char *from, *to;
+    } alt[] = {
+        {"transformer.", ""},
+        {"vision_tower.vision_model.", "vision_tower."},
+        {"vision_tower.vision_model.", "model.vision_tower."},
+        {"vision_tower.vision_model.", "model.vision_tower.vision_model."},
+        {"multi_modal_projector.", "model.multi_modal_projector."},
+        {"language_model.model.", "model.language_model."},
+        {"language_model.lm_head.", "lm_head."},
+    };
+    int k = 0;
+    for (size_t a = 0; a < sizeof alt / sizeof alt[0]; a++) {
+        size_t fl = strlen(alt[a].from);
+        if (strncmp(name, alt[a].from, fl) != 0)
+            continue;
+        if (k++ == i) {
+            snprintf(out, n, "%s%s", alt[a].to, name + fl);
+            return 1;
         }
+    }
+    return 0;
+}
+
+/* Tensor `name` under `prefix` (an optimizer moment's "m." / "v.", or ""),
+ * by tern's name or an alternative: 1 found, 0 absent, -1 error (message
+ * in err). */
+static int find_tensor(const source *src, const char *prefix, const char *name,
+                       const st_tensor **t, const char **path, char *err, size_t errn)
+{
+    char alt[160], full[200];
+    for (int pass = 0;; pass++) {
+        const char *n = name;
+        if (pass > 0) {
+            if (!alternative(name, pass - 1, alt, sizeof alt))
+                return 0;
+            n = alt;
+        }
+        snprintf(full, sizeof full, "%s%s", prefix, n);
         if (!src->w) {
             *path = src->path;
-            if ((*t = st_find(src->f, n)))
+            if ((*t = st_find(src->f, full)))
                 return 1;
             continue;
         }
-        int rc = weights_find(src->w, n, t, path, err, errn);
+        int rc = weights_find(src->w, full, t, path, err, errn);
         if (rc != 0)
             return rc;
     }
-    return 0;
 }
 
 /* Read every tensor of the layout, named prefix + HF name, into base. */
@@ -114,7 +147,7 @@ static int read_tensors(const source *src, const llama_config *c, float *base,
         snprintf(name, sizeof name, "%s%s", prefix, t.name);
         const st_tensor *st = NULL;
         const char *path = where;
-        int found = find_tensor(src, name, &st, &path, err, errn);
+        int found = find_tensor(src, prefix, t.name, &st, &path, err, errn);
         if (found < 0)
             return -1;
         if (!found) {
@@ -124,20 +157,19 @@ static int read_tensors(const source *src, const llama_config *c, float *base,
                      c->tie_embeddings ? ", tied embeddings" : "");
             return -1;
         }
-        int same = st->ndim == t.ndim && st->shape[0] == t.shape[0] &&
-                   (t.ndim == 1 || st->shape[1] == t.shape[1]);
+        int same = st->ndim == t.ndim;
+        for (int d = 0; same && d < t.ndim; d++)
+            same = st->shape[d] == t.shape[d];
         if (!same) {
-            char got[96] = "";
+            char got[96] = "", want[96] = "";
             for (int d = 0, o = 0; d < st->ndim && o < (int)sizeof got; d++)
                 o += snprintf(got + o, sizeof got - (size_t)o, "%s%lld", d ? ", " : "",
                               (long long)st->shape[d]);
-            if (t.ndim == 1)
-                snprintf(err, errn, "%s: tensor '%s' has shape [%s], config.json implies [%lld]",
-                         path, name, got, (long long)t.shape[0]);
-            else
-                snprintf(err, errn, "%s: tensor '%s' has shape [%s], config.json implies "
-                         "[%lld, %lld]", path, name, got, (long long)t.shape[0],
-                         (long long)t.shape[1]);
+            for (int d = 0, o = 0; d < t.ndim && o < (int)sizeof want; d++)
+                o += snprintf(want + o, sizeof want - (size_t)o, "%s%lld", d ? ", " : "",
+                              (long long)t.shape[d]);
+            snprintf(err, errn, "%s: tensor '%s' has shape [%s], config.json implies [%s]", path,
+                     name, got, want);
             return -1;
         }
         char why[300];

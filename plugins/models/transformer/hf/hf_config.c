@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fail.h"
+#include "hf/preprocessor.h"
 #include "tern/support/atomic_file.h"
 #include "tern/support/regular_file.h"
 
@@ -446,6 +447,170 @@ static int read_gpt2(reader *r, llama_config *c)
     return 0;
 }
 
+/* ---- LLaVA (LlavaForConditionalGeneration) ------------------------------ */
+
+/* Whether the file is a LLaVA's: model_type "llava" or the class in
+ * "architectures". */
+static int is_llava(json_t *root)
+{
+    const char *t = json_string_value(json_object_get(root, "model_type"));
+    if (t && strcmp(t, "llava") == 0)
+        return 1;
+    json_t *a = json_object_get(root, "architectures");
+    for (size_t i = 0; json_is_array(a) && i < json_array_size(a); i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        if (s && strcmp(s, "LlavaForConditionalGeneration") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A copy of root[key] (an object; absent or null: empty) with the keys of
+ * `defaults` it lacks: the hub's LLaVA files list only what differs from
+ * the config classes' defaults. NULL with a message. Steals defaults. */
+static json_t *with_defaults(reader *r, const char *key, json_t *defaults)
+{
+    json_t *v = json_object_get(r->root, key);
+    if (!defaults) {
+        tf_fail(r->err, r->errn, "%s: out of memory", r->path);
+        return NULL;
+    }
+    if (v && !json_is_null(v) && !json_is_object(v)) {
+        json_decref(defaults);
+        tf_fail(r->err, r->errn, "%s: key \"%s\" must be an object, found %s", r->path, key,
+                hf_json_kind(v));
+        return NULL;
+    }
+    json_t *o = v && json_is_object(v) ? json_deep_copy(v) : json_object();
+    if (!o || json_object_update_missing(o, defaults) != 0) {
+        json_decref(o);
+        json_decref(defaults);
+        tf_fail(r->err, r->errn, "%s: out of memory", r->path);
+        return NULL;
+    }
+    json_decref(defaults);
+    return o;
+}
+
+/* text_config: a LlamaConfig (or Qwen2Config), with LlamaConfig's defaults. */
+static int read_llava_text(reader *top, llama_config *c)
+{
+    json_t *tc = with_defaults(top, "text_config", json_pack(
+        "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:i, s:i}", "model_type", "llama",
+        "vocab_size", 32000, "hidden_size", 4096, "intermediate_size", 11008,
+        "num_hidden_layers", 32, "num_attention_heads", 32, "max_position_embeddings", 2048,
+        "rms_norm_eps", 1e-6, "rope_theta", 10000.0, "tie_word_embeddings", 0, "bos_token_id", 1,
+        "eos_token_id", 2));
+    if (!tc)
+        return -1;
+    char where[600];
+    snprintf(where, sizeof where, "%s: text_config", top->path);
+    reader r = {where, tc, top->err, top->errn};
+    /* the text model's architecture comes from its model_type */
+    json_object_del(tc, "architectures");
+    int rc = read_architecture(&r, &c->arch);
+    if (rc == 0 && c->arch == ARCH_GPT2)
+        rc = tf_fail(r.err, r.errn, "%s: model_type \"gpt2\"; a LLaVA's language model is Llama "
+                     "or Qwen2 here", where);
+    if (rc == 0)
+        rc = read_llama_like(&r, c);
+    if (rc == 0 && (get_token_id(&r, "bos_token_id", 0, &c->bos_id) != 0 ||
+                    get_token_id(&r, "eos_token_id", 0, &c->eos_id) != 0 ||
+                    get_token_id(&r, "pad_token_id", 1, &c->pad_id) != 0))
+        rc = -1;
+    json_decref(tc);
+    return rc;
+}
+
+/* vision_config: a CLIPVisionConfig, with its defaults. */
+static int read_llava_vision(reader *top, llama_vision *v)
+{
+    json_t *vc = with_defaults(top, "vision_config", json_pack(
+        "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:f}", "model_type", "clip_vision_model",
+        "hidden_size", 768, "intermediate_size", 3072, "num_hidden_layers", 12,
+        "num_attention_heads", 12, "num_channels", 3, "image_size", 224, "patch_size", 32,
+        "hidden_act", "quick_gelu", "layer_norm_eps", 1e-5));
+    if (!vc)
+        return -1;
+    char where[600];
+    snprintf(where, sizeof where, "%s: vision_config", top->path);
+    reader r = {where, vc, top->err, top->errn};
+    int rc = -1;
+    const char *type = json_string_value(json_object_get(vc, "model_type"));
+    const char *act = json_string_value(json_object_get(vc, "hidden_act"));
+    if (!type || strcmp(type, "clip_vision_model") != 0)
+        tf_fail(r.err, r.errn, "%s: model_type is \"%.60s\"; tern implements CLIP vision towers "
+                "(\"clip_vision_model\") only", where, type ? type : "not a string");
+    else if (!act || strcmp(act, "quick_gelu") != 0)
+        tf_fail(r.err, r.errn, "%s: hidden_act is \"%.60s\"; tern implements CLIP's "
+                "\"quick_gelu\" only", where, act ? act : "not a string");
+    else if (get_int(&r, "hidden_size", 0, 0, &v->hidden) == 0 &&
+             get_int(&r, "intermediate_size", 0, 0, &v->intermediate) == 0 &&
+             get_int(&r, "num_hidden_layers", 0, 0, &v->layers) == 0 &&
+             get_int(&r, "num_attention_heads", 0, 0, &v->heads) == 0 &&
+             get_int(&r, "num_channels", 0, 0, &v->channels) == 0 &&
+             get_int(&r, "image_size", 0, 0, &v->image) == 0 &&
+             get_int(&r, "patch_size", 0, 0, &v->patch) == 0 &&
+             get_float(&r, "layer_norm_eps", 0, 0, &v->eps) == 0)
+        rc = v->layers > 0 ? 0 : tf_fail(r.err, r.errn, "%s: num_hidden_layers is %d; a "
+                                        "vision tower has at least one", where, v->layers);
+    json_decref(vc);
+    return rc;
+}
+
+/* LlavaConfig's own keys, with its defaults; what tern does not implement
+ * is refused by name. */
+static int read_llava(reader *r, llama_config *c)
+{
+    llama_vision *v = &c->vision;
+    if (read_llava_text(r, c) != 0 || read_llava_vision(r, v) != 0)
+        return -1;
+    json_t *fl = json_object_get(r->root, "vision_feature_layer");
+    if (json_is_array(fl))
+        return tf_fail(r->err, r->errn, "%s: key \"vision_feature_layer\" is a list; tern takes "
+                       "the features of one layer (an integer)", r->path);
+    int token;
+    if (get_int(r, "vision_feature_layer", 1, -2, &v->feature_layer) != 0 ||
+        get_token_id(r, "image_token_index", 1, &token) != 0)
+        return -1;
+    v->image_token = token;
+    if (token < 0 && get_token_id(r, "image_token_id", 1, &v->image_token) != 0)
+        return -1;
+    if (v->image_token < 0)
+        v->image_token = 32000; /* LlavaConfig's default */
+    static const struct {
+        const char *key, *want, *why;
+    } strs[] = {{"vision_feature_select_strategy", "default", "the CLS row dropped"},
+                {"projector_hidden_act", "gelu", "the projector's erf GELU"}};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        json_t *s = json_object_get(r->root, strs[i].key);
+        if (s && !json_is_null(s) &&
+            (!json_is_string(s) || strcmp(json_string_value(s), strs[i].want) != 0)) {
+            char *text = dump(s);
+            tf_fail(r->err, r->errn, "%s: key \"%s\" is %.60s; tern implements \"%s\" (%s) only",
+                    r->path, strs[i].key, text, strs[i].want, strs[i].why);
+            free(text);
+            return -1;
+        }
+    }
+    int bias;
+    if (get_bool(r, "multimodal_projector_bias", 1, &bias) != 0)
+        return -1;
+    if (!bias)
+        return tf_fail(r->err, r->errn, "%s: key \"multimodal_projector_bias\" is false; tern "
+                       "implements the projector with biases only", r->path);
+    /* a top-level tie_word_embeddings or pad_token_id speaks for the text model */
+    json_t *tie = json_object_get(r->root, "tie_word_embeddings");
+    if (tie && !json_is_null(tie) && get_bool(r, "tie_word_embeddings", 0, &c->tie_embeddings))
+        return -1;
+    int pad = -1;
+    if (get_token_id(r, "pad_token_id", 1, &pad) != 0)
+        return -1;
+    if (pad >= 0)
+        c->pad_id = pad;
+    return 0;
+}
+
 int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
 {
     /* read by tern, not json_load_file: a FIFO must not block, nor a
@@ -468,12 +633,16 @@ int hf_config_read(const char *path, llama_config *c, char *err, size_t errn)
         tf_fail(err, errn, "%s: must hold a JSON object, found %s", path, hf_json_kind(root));
         goto out;
     }
-    if (read_architecture(&r, &c->arch) != 0 ||
-        (c->arch == ARCH_GPT2 ? read_gpt2(&r, c) : read_llama_like(&r, c)) != 0 ||
-        get_token_id(&r, "bos_token_id", 0, &c->bos_id) != 0 ||
-        get_token_id(&r, "eos_token_id", 0, &c->eos_id) != 0 ||
-        get_token_id(&r, "pad_token_id", 1, &c->pad_id) != 0)
+    if (is_llava(root)) {
+        if (read_llava(&r, c) != 0 || preprocessor_read(path, &c->vision, err, errn) != 0)
+            goto out;
+    } else if (read_architecture(&r, &c->arch) != 0 ||
+               (c->arch == ARCH_GPT2 ? read_gpt2(&r, c) : read_llama_like(&r, c)) != 0 ||
+               get_token_id(&r, "bos_token_id", 0, &c->bos_id) != 0 ||
+               get_token_id(&r, "eos_token_id", 0, &c->eos_id) != 0 ||
+               get_token_id(&r, "pad_token_id", 1, &c->pad_id) != 0) {
         goto out;
+    }
     if (c->pad_id < 0)
         c->pad_id = c->eos_id; /* no pad token: padding positions are masked anyway */
     char msg[512];
@@ -561,12 +730,40 @@ static json_t *build_config(const llama_config *c)
     return o;
 }
 
+/* LlavaConfig: the text model's keys as text_config (build_config's), the
+ * tower's as vision_config. NULL: out of memory. */
+static json_t *build_llava_config(const llama_config *c)
+{
+    json_t *text = build_config(c);
+    const llama_vision *v = &c->vision;
+    json_t *vision = json_pack(
+        "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:f, s:i}", "model_type",
+        "clip_vision_model", "hidden_size", v->hidden, "intermediate_size", v->intermediate,
+        "num_hidden_layers", v->layers, "num_attention_heads", v->heads, "num_channels",
+        v->channels, "image_size", v->image, "patch_size", v->patch, "hidden_act", "quick_gelu",
+        "layer_norm_eps", short_real(v->eps), "projection_dim", v->hidden);
+    if (!text || !vision || json_object_del(text, "architectures") != 0) {
+        json_decref(text), json_decref(vision);
+        return NULL;
+    }
+    const int g = v->image / v->patch;
+    return json_pack("{s:[s], s:s, s:o, s:o, s:i, s:i, s:s, s:i, s:s, s:b, s:b, s:s}",
+                     "architectures", "LlavaForConditionalGeneration", "model_type", "llava",
+                     "text_config", text, "vision_config", vision, "image_token_index",
+                     v->image_token, "image_seq_length", g * g, "projector_hidden_act", "gelu",
+                     "vision_feature_layer", v->feature_layer, "vision_feature_select_strategy",
+                     "default", "multimodal_projector_bias", 1, "tie_word_embeddings",
+                     c->tie_embeddings != 0, "torch_dtype", "float32");
+}
+
 int hf_config_write(const char *path, const llama_config *c, char *err, size_t errn)
 {
     char msg[512];
     if (llama_config_check(c, msg, sizeof msg) != 0)
         return tf_fail(err, errn, "%s: not writing an invalid config: %s", path, msg);
-    json_t *o = build_config(c);
+    if (c->vision.layers > 0 && preprocessor_write(path, &c->vision, err, errn) != 0)
+        return -1;
+    json_t *o = c->vision.layers > 0 ? build_llava_config(c) : build_config(c);
     /* sorted, indent 2, trailing newline: what transformers' save_pretrained writes */
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
     json_decref(o);
@@ -619,6 +816,43 @@ int llama_preset(const char *name, llama_config *c, char *err, size_t errn)
         c->tie_embeddings = 0;
         return 0;
     }
+    if (strcmp(name, "vlm-tiny") == 0 || strcmp(name, "vlm-bench") == 0) {
+        /* a LLaVA: the text preset's decoder with one more token (259, the
+         * image token), a CLIP tower and the projector */
+        const int tiny = strcmp(name, "vlm-tiny") == 0;
+        llama_preset(tiny ? "tiny" : "bench", c, err, errn);
+        c->vocab_size = 260;
+        llama_vision *v = &c->vision;
+        memcpy(v->mean, preprocessor_clip_mean, sizeof v->mean);
+        memcpy(v->std, preprocessor_clip_std, sizeof v->std);
+        v->crop = 1;
+        v->channels = 3;
+        v->eps = 1e-5f;
+        v->feature_layer = -1; /* fresh weights: no layer computed for nothing */
+        v->image_token = 259;
+        if (tiny) {
+            /* 32 x 32 pixels (tern data shapes --size 32), patches of 4: 64
+             * image rows; width 64, 2 layers: 74,496 tower and 24,832
+             * projector parameters beside the decoder's 820,864 (920,192) */
+            v->image = 32;
+            v->patch = 4;
+            v->hidden = 64;
+            v->intermediate = 128;
+            v->layers = 2;
+            v->heads = 4;
+        } else {
+            /* 64 x 64 pixels, patches of 8: 64 image rows; width 256, 4 layers */
+            v->image = 64;
+            v->patch = 8;
+            v->hidden = 256;
+            v->intermediate = 1024;
+            v->layers = 4;
+            v->heads = 4;
+            c->max_positions = 512;
+        }
+        return 0;
+    }
     return tf_fail(err, errn, "unknown model preset \"%.60s\"; the presets are: tiny (0.8M "
-                "parameters), bench (9.6M parameters)", name);
+                "parameters), bench (9.6M parameters), vlm-tiny (a LLaVA: tiny with a 32 x 32 "
+                "image encoder, 0.9M), vlm-bench (bench with a 64 x 64 encoder, 13M)", name);
 }

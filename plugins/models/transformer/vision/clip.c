@@ -229,8 +229,8 @@ int clip_features(const gemm_ctx *gx, const clip_config *c, const clip_params *p
 }
 
 int clip_backward(const gemm_ctx *gx, const clip_config *c, const clip_params *p,
-                  const clip_params *g, const float *pixels, const float *dout, char *err,
-                  size_t errn)
+                  const clip_params *g, const float *pixels, const float *dout, int tower,
+                  char *err, size_t errn)
 {
     const int D = c->hidden, Fi = c->intermediate, N = clip_rows(c), T = N + 1,
               K = c->channels * c->patch * c->patch, Dt = c->out;
@@ -255,7 +255,12 @@ int clip_backward(const gemm_ctx *gx, const clip_config *c, const clip_params *p
     linear_back(gx, dg, g->p2_w, g->p2_b, dout, s.gel, p->p2_w, N, Dt, Dt);
     for (size_t i = 0; i < (size_t)N * Dt; i++)
         dg[i] *= gelu_erf_grad(s.y1[i]);
-    linear_back(gx, dh + D, g->p1_w, g->p1_b, dg, f, p->p1_w, N, D, Dt); /* CLS row stays 0 */
+    /* CLS row stays 0; a frozen tower needs no gradient below the projector */
+    linear_back(gx, tower ? dh + D : NULL, g->p1_w, g->p1_b, dg, f, p->p1_w, N, D, Dt);
+    if (!tower) {
+        rc = 0;
+        goto done;
+    }
 
     for (int l = c->layers_run - 1; l >= 0; l--) {
         const clip_layer *w = &p->layers[l];

@@ -1,6 +1,6 @@
 /*
- * clip.h: a CLIP vision encoder and LLaVA's projector (issue 27, forward
- * only so far): the image's feature rows a vision-language model places at
+ * clip.h: a CLIP vision encoder and LLaVA's projector, forward and
+ * backward: the image's feature rows a vision-language model places at
  * its image tokens, as Hugging Face's LlavaForConditionalGeneration computes
  * them (tests/ref/llava_ref.py):
  *
@@ -66,9 +66,10 @@ int clip_features(const gemm_ctx *gx, const clip_config *c, const clip_params *p
 /* Add to g (every array the shape of p's) dJ/dθ given dout[N, Dt] = dJ/d
  * the features of pixels: runs the forward again, keeping what the
  * backward needs (an image's activations are small beside the decoder's).
- * 0, or -1 with a message (out of memory). */
+ * tower 0: the projector's gradients only (a frozen encoder; its arrays in
+ * g are not touched). 0, or -1 with a message (out of memory). */
 int clip_backward(const gemm_ctx *gx, const clip_config *c, const clip_params *p,
-                  const clip_params *g, const float *pixels, const float *dout, char *err,
-                  size_t errn);
+                  const clip_params *g, const float *pixels, const float *dout, int tower,
+                  char *err, size_t errn);
 
 #endif
