@@ -13,6 +13,13 @@
  *
  * FLOPs counted: 2 per multiply-add of every GEMM the implementation runs
  * (attention computes full T x T score matrices, the causal half is masked).
+ *
+ * --vlm: the `vlm-bench` preset instead (the same decoder, a 64 x 64 CLIP
+ * encoder of width 256 and 4 layers, 64 image rows per image), each
+ * sequence and prompt opening with an image of its own: the same batch
+ * shapes, the first 64 rows of each the image's features; the encoder runs
+ * (and, in training, is differentiated) for every image. FLOPs and MFU
+ * count the decoder only; tokens/s counts every row, images/s the images.
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -26,6 +33,7 @@
 #include "generation/generate.h"
 #include "hf/hf_config.h"
 #include "tern/rng.h"
+#include "vision/vlm.h"
 
 void openblas_set_num_threads(int num_threads);
 
@@ -75,7 +83,7 @@ static double forward_flops(const llama_config *c, double rows, double t)
 
 int main(int argc, char **argv)
 {
-    int threads = 1, steps = 3, gen_new = 128, quick = 0, bf16 = 0;
+    int threads = 1, steps = 3, gen_new = 128, quick = 0, bf16 = 0, vlm = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -83,6 +91,8 @@ int main(int argc, char **argv)
             steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--gen-new") == 0 && i + 1 < argc)
             gen_new = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--vlm") == 0)
+            vlm = 1;
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else if (strcmp(argv[i], "--compute") == 0 && i + 1 < argc &&
@@ -90,7 +100,7 @@ int main(int argc, char **argv)
             bf16 = strcmp(argv[++i], "bf16") == 0;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--compute fp32|bf16] [--train-steps N] "
-                    "[--gen-new N] [--quick]\n",
+                    "[--gen-new N] [--vlm] [--quick]\n",
                     argv[0]);
             return 2;
         }
@@ -100,7 +110,7 @@ int main(int argc, char **argv)
     openblas_set_num_threads(threads); /* for the sgemm peak; the model uses its pool */
     llama_config c;
     char err[512];
-    if (llama_preset("bench", &c, err, sizeof err) != 0) {
+    if (llama_preset(vlm ? "vlm-bench" : "bench", &c, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -116,8 +126,8 @@ int main(int argc, char **argv)
         return 1;
     }
     llama_init_random(&m, 1);
-    printf("transformer bench preset: %zu parameters, %d threads, %s products\n", m.n_params,
-           threads, bf16 ? "bf16" : "fp32");
+    printf("transformer %s preset: %zu parameters, %d threads, %s products\n",
+           vlm ? "vlm-bench" : "bench", m.n_params, threads, bf16 ? "bf16" : "fp32");
     double peak = peak_gflops(NULL);
     printf("sgemm 1024^3 peak: %.1f GFLOP/s\n", peak);
     openblas_set_num_threads(1); /* as the plugin does: its own pool splits the work */
@@ -145,6 +155,32 @@ int main(int argc, char **argv)
         tgt[i] = (i % T) + 1 < T ? tok[i + 1] : -1;
     llama_batch batch = {.n_seqs = S, .n_rows = N, .seq_start = start, .tokens = tok, .pos = pos,
                          .target = tgt};
+    /* --vlm: an image per sequence, its features at the sequence's first Nv rows */
+    const int NV = llama_image_rows(&c), IS = c.vision.image;
+    vlm_images imgs = {0};
+    uint8_t *pix = vlm ? malloc((size_t)(S > 64 ? S : 64) * IS * IS * 3) : NULL;
+    tern_image *ti = vlm ? calloc(S > 64 ? S : 64, sizeof *ti) : NULL;
+    const float **rows_in = vlm ? calloc((size_t)N, sizeof *rows_in) : NULL;
+    for (int k = 0; vlm && k < (S > 64 ? S : 64); k++) {
+        for (int i = 0; i < IS * IS * 3; i++)
+            pix[(size_t)k * IS * IS * 3 + i] = (uint8_t)(tern_rng_u64(&r) % 256);
+        ti[k] = (tern_image){.size = sizeof *ti, .width = IS, .height = IS,
+                             .rgb = pix + (size_t)k * IS * IS * 3};
+    }
+    for (int sq = 0; vlm && sq < S; sq++) {
+        if (vlm_images_add(&imgs, &c, &ti[sq], err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        for (int j = 0; j < NV && j < T; j++)
+            tok[sq * T + j] = c.vision.image_token;
+    }
+    for (int i = 0; vlm && i < N; i++) {
+        tgt[i] = (i % T) + 1 < T ? tok[i + 1] : -1;
+        rows_in[i] = i % T < NV ? imgs.features + ((size_t)(i / T) * NV + i % T) * c.hidden_size
+                                : NULL;
+    }
+    batch.row_input = rows_in;
     adamw opt;
     adamw_init(&opt, m.n_params);
     adamw_hparams h = {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
@@ -153,11 +189,16 @@ int main(int argc, char **argv)
     /* step 0 warms up; --train-steps 0 trains not at all (to profile generation) */
     for (int step = 0; steps > 0 && step <= steps; step++) {
         double t0 = now();
-        if (llama_forward(&m, &batch, lp, ent, err, sizeof err) != 0) {
+        if ((vlm && vlm_images_encode(&imgs, &m, err, sizeof err) != 0) ||
+            llama_forward(&m, &batch, lp, ent, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return 1;
         }
         llama_backward(&m, &batch, a, b);
+        if (vlm && vlm_images_backward(&imgs, &m, N, rows_in, m.dx, 1, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
         adamw_step(&opt, m.gx.tp, &c, m.params, m.grads, &h);
         llama_zero_grad(&m);
         if (step > 0)
@@ -167,19 +208,40 @@ int main(int argc, char **argv)
     double train_gflops = 3 * forward_flops(&c, N, T) * steps / t_train / 1e9;
     printf("training   %d x %d: %.0f tokens/s, %.1f GFLOP/s (MFU %.0f%% of the model's GEMM "
            "peak)\n", S, T, train_tps, train_gflops, 100 * train_gflops / mpeak);
+    if (vlm)
+        printf("           %.1f images/s (an image and %d text tokens per sequence)\n",
+               (double)S * steps / t_train, T - NV);
 
     /* ---- generation: 64 prompts x 16 tokens, gen_new new tokens ---- */
-    const int P = quick ? 4 : 64, PL = 16;
+    /* --vlm: BOS, the image's Nv rows, then 15 text tokens */
+    const int P = quick ? 4 : 64, PL = vlm ? 16 + NV : 16;
     int32_t *prompts = malloc((size_t)P * PL * sizeof *prompts);
+    const float **grows = vlm ? calloc((size_t)P * PL, sizeof *grows) : NULL;
     for (int i = 0; i < P * PL; i++)
         prompts[i] = i % PL == 0 ? c.bos_id : (int32_t)(tern_rng_u64(&r) % 256);
     gen_params gp = {.temperature = 1.0f, .top_p = 1.0f, .max_new = gen_new, .seed = 3};
     gen_prompt *gprompts = malloc(P * sizeof *gprompts);
     for (int i = 0; i < P; i++)
         gprompts[i] = (gen_prompt){.tokens = prompts + i * PL, .len = PL, .n_samples = 1,
-                                   .params = &gp};
+                                   .params = &gp, .row_input = grows ? grows + i * PL : NULL};
     gen_sample *out = calloc(P, sizeof *out);
     double t0 = now();
+    if (vlm) { /* the images are encoded within the timed call, as generate() does */
+        vlm_images_clear(&imgs);
+        for (int i = 0; i < P; i++) {
+            if (vlm_images_add(&imgs, &c, &ti[i], err, sizeof err) < 0)
+                return 1;
+            for (int j = 0; j < NV; j++)
+                prompts[i * PL + 1 + j] = c.vision.image_token;
+        }
+        if (vlm_images_encode(&imgs, &m, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        for (int i = 0; i < P; i++)
+            for (int j = 0; j < NV; j++)
+                grows[i * PL + 1 + j] = imgs.features + ((size_t)i * NV + j) * c.hidden_size;
+    }
     if (llama_generate(&m, gprompts, P, 0, out, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -202,14 +264,17 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("peak RSS: %.0f MiB\n", ru.ru_maxrss / 1024.0);
-    printf("TERN_JSON {\"threads\": %d, \"compute\": \"%s\", \"sgemm_peak_gflops\": %.2f, "
+    printf("TERN_JSON {\"model\": \"%s\", \"threads\": %d, \"compute\": \"%s\", "
+           "\"sgemm_peak_gflops\": %.2f, "
            "\"gemm_peak_gflops\": %.2f, \"train_tokens_per_s\": %.1f, \"train_gflops\": %.2f, "
            "\"gen_tokens_per_s\": %.1f, \"gen_gflops\": %.2f, \"peak_rss_kib\": %ld}\n",
-           threads, bf16 ? "bf16" : "fp32", peak, mpeak, train_tps, train_gflops, gen_tps,
+           vlm ? "vlm-bench" : "bench", threads, bf16 ? "bf16" : "fp32", peak, mpeak, train_tps,
+           train_gflops, gen_tps,
            gen_flops / t_gen / 1e9, ru.ru_maxrss);
 
     free(start), free(tok), free(pos), free(tgt), free(lp), free(ent), free(a), free(b);
-    free(prompts), free(gprompts), free(out);
+    free(prompts), free(gprompts), free(out), free(pix), free(ti), free(rows_in), free(grows);
+    vlm_images_free(&imgs);
     adamw_free(&opt);
     llama_model_free(&m);
     return 0;

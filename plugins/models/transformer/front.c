@@ -97,12 +97,22 @@ static int fresh_config(transformer *t, llama_config *c, uint64_t *seed)
         return host->setting_error(t->ctx, "init.preset", "%s", t->err);
     static const char *const keys[] = {"init.hidden_size", "init.intermediate_size",
                                        "init.num_hidden_layers", "init.num_attention_heads",
-                                       "init.num_key_value_heads", "init.max_position_embeddings"};
+                                       "init.num_key_value_heads", "init.max_position_embeddings",
+                                       "init.image_size", "init.patch_size",
+                                       "init.vision_hidden_size", "init.vision_layers"};
     int *fields[] = {&c->hidden_size, &c->intermediate_size, &c->n_layers, &c->n_heads,
-                     &c->n_kv_heads, &c->max_positions};
-    for (size_t i = 0; i < 6; i++)
+                     &c->n_kv_heads, &c->max_positions, &c->vision.image, &c->vision.patch,
+                     &c->vision.hidden, &c->vision.layers};
+    int vision = c->vision.layers > 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if ((rc = override_int(t->ctx, keys[i], fields[i])) != TERN_OK)
             return rc;
+    if (!vision && c->vision.layers > 0)
+        return host->setting_error(t->ctx, "init", "init.vision_layers (and the other vision "
+                                   "sizes) apply to the vlm-tiny and vlm-bench presets; preset "
+                                   "\"%s\" has no vision tower", preset);
+    if (vision) /* the tower's MLP keeps CLIP's 4x (and 2x in vlm-tiny) ratio to its width */
+        c->vision.intermediate = c->vision.hidden * (strcmp(preset, "vlm-tiny") == 0 ? 2 : 4);
     int tied;
     rc = host->get_bool(t->ctx, "init.tie_word_embeddings", &tied);
     if (rc == TERN_OK)
@@ -157,7 +167,9 @@ static int init_given(tern_ctx *ctx)
     static const char *const int_keys[] = {"init.seed", "init.hidden_size",
                                            "init.intermediate_size", "init.num_hidden_layers",
                                            "init.num_attention_heads", "init.num_key_value_heads",
-                                           "init.max_position_embeddings"};
+                                           "init.max_position_embeddings", "init.image_size",
+                                           "init.patch_size", "init.vision_hidden_size",
+                                           "init.vision_layers"};
     const char *s;
     int64_t v;
     int b;
@@ -1140,5 +1152,14 @@ const tern_setting_spec front_init_keys[] = {
                  .max = 1048576, .aka = "context|max_positions|context_length"),
     TERN_SETTING(.name = "tie_word_embeddings", .type = TERN_SETTING_BOOL,
                  .aka = "tied|tie_embeddings"),
+    TERN_SETTING(.name = "image_size", .type = TERN_SETTING_INT, .min = 1, .max = 4096,
+                 .doc = "vlm presets: the encoder's image side in pixels (a multiple of "
+                        "patch_size)"),
+    TERN_SETTING(.name = "patch_size", .type = TERN_SETTING_INT, .min = 1, .max = 4096,
+                 .doc = "vlm presets: the side of the encoder's square patches"),
+    TERN_SETTING(.name = "vision_hidden_size", .type = TERN_SETTING_INT, .min = 2,
+                 .max = 65536, .doc = "vlm presets: the encoder's width (its MLP 4x, vlm-tiny's 2x)"),
+    TERN_SETTING(.name = "vision_layers", .type = TERN_SETTING_INT, .min = 1, .max = 1024,
+                 .doc = "vlm presets: the encoder's layers"),
     TERN_SETTINGS_END,
 };
