@@ -197,9 +197,12 @@ typedef struct tern_shapes_args {
     unsigned long long n_images;    /* pictures (1..100000); four tasks each */
     int size_px;                    /* width and height of each picture, 32..1024 pixels */
     const char *out_dir;            /* the directory to write the tasks and images to */
+    /* appended: the task types to write, comma-separated names of
+     * count_regions, color_at, grounding, counting; NULL or "": all four */
+    const char *types;
 } tern_shapes_args;
 
-/* `tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR`: write N
+/* `tern data shapes [--seed S] [--n N] [--size PX] [--types LIST] OUT_DIR`: write N
  * synthetic pictures, PX x PX PNG files OUT_DIR/images/shape-00001.png, ...
  * (3 to 6 filled rectangles, circles and triangles in named colours on
  * white; no two shapes touch), and OUT_DIR/shapes.jsonl with four vision
@@ -207,7 +210,8 @@ typedef struct tern_shapes_args {
  * red shapes...", judged by counting the colour's regions in the image),
  * color_at (the colour name at a point), grounding (the box of the one shape
  * of its colour, stored as "box") and counting (shapes of a kind, stored as
- * "answer"). A task line reads {"id":"shapes-00001-count_regions",
+ * "answer"); --types keeps the listed types only (the pictures are the same
+ * whatever it says). A task line reads {"id":"shapes-00001-count_regions",
  * "domain":"vision","prompt":"...","image":"images/shape-00001.png",
  * "type":"count_regions","color":"red","answer":""}; image paths are
  * relative to the tasks file, which is how the `vision` reward resolves

@@ -141,7 +141,7 @@ static const command commands[] = {
              "                 [--question] OUT_DIR\n"
              "  tern data countdown [--seed S] [--train N] [--eval M] [--count C] [--max K]\n"
              "                      [--ops OPS] [--answers A] OUT_DIR\n"
-             "  tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR",
+             "  tern data shapes [--seed S] [--n N] [--size PX] [--types LIST] OUT_DIR",
      "Write the synthetic arithmetic tasks of the quickstart to\n"
      "OUT_DIR/arith-train.jsonl and OUT_DIR/arith-eval.jsonl, one JSON task per\n"
      "line ({\"id\":\"arith-train-00001\",\"domain\":\"math\",\"prompt\":\"37+45=\",\n"
@@ -175,6 +175,7 @@ static const command commands[] = {
      "  --seed S   same seed and options, same files (default 1)\n"
      "  --n N      pictures, 1 to 100000 (default 100)\n"
      "  --size PX  width and height in pixels, 32 to 1024 (default 64)\n"
+     "  --types LIST  only these task types, comma-separated (default: all four)\n"
      "No file is ever overwritten. The pictures and tasks: docs/data.md.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage or a file exists.",
      data_cmd, data_subs},
@@ -496,7 +497,8 @@ static int score_cmd(const command *c, int argc, char **argv)
     return tern_cmd_score(&inv, &sa);
 }
 
-/* `tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR` (argv[0] is "shapes") */
+/* `tern data shapes [--seed S] [--n N] [--size PX] [--types LIST] OUT_DIR` (argv[0] is
+ * "shapes") */
 static int data_shapes_cmd(const command *c, int argc, char **argv)
 {
     tern_shapes_args sa = {.size = sizeof sa, .seed = 1, .n_images = 100, .size_px = 64};
@@ -504,6 +506,7 @@ static int data_shapes_cmd(const command *c, int argc, char **argv)
         {"--seed", .kind = TERN_FLAG_U64, TERN_FLAG_TO(sa.seed)},
         {"--n", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.n_images), .min = 1, .max = 100000},
         {"--size", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.size_px), .min = 32, .max = 1024},
+        {"--types", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(sa.types)},
         TERN_FLAGS_END,
     };
     int rc = parse(c, flags, &sa.out_dir, 1, argc - 1, argv + 1);

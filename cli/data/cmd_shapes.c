@@ -170,7 +170,34 @@ static int write_tmp(const char *path, const void *data, size_t len, char **tmp)
 
 /* Generate, encode and write every image, and the tasks file as it goes,
  * to temporary files. TERN_EXIT_OK, or the exit code after the message. */
-static int write_all(const tern_invocation *inv, const tern_shapes_args *a, plan *p)
+/* The task types --types keeps, a bit each in the order tern_shapes_next
+ * writes them. */
+static const char *const type_names[TERN_SHAPES_TASKS] = {"count_regions", "color_at",
+                                                          "grounding", "counting"};
+
+/* The mask of `types` (NULL or "": all); -1 for a name that is no type. */
+static int parse_types(const char *types, char *bad, size_t badn)
+{
+    if (!types || !*types)
+        return (1 << TERN_SHAPES_TASKS) - 1;
+    int mask = 0;
+    for (const char *at = types; *at;) {
+        size_t len = strcspn(at, ",");
+        int k = 0;
+        while (k < TERN_SHAPES_TASKS &&
+               (strlen(type_names[k]) != len || strncmp(type_names[k], at, len) != 0))
+            k++;
+        if (k == TERN_SHAPES_TASKS) {
+            snprintf(bad, badn, "%.*s", (int)(len < 60 ? len : 60), at);
+            return -1;
+        }
+        mask |= 1 << k;
+        at += len + (at[len] == ',');
+    }
+    return mask;
+}
+
+static int write_all(const tern_invocation *inv, const tern_shapes_args *a, int types, plan *p)
 {
     FILE *f = NULL;
     if (tern_atomic_file_open_unique(&p->tasks_file, p->tasks, WRITE_FLAGS, NULL, 0) != 0 ||
@@ -204,6 +231,8 @@ static int write_all(const tern_invocation *inv, const tern_shapes_args *a, plan
         free(png);
         for (int k = 0; k < TERN_SHAPES_TASKS && code == TERN_EXIT_OK; k++) {
             const tern_shape_task *tk = &tasks[k];
+            if (!(types & (1 << k)))
+                continue;
             fprintf(f, "{\"id\":\"shapes-%0*zu-%s\",\"domain\":\"vision\",\"prompt\":\"%s\","
                        "\"image\":\"" IMAGES_DIR "/shape-%0*zu.png\",\"type\":\"%s\"%s%s,"
                        "\"answer\":\"%s\"}\n",
@@ -266,6 +295,15 @@ int tern_cmd_data_shapes(const tern_invocation *inv, const tern_shapes_args *a)
                    a->size_px, TERN_SHAPES_MIN_SIZE, TERN_SHAPES_MAX_SIZE);
         return TERN_EXIT_USAGE;
     }
+    const char *types = TERN_HAS(a, types) ? a->types : NULL;
+    char bad[64];
+    int mask = parse_types(types, bad, sizeof bad);
+    if (mask <= 0) {
+        cmd_report(inv, LABEL, "--types: \"%s\" is not a task type; give some of "
+                   "count_regions, color_at, grounding, counting, comma-separated",
+                   mask < 0 ? bad : "");
+        return TERN_EXIT_USAGE;
+    }
     plan p;
     if (plan_make(&p, a->out_dir, (size_t)a->n_images) != 0) {
         plan_free(&p);
@@ -280,7 +318,7 @@ int tern_cmd_data_shapes(const tern_invocation *inv, const tern_shapes_args *a)
         code = e == ENOTDIR || e == EEXIST ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
     }
     if (code == TERN_EXIT_OK)
-        code = write_all(inv, a, &p);
+        code = write_all(inv, a, mask, &p);
     if (code == TERN_EXIT_OK)
         code = publish(inv, &p);
     if (code != TERN_EXIT_OK && p.images_tmp)
@@ -290,8 +328,16 @@ int tern_cmd_data_shapes(const tern_invocation *inv, const tern_shapes_args *a)
     tern_made_dirs_free(&made);
     if (code == TERN_EXIT_OK) {
         FILE *out = cmd_out(inv);
-        fprintf(out, "%s: %zu tasks (%zu each of count_regions, color_at, grounding, counting)\n",
-                p.tasks, p.n * TERN_SHAPES_TASKS, p.n);
+        int kinds = 0;
+        char list[80] = "";
+        for (int k = 0; k < TERN_SHAPES_TASKS; k++)
+            if (mask & (1 << k)) {
+                kinds++;
+                size_t at = strlen(list);
+                snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", type_names[k]);
+            }
+        fprintf(out, "%s: %zu tasks (%zu %s %s)\n", p.tasks, p.n * (size_t)kinds, p.n,
+                kinds == 1 ? "of" : "each of", list);
         fprintf(out, "%s: %zu PNG picture%s of %dx%d pixels\n", p.images_dir, p.n,
                 p.n == 1 ? "" : "s", a->size_px, a->size_px);
         fprintf(out, "seed %llu, domain vision: judge them with the vision reward "

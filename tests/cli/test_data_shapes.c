@@ -351,3 +351,23 @@ Test(data_shapes, png_encoder_round_trips)
     cr_assert_eq(tern_png_encode_rgb(one, 0, 1, &png, &len), TERN_EINVAL);
     cr_assert_null(png);
 }
+
+/* --types keeps the listed task types of the same pictures; a name that is
+ * no type is exit 2, naming it, with nothing written. */
+Test(data_shapes, types_keeps_some_tasks)
+{
+    result r;
+    run(&r, "rm -rf t1 t2 && %s data shapes --n 3 t1 >/dev/null && "
+        "%s data shapes --n 3 --types counting,count_regions t2", TERN, TERN);
+    cr_assert_eq(r.code, 0, "%s %s", r.out, r.err);
+    cr_expect(strstr(r.out, "6 tasks (3 each of count_regions, counting)"), "%s", r.out);
+    run(&r, "grep -E 'count_regions|-counting' t1/shapes.jsonl | cmp - t2/shapes.jsonl && "
+        "diff -r t1/images t2/images");
+    cr_expect_eq(r.code, 0, "the same pictures, the chosen tasks: %s %s", r.out, r.err);
+    run(&r, "%s data shapes --n 3 --types counting,colour t3", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "--types: \"colour\" is not a task type; give some of "
+                            "count_regions, color_at, grounding, counting"), "%s", r.err);
+    cr_expect(!path_exists(WORK "/t3"), "nothing created");
+    run(&r, "rm -rf t1 t2 t3");
+}
