@@ -31,7 +31,7 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, js
         tasks[i] = run->eval.tasks[from + i];
         const char *p = tern_task_string(tasks[i], "prompt");
         size_t np = 0;
-        if ((rc = tern_run_prompt(m, "evaluation", tern_task_system(run, tasks[i]), p,
+        if ((rc = tern_run_prompt(m, "evaluation", tern_task_system(run, tasks[i]), p, NULL,
                                   &prompts[i], &np)))
             break;
         req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],

@@ -108,7 +108,7 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     for (uint32_t i = 0; i < job->n; i++) {
         out->task_index[i] = job->task_index[i];
         size_t n = 0;
-        rc = tern_run_prompt(h, "explorer", job->system[i], job->prompt[i],
+        rc = tern_run_prompt(h, "explorer", job->system[i], job->prompt[i], NULL,
                              &out->prompt_tokens[i], &n);
         if (rc != TERN_OK)
             goto done;

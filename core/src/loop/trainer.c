@@ -92,7 +92,7 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
         int32_t *p = NULL, *a = NULL;
         size_t np = 0, na = 0;
-        rc = tern_run_prompt(m, "trainer", job->system[i], job->prompt[i], &p, &np);
+        rc = tern_run_prompt(m, "trainer", job->system[i], job->prompt[i], NULL, &p, &np);
         if (rc == TERN_OK)
             rc = tern_model_tokenize(m, "trainer: tokenize", job->answer[i],
                                      strlen(job->answer[i]), 0, &a, &na);

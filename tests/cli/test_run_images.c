@@ -1,0 +1,243 @@
+/* test_run_images.c: a task's image on its way from the tasks file to the
+ * model ops (issue 27, docs/data.md "Images"), end to end through `tern
+ * check` and `tern run` with the test double test_vision_model
+ * (tests/test_plugins/vision_model.c: an 8x8 exact encoder, placeholder
+ * "<image>" of 4 tokens, an answer that is its image's top-left red value,
+ * and a trace file of the pixels each op got): the start checks refuse each
+ * bad image or placeholder with the task's line and exit 2, and a text-only
+ * policy refuses image tasks. Each test works in its own directory. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "command.h"
+
+#define TERN "TERN_PLUGIN_PATH=" TERN_TEST_PLUGINS_DIR " " TERN_TEST_BIN
+#define SRC TERN_TEST_SOURCE_DIR
+#define WORK TERN_TEST_WORK_DIR
+
+static char dir[512]; /* this test's own directory */
+
+/* A w x h binary PPM of one colour. */
+static void write_ppm(const char *name, int w, int h, int r, int g, int b)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    fprintf(f, "P6\n%d %d\n255\n", w, h);
+    for (int i = 0; i < w * h; i++) {
+        fputc(r, f);
+        fputc(g, f);
+        fputc(b, f);
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* The sum of every byte of a w x h picture of one colour, as the test
+ * model traces it. */
+__attribute__((unused)) static unsigned long long pixel_sum(int w, int h, int r, int g, int b)
+{
+    return (unsigned long long)w * (unsigned long long)h * (unsigned long long)(r + g + b);
+}
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "%s/images_XXXXXX", WORK);
+    cr_assert_not_null(mkdtemp(dir));
+    char path[700];
+    snprintf(path, sizeof path, "%s/img", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/img/folder.png", dir); /* not a file */
+    cr_assert_eq(mkdir(path, 0755), 0);
+    write_ppm("img/red.ppm", 8, 8, 200, 10, 20);
+    write_ppm("img/blue.ppm", 8, 8, 7, 10, 250);
+    write_ppm("img/big.ppm", 10, 10, 1, 2, 3);
+    result r;
+    run(&r, "cp '%s/tests/corpora/vision/badcrc.png' '%s/img/bad.png'", SRC, dir);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+}
+
+static void remove_dir(void)
+{
+    result r;
+    run(&r, "rm -rf '%s'", dir);
+}
+
+static void write_in_dir(const char *name, const char *text)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    write_file(path, text);
+}
+
+/* One task line: its id, prompt, image path ("" for none) and answer. */
+static void task_line(char *buf, size_t n, const char *id, const char *prompt, const char *image,
+                      const char *answer)
+{
+    char img[300] = "";
+    if (*image)
+        snprintf(img, sizeof img, "\"image\": \"%s\", ", image);
+    snprintf(buf, n, "{\"id\": \"%s\", \"domain\": \"math\", \"prompt\": \"%s\", %s\"answer\": "
+             "\"%s\"}\n", id, prompt, img, answer);
+}
+
+#define MODEL_WITH(extra)                                                                      \
+    "model = { plugin = \"test_vision_model\"; init = { preset = \"tiny\"; }; " extra " };\n"
+#define MODEL MODEL_WITH("")
+#define REST                                                                                   \
+    "run = { name = \"v\"; out_dir = \"runs\"; };\n"                                            \
+    "reference = { same_as = \"model\"; };\n"                                                    \
+    "explorer = { batch_tasks = 2; group_size = 2; max_tokens = 8; };\n"                         \
+    "trainer = { steps = 1; sft = { steps = 0; }; };\n"                                          \
+    "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"                             \
+    "buffer = { plugin = \"fifo\"; };\n"                                                         \
+    "sync = { plugin = \"synchronous\"; };\n"                                                    \
+    "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n"
+#define DATA "data = { train = \"tasks.jsonl\"; };\n"
+
+/* `tern check` and `tern run` both refuse c.cfg with exit 2 and each of the
+ * `want` texts in their messages, and make no run directory. */
+static void expect_refused(const char *config, const char *const *want, size_t n_want)
+{
+    write_in_dir("c.cfg", config);
+    for (int by_run = 0; by_run < 2; by_run++) {
+        result r;
+        run(&r, "cd '%s' && %s %s c.cfg", dir, TERN, by_run ? "run" : "check");
+        cr_expect_eq(r.code, 2, "%s exits 2 (a config error): %s", by_run ? "run" : "check",
+                     r.err);
+        for (size_t i = 0; i < n_want; i++)
+            cr_expect(strstr(r.err, want[i]), "%s says \"%s\": %s", by_run ? "run" : "check",
+                      want[i], r.err);
+    }
+    char runs[700];
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    cr_expect(!path_exists(runs), "no run directory");
+}
+
+Test(run_images, each_bad_image_is_refused_at_start_naming_its_task, .timeout = 120)
+{
+    make_dir();
+    char t[6][400], tasks[2600];
+    task_line(t[0], sizeof t[0], "ok", "What is the red?", "img/red.ppm", "200");
+    task_line(t[1], sizeof t[1], "missing", "What is the red?", "img/missing.png", "1");
+    task_line(t[2], sizeof t[2], "folder", "What is the red?", "img/folder.png", "1");
+    task_line(t[3], sizeof t[3], "corrupt", "What is the red?", "img/bad.png", "1");
+    task_line(t[4], sizeof t[4], "big", "What is the red?", "img/big.ppm", "1");
+    task_line(t[5], sizeof t[5], "two", "<image> and <image>?", "img/red.ppm", "1");
+    snprintf(tasks, sizeof tasks, "%s%s%s%s%s%s", t[0], t[1], t[2], t[3], t[4], t[5]);
+    write_in_dir("tasks.jsonl", tasks);
+    const char *want[] = {
+        "tasks.jsonl:2: task missing: image \"img/missing.png\": cannot open: No such file or "
+        "directory; check the path, which is relative to the tasks file's folder",
+        "tasks.jsonl:3: task folder: image \"img/folder.png\": cannot open: Is a directory",
+        "tasks.jsonl:4: task corrupt: image \"img/bad.png\": corrupt PNG: ",
+        "; give a PNG or PPM/PGM image the model can read",
+        "tasks.jsonl:5: task big: image \"img/big.ppm\" is 10x10, and model plugin "
+        "'test_vision_model' takes 8x8 images only (its encoder's size): resize the image, or "
+        "set the model's image_fit = \"resize\" to have the model resize it",
+        "tasks.jsonl:6: task two: the prompt and system turn hold 2 image placeholders "
+        "(\"<image>\") and the task has 1 image",
+    };
+    expect_refused(MODEL REST DATA, want, sizeof want / sizeof want[0]);
+    /* the first task alone is fine: check passes */
+    write_in_dir("tasks.jsonl", t[0]);
+    result r;
+    run(&r, "cd '%s' && %s check c.cfg", dir, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    remove_dir();
+}
+
+Test(run_images, placeholders_without_an_image_and_eval_tasks_are_checked_too, .timeout = 120)
+{
+    make_dir();
+    char a[400], b[400], tasks[1300];
+    task_line(a, sizeof a, "ok", "What is the red?", "img/red.ppm", "200");
+    task_line(b, sizeof b, "none", "Look: <image>", "", "1");
+    write_in_dir("tasks.jsonl", a);
+    write_in_dir("eval.jsonl", b);
+    const char *want_eval[] = {
+        "eval.jsonl:1: task none: the prompt and system turn hold 1 image placeholder "
+        "(\"<image>\") and the task has no \"image\": each placeholder stands for one image; "
+        "give the image's path in \"image\", or remove the placeholder",
+    };
+    expect_refused(MODEL REST "data = { train = \"tasks.jsonl\"; eval = \"eval.jsonl\"; };\n",
+                   want_eval, 1);
+    /* the system turn's placeholders count, and a field that is no path is named */
+    char line[500];
+    snprintf(line, sizeof line, "{\"id\": \"num\", \"domain\": \"math\", \"prompt\": \"What?\", "
+             "\"image\": 17, \"answer\": \"1\"}\n");
+    snprintf(tasks, sizeof tasks, "%s%s", a, line);
+    write_in_dir("tasks.jsonl", tasks);
+    const char *want_sys[] = {
+        "tasks.jsonl:1: task ok: the prompt and system turn hold 2 image placeholders",
+        "tasks.jsonl:2: task num: the \"image\" field is an integer, not the path of a PNG or "
+        "PPM file; give the image's path, relative to the tasks file's folder",
+    };
+    /* the test model has no chat template: a system turn is refused later,
+     * at the prompts; the image checks come first */
+    expect_refused(MODEL REST "data = { train = \"tasks.jsonl\"; system_prompt = \"See "
+                   "<image> and <image>.\"; };\n", want_sys, 2);
+    remove_dir();
+}
+
+Test(run_images, more_than_five_problems_end_in_a_count, .timeout = 120)
+{
+    make_dir();
+    char tasks[4000] = "", line[400];
+    for (int i = 0; i < 7; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m%d", i);
+        task_line(line, sizeof line, id, "What?", "img/missing.png", "1");
+        strcat(tasks, line);
+    }
+    write_in_dir("tasks.jsonl", tasks);
+    const char *want[] = {"tasks.jsonl:5: task m4: image", "tasks.jsonl: 7 problems in all with "
+                                                           "the tasks' images and placeholders"};
+    expect_refused(MODEL REST DATA, want, 2);
+    write_in_dir("c.cfg", MODEL REST DATA);
+    result r;
+    run(&r, "cd '%s' && %s check c.cfg", dir, TERN);
+    cr_expect_null(strstr(r.err, "task m5"), "five are named: %s", r.err);
+    remove_dir();
+}
+
+Test(run_images, a_text_only_policy_refuses_image_tasks, .timeout = 120)
+{
+    make_dir();
+    char a[400];
+    task_line(a, sizeof a, "ok", "What is the red?", "img/red.ppm", "200");
+    write_in_dir("tasks.jsonl", a);
+    /* no image_spec op at all */
+    const char *no_op[] = {
+        "tasks.jsonl:1: task ok has an image (img/red.ppm)",
+        "tasks.jsonl: 1 task has an image, and model plugin 'test_uniform_model' reads text "
+        "only (no image_spec op, ABI 1.12): it would answer without seeing the picture",
+    };
+    expect_refused("model = { plugin = \"test_uniform_model\"; init = { preset = \"tiny\"; }; "
+                   "};\n" REST DATA, no_op, 2);
+    /* the op, answering that this instance has no encoder */
+    const char *unsupported[] = {
+        "model plugin 'test_vision_model' reads text only (its image_spec op says this model "
+        "has no image encoder)",
+    };
+    expect_refused(MODEL_WITH("reads_images = false;") REST DATA, unsupported, 1);
+    /* a reference of its own plugin must read images as the policy does */
+    const char *reference[] = {
+        "tasks.jsonl: tasks have images, and the reference (plugin 'test_uniform_model') reads "
+        "text only: the KL term scores the policy's image prompts under it",
+    };
+    expect_refused(MODEL "run = { name = \"v\"; out_dir = \"runs\"; };\n"
+                         "reference = { plugin = \"test_uniform_model\"; init = { preset = "
+                         "\"tiny\"; }; };\n"
+                         "explorer = { batch_tasks = 2; group_size = 2; max_tokens = 8; };\n"
+                         "trainer = { steps = 1; sft = { steps = 0; }; };\n"
+                         "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"
+                         "buffer = { plugin = \"fifo\"; };\n"
+                         "sync = { plugin = \"synchronous\"; };\n"
+                         "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n" DATA,
+                   reference, 1);
+    remove_dir();
+}
