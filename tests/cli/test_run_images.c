@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "command.h"
 
 #define TERN "TERN_PLUGIN_PATH=" TERN_TEST_PLUGINS_DIR " " TERN_TEST_BIN
@@ -38,7 +40,7 @@ static void write_ppm(const char *name, int w, int h, int r, int g, int b)
 
 /* The sum of every byte of a w x h picture of one colour, as the test
  * model traces it. */
-__attribute__((unused)) static unsigned long long pixel_sum(int w, int h, int r, int g, int b)
+static unsigned long long pixel_sum(int w, int h, int r, int g, int b)
 {
     return (unsigned long long)w * (unsigned long long)h * (unsigned long long)(r + g + b);
 }
@@ -239,5 +241,146 @@ Test(run_images, a_text_only_policy_refuses_image_tasks, .timeout = 120)
                          "sync = { plugin = \"synchronous\"; };\n"
                          "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n" DATA,
                    reference, 1);
+    remove_dir();
+}
+
+/* ---- a run: the images reach the ops --------------------------------------------------- */
+
+/* The tasks of the runs below, in data/ with their images in data/img/ (a
+ * relative image path starts from the tasks file's folder): two about a
+ * picture (one without a placeholder, one with it first), one of text. */
+static void write_run_tasks(void)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/data", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/data/img", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    write_ppm("data/img/red.ppm", 8, 8, 200, 10, 20);
+    write_ppm("data/img/blue.ppm", 8, 8, 7, 10, 250);
+    char r[400], b[400], t[400], tasks[1300];
+    task_line(r, sizeof r, "r", "What is the red?", "img/red.ppm", "200");
+    task_line(b, sizeof b, "b", "<image>\\nWhat is the red?", "img/blue.ppm", "7");
+    task_line(t, sizeof t, "t", "1+1=", "", "2");
+    snprintf(tasks, sizeof tasks, "%s%s%s", r, b, t);
+    write_in_dir("data/tasks.jsonl", tasks);
+    write_in_dir("data/eval.jsonl", r);
+}
+
+/* How many lines of `text` are `line` exactly. */
+static int lines_equal(const char *text, const char *line)
+{
+    int n = 0;
+    size_t k = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p += k)
+        if ((p == text || p[-1] == '\n') && (p[k] == '\n' || p[k] == '\0'))
+            n++;
+    return n;
+}
+
+Test(run_images, images_reach_generate_score_and_backward_in_a_run, .timeout = 240)
+{
+    make_dir();
+    write_run_tasks();
+    char config[4000], trace[700];
+    snprintf(trace, sizeof trace, "%s/ops.log", dir);
+    snprintf(config, sizeof config,
+             "model = { plugin = \"test_vision_model\"; init = { preset = \"tiny\"; }; "
+             "trace = \"%s\"; };\n"
+             "run = { name = \"v\"; out_dir = \"runs\"; };\n"
+             "reference = { same_as = \"model\"; };\n"
+             "data = { train = \"data/tasks.jsonl\"; eval = \"data/eval.jsonl\"; shuffle = "
+             "false; };\n"
+             "explorer = { batch_tasks = 3; group_size = 2; max_tokens = 8; };\n"
+             "trainer = { steps = 2; sft = { steps = 1; batch_tasks = 3; }; };\n"
+             "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"
+             "buffer = { plugin = \"fifo\"; };\n"
+             "sync = { plugin = \"synchronous\"; };\n"
+             "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n", trace);
+    write_in_dir("c.cfg", config);
+    result r;
+    run(&r, "cd '%s' && %s run c.cfg", dir, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+
+    static char ops[1 << 16];
+    slurp(trace, ops, sizeof ops);
+    char red[64], blue[64];
+    /* generate: the explorers (both images, each batch) and the evaluation (red) */
+    snprintf(red, sizeof red, "generate images=1 sum=%llu", pixel_sum(8, 8, 200, 10, 20));
+    snprintf(blue, sizeof blue, "generate images=1 sum=%llu", pixel_sum(8, 8, 7, 10, 250));
+    cr_expect_geq(lines_equal(ops, red), 3, "explorers and evaluations: %s", ops);
+    cr_expect_geq(lines_equal(ops, blue), 2, "%s", ops);
+    cr_expect_geq(lines_equal(ops, "generate images=0 sum=0"), 2, "the text task: %s", ops);
+    /* score (the warm-up's, the reference's for the KL term) and backward
+     * (warm-up and RL): each image's sequences carry its pixels */
+    snprintf(red, sizeof red, "score images=1 sum=%llu", pixel_sum(8, 8, 200, 10, 20));
+    snprintf(blue, sizeof blue, "backward images=1 sum=%llu", pixel_sum(8, 8, 7, 10, 250));
+    cr_expect_geq(lines_equal(ops, red), 1 + 2 * 2, "warm-up, and 2 responses a step: %s", ops);
+    cr_expect_geq(lines_equal(ops, blue), 1 + 2 * 2, "%s", ops);
+    snprintf(blue, sizeof blue, "backward images=1 sum=%llu", pixel_sum(8, 8, 200, 10, 20));
+    cr_expect_geq(lines_equal(ops, blue), 1 + 2 * 2, "%s", ops);
+    cr_expect_geq(lines_equal(ops, "backward images=0 sum=0"), 1 + 2 * 2, "%s", ops);
+
+    /* rollouts.jsonl: the image as the task gives it; the pixels decided
+     * the answer (red 200: right); the placeholder put once before the
+     * prompt: BOS, 4 image tokens, "\n" and the 16 bytes of the question */
+    char path[700];
+    snprintf(path, sizeof path, "%s/runs/v/rollouts.jsonl", dir);
+    json_t *lines = json_lines(path, NULL);
+    cr_assert_eq(json_array_size(lines), 6, "3 groups a step, 2 steps");
+    size_t seen_r = 0, seen_b = 0, seen_t = 0;
+    for (size_t i = 0; i < json_array_size(lines); i++) {
+        json_t *l = json_array_get(lines, i);
+        const char *task = json_string_value(json_object_get(l, "task"));
+        const char *image = json_string_value(json_object_get(l, "image"));
+        json_int_t prompt_tokens = json_integer_value(json_object_get(l, "prompt_tokens"));
+        cr_assert_not_null(task);
+        if (strcmp(task, "r") == 0) {
+            seen_r++;
+            cr_expect_str_eq(image ? image : "(none)", "img/red.ppm");
+            cr_expect_str_eq(json_string_value(json_object_get(l, "response")), "200");
+            cr_expect_eq(json_real_value(json_array_get(json_object_get(l, "rewards"), 0)), 1.0);
+            cr_expect_eq(prompt_tokens, 1 + 4 + 1 + 16);
+        } else if (strcmp(task, "b") == 0) {
+            seen_b++;
+            cr_expect_str_eq(image ? image : "(none)", "img/blue.ppm");
+            cr_expect_str_eq(json_string_value(json_object_get(l, "response")), "7");
+            cr_expect_eq(prompt_tokens, 1 + 4 + 1 + 16, "its own placeholder, not a second");
+        } else {
+            seen_t++;
+            cr_expect_null(json_object_get(l, "image"), "a text task has no image");
+            cr_expect_eq(prompt_tokens, 1 + 4);
+        }
+    }
+    cr_expect(seen_r == 2 && seen_b == 2 && seen_t == 2);
+    json_decref(lines);
+    remove_dir();
+}
+
+Test(run_images, an_image_that_changed_since_it_was_sampled_is_refused, .timeout = 240)
+{
+    make_dir();
+    write_run_tasks();
+    /* the test model changes each image file's last byte once it generated
+     * from it: the trainer finds other bytes than the explorer recorded */
+    write_in_dir("c.cfg",
+                 "model = { plugin = \"test_vision_model\"; init = { preset = \"tiny\"; }; "
+                 "touch_images = true; };\n"
+                 "run = { name = \"v\"; out_dir = \"runs\"; };\n"
+                 "reference = { same_as = \"model\"; };\n"
+                 "data = { train = \"data/tasks.jsonl\"; shuffle = false; };\n"
+                 "explorer = { batch_tasks = 3; group_size = 2; max_tokens = 8; };\n"
+                 "trainer = { steps = 2; sft = { steps = 0; }; };\n"
+                 "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"
+                 "buffer = { plugin = \"fifo\"; };\n"
+                 "sync = { plugin = \"synchronous\"; };\n"
+                 "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n");
+    result r;
+    run(&r, "cd '%s' && %s run c.cfg", dir, TERN);
+    cr_expect_eq(r.code, 1, "a runtime failure: %s", r.err);
+    cr_expect(strstr(r.err, "trainer: batch 0, group 0 (task r): image data/img/red.ppm changed "
+                            "since it was sampled (its SHA-256 is "),
+              "%s", r.err);
+    cr_expect(strstr(r.err, "restore the file, or start a new run"), "%s", r.err);
     remove_dir();
 }

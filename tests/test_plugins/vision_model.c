@@ -26,10 +26,14 @@
  *               appends one line to per request or sequence:
  *               "OP images=N sum=S" (S: the sum of every pixel byte of its
  *               images), so a test sees which pixels reached which op
+ *   touch_images  (setting, default false) after each generate, the last
+ *               byte of every image file it was given (tern_image.source) is
+ *               changed: the trainer must then refuse the group, whose
+ *               image changed since it was sampled
  *
  * Settings: path or init = { preset; seed; } and threads as the transformer
  * plugin (so `tern model init`, `tern generate` drive it), plus image_size,
- * image_fit, tokens_per_image, max_images, reads_images, trace.
+ * image_fit, tokens_per_image, max_images, reads_images, trace, touch_images.
  */
 #define _POSIX_C_SOURCE 200809L /* as the template: mkdir, stat */
 
@@ -50,7 +54,7 @@
 typedef struct vision_state {
     model_state base; /* first: the template's ops take it */
     tern_image_spec spec;
-    int reads_images;
+    int reads_images, touch_images;
     char trace[4096]; /* "" for none */
 } vision_state;
 
@@ -70,6 +74,8 @@ static int vision_create(tern_ctx *ctx, void **state)
     host->get_int(ctx, "tokens_per_image", &per);
     host->get_int(ctx, "max_images", &max);
     host->get_bool(ctx, "reads_images", &reads);
+    int touch = 0;
+    host->get_bool(ctx, "touch_images", &touch);
     host->get_string(ctx, "image_fit", &fit);
     host->get_string(ctx, "trace", &trace);
     vision_state *v = calloc(1, sizeof *v);
@@ -77,6 +83,7 @@ static int vision_create(tern_ctx *ctx, void **state)
         return host->fail(ctx, TERN_ENOMEM, ME "out of memory");
     v->base.ctx = ctx;
     v->reads_images = reads;
+    v->touch_images = touch;
     v->spec = (tern_image_spec){.size = sizeof v->spec, .width = (int32_t)size,
                                 .height = (int32_t)size, .max_images = (uint32_t)max,
                                 .tokens_per_image = (int32_t)per};
@@ -234,6 +241,20 @@ static int answer_image(vision_state *v, const tern_gen_request *q, tern_gen_out
     return TERN_OK;
 }
 
+/* Change the last byte of the file an image came from. */
+static void touch_image(const tern_image *im)
+{
+    FILE *f = im->source ? fopen(im->source, "r+b") : NULL;
+    if (!f)
+        return;
+    if (fseek(f, -1, SEEK_END) == 0) {
+        int c = fgetc(f);
+        if (c != EOF && fseek(f, -1, SEEK_END) == 0)
+            fputc(c ^ 1, f);
+    }
+    fclose(f);
+}
+
 static int vision_generate(void *state, const tern_gen_request *req, size_t n,
                            tern_gen_output *outs)
 {
@@ -257,6 +278,8 @@ static int vision_generate(void *state, const tern_gen_request *req, size_t n,
         for (uint32_t s = 0; s < q->n_samples && rc == TERN_OK; s++)
             if ((rc = answer_image(v, q, &outs[done])) == TERN_OK)
                 done++;
+        for (size_t k = 0; v->touch_images && k < q->n_images; k++)
+            touch_image(&q->images[k]);
     }
     if (rc != TERN_OK)
         for (size_t j = 0; j < done; j++) {
@@ -339,6 +362,8 @@ static const tern_setting_spec vision_settings[] = {
                  .doc = "false: image_spec says TERN_EUNSUPPORTED"),
     TERN_SETTING(.name = "trace", .type = TERN_SETTING_STRING,
                  .doc = "a file each generate, score, backward appends a line to"),
+    TERN_SETTING(.name = "touch_images", .type = TERN_SETTING_BOOL, .def = "false",
+                 .doc = "change each image file's last byte after generating from it"),
     TERN_SETTINGS_END,
 };
 
