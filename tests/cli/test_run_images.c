@@ -384,3 +384,54 @@ Test(run_images, an_image_that_changed_since_it_was_sampled_is_refused, .timeout
     cr_expect(strstr(r.err, "restore the file, or start a new run"), "%s", r.err);
     remove_dir();
 }
+
+/* ---- tern generate --image ------------------------------------------------------------ */
+
+Test(run_images, generate_gives_the_image_to_a_model_that_reads_images, .timeout = 120)
+{
+    make_dir();
+    result r;
+    run(&r, "cd '%s' && %s model init --preset tiny --plugin test_vision_model vm && "
+        "%s model init --preset tiny --plugin test_uniform_model um", dir, TERN, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    /* the answer is the image's top-left red: the pixels reached generate */
+    run(&r, "cd '%s' && %s generate vm --plugin test_vision_model --prompt 'The red?' --image "
+        "img/red.ppm --temperature 0 --stop-token 257", dir, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "200\n");
+    run(&r, "cd '%s' && %s generate vm --plugin test_vision_model --prompt '<image> The red?' "
+        "--image img/blue.ppm --temperature 0", dir, TERN);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect(strncmp(r.out, "7", 1) == 0, "%s", r.out);
+
+    /* what is refused, each with exit 2 and a line that says why */
+    const struct {
+        const char *args, *says;
+    } bad[] = {
+        {"um --plugin test_uniform_model --prompt 'x' --image img/red.ppm",
+         "tern generate: model plugin 'test_uniform_model' reads text only (no image_spec op, "
+         "ABI 1.12): --image needs a model that reads images"},
+        {"vm --plugin test_vision_model --prompt 'x' --image img/missing.png",
+         "tern generate: --image img/missing.png: cannot open: No such file or directory"},
+        {"vm --plugin test_vision_model --prompt 'x' --image img/bad.png",
+         "tern generate: --image img/bad.png: corrupt PNG: "},
+        {"vm --plugin test_vision_model --prompt 'x' --image img/folder.png",
+         "img/folder.png: cannot open: Is a directory"},
+        {"vm --plugin test_vision_model --prompt 'x' --image img/big.ppm",
+         "tern generate: --image img/big.ppm is 10x10, and model plugin 'test_vision_model' "
+         "takes 8x8 images only"},
+        {"vm --plugin test_vision_model --prompt '<image><image>' --image img/red.ppm",
+         "the prompt holds 2 image placeholders (\"<image>\") and one image is given"},
+        {"vm --plugin test_vision_model --prompt 'see <image>'",
+         "the prompt holds the model's image placeholder \"<image>\" and no image is given"},
+        {"vm --plugin test_vision_model --prompt 'x' --image ''", "--image"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        run(&r, "cd '%s' && %s generate %s", dir, TERN, bad[i].args);
+        cr_expect_eq(r.code, 2, "%s: %s", bad[i].args, r.err);
+        cr_expect(strstr(r.err, bad[i].says), "%s: says \"%s\": %s", bad[i].args, bad[i].says,
+                  r.err);
+        cr_expect_str_eq(r.out, "", "%s prints no sample", bad[i].args);
+    }
+    remove_dir();
+}
