@@ -435,3 +435,47 @@ Test(run_images, generate_gives_the_image_to_a_model_that_reads_images, .timeout
     }
     remove_dir();
 }
+
+/* ---- across MPI ranks -------------------------------------------------------------------- */
+
+/* The explorer rank reads the images and sends each rollout's image file and
+ * digest to the master (wire format 3), whose records carry them to the
+ * trainer rank (experience format 4), which reads the files again. */
+Test(run_images, images_cross_mpi_ranks, .timeout = 300)
+{
+    test_need_mpi();
+    make_dir();
+    write_run_tasks();
+    char config[4000], trace[700];
+    snprintf(trace, sizeof trace, "%s/ops.log", dir);
+    snprintf(config, sizeof config,
+             "model = { plugin = \"test_vision_model\"; init = { preset = \"tiny\"; }; "
+             "trace = \"%s\"; };\n"
+             "run = { name = \"v\"; out_dir = \"runs\"; };\n"
+             "reference = { same_as = \"model\"; };\n"
+             "data = { train = \"data/tasks.jsonl\"; shuffle = false; };\n"
+             "explorer = { batch_tasks = 3; group_size = 2; max_tokens = 8; };\n"
+             "trainer = { steps = 2; sft = { steps = 0; }; };\n"
+             "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"
+             "buffer = { plugin = \"fifo\"; };\n"
+             "sync = { plugin = \"synchronous\"; };\n"
+             "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n", trace);
+    write_in_dir("c.cfg", config);
+    result r;
+    run(&r, "cd '%s' && TERN_PLUGIN_PATH=" TERN_TEST_PLUGINS_DIR " %s -np 3 " TERN_TEST_BIN
+        " run c.cfg", dir, test_mpirun());
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    static char ops[1 << 16];
+    slurp(trace, ops, sizeof ops);
+    char line[64];
+    snprintf(line, sizeof line, "generate images=1 sum=%llu", pixel_sum(8, 8, 200, 10, 20));
+    cr_expect_geq(lines_equal(ops, line), 2, "the explorer rank: %s", ops);
+    snprintf(line, sizeof line, "backward images=1 sum=%llu", pixel_sum(8, 8, 7, 10, 250));
+    cr_expect_geq(lines_equal(ops, line), 2 * 2, "the trainer rank: %s", ops);
+    char path[700];
+    snprintf(path, sizeof path, "%s/runs/v/rollouts.jsonl", dir);
+    json_t *lines = json_lines(path, "image");
+    cr_expect_eq(json_array_size(lines), 4, "two image groups a step");
+    json_decref(lines);
+    remove_dir();
+}
