@@ -2,6 +2,7 @@
 #include "image/task_image.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include "base/sha256.h"
 #include "image/image_file.h"
 #include "tern/support/regular_file.h"
+
+#include <unistd.h>
 
 int tern_task_image_path(const tern_task *t, char **path)
 {
@@ -28,14 +31,18 @@ int tern_task_image_path(const tern_task *t, char **path)
     const char *origin = rel[0] == '/' ? NULL : tern_task_origin(t);
     const char *slash = origin ? strrchr(origin, '/') : NULL;
     size_t base = slash ? (slash == origin ? 1 : (size_t)(slash - origin)) : 0;
-    size_t n = strlen(rel), total = base + 1 + n + 1;
+    /* and made absolute: an experience records it, and a resume may start
+     * from another working directory */
+    char cwd[PATH_MAX] = "";
+    int from_cwd = rel[0] != '/' && !(base && origin[0] == '/');
+    if (from_cwd && !getcwd(cwd, sizeof cwd))
+        cwd[0] = '\0'; /* unknown: left relative */
+    size_t n = strlen(rel), total = strlen(cwd) + 1 + base + 1 + n + 1;
     char *p = malloc(total);
     if (!p)
         return tern_errorf(TERN_ENOMEM, "out of memory");
-    if (base)
-        snprintf(p, total, "%.*s%s%s", (int)base, origin, origin[base - 1] == '/' ? "" : "/", rel);
-    else
-        memcpy(p, rel, n + 1);
+    snprintf(p, total, "%s%s%.*s%s%s", cwd, cwd[0] && strcmp(cwd, "/") != 0 ? "/" : "",
+             (int)base, base ? origin : "", base && origin[base - 1] != '/' ? "/" : "", rel);
     *path = p;
     return TERN_OK;
 }

@@ -24,8 +24,10 @@
 /* The path of task t's image, as the vision reward resolves it by default:
  * the "image" field as given when absolute, else relative to the folder of
  * the tasks file the task came from (tern_task_origin), else (a task of no
- * file) to the working directory. *path is malloc'd, or NULL for a task
- * without an image ("image" absent or null). TERN_EINVAL with a message
+ * file) to the working directory; made absolute (the working directory
+ * before a relative result), since an experience records it and a resume
+ * may start elsewhere. *path is malloc'd, or NULL for a task without an
+ * image ("image" absent or null). TERN_EINVAL with a message
  * "the \"image\" field is a number, not the path of a PNG or PPM file" for
  * a field that is not a string or is empty; TERN_ENOMEM. */
 TERN_INTERNAL int tern_task_image_path(const tern_task *t, char **path);
