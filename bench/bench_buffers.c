@@ -1,6 +1,6 @@
 /* bench_buffers.c: put/get throughput of each buffer plugin, in records per
  * second, with records the size a run makes: a record is one group (the
- * experience encoding, format 3), here a prompt of 128 tokens and 8
+ * experience encoding, format 4, no image), here a prompt of 128 tokens and 8
  * responses of 384 tokens (about 25 KB). Figures only, no pass/fail.
  *
  *   bench_buffers [--n N] [--dir DIR] [PLUGIN...]

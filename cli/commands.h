@@ -90,6 +90,11 @@ typedef struct tern_generate_args {
                                sample also ends at the model's EOS (the
                                template's end of turn) */
     const char *system;     /* with chat: a system turn before it, or NULL */
+    /* appended in 0.1 with ABI 1.12 (check size) */
+    const char *image;      /* a PNG or PPM/PGM file the prompt is about, or NULL: given
+                               to a model that reads images (its image_spec op), the
+                               prompt getting the model's placeholder and a newline
+                               first when it holds none (docs/data.md, "Images") */
 } tern_generate_args;
 
 /* `tern generate MODEL_DIR --prompt TEXT [...]`: load the model, tokenize the

@@ -121,6 +121,10 @@ static const command commands[] = {
      "                    template (model.chat_template, docs/models.md) and end\n"
      "                    a sample at the end of the assistant's turn too\n"
      "  --system TEXT     with --chat: a system turn before it\n"
+     "  --image FILE      a PNG or PPM/PGM picture the prompt is about, for a\n"
+     "                    model that reads images; the model's placeholder\n"
+     "                    (e.g. <image>) and a newline go before TEXT when it\n"
+     "                    holds none (docs/data.md, \"Images\")\n"
      "  --plugin P        the model plugin (default transformer)\n"
      "  --threads N       threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or prompt.",
@@ -453,6 +457,8 @@ static int generate_cmd(const command *c, int argc, char **argv)
          .max = INT32_MAX},
         {"--chat", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(g.chat)},
         {"--system", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(g.system)},
+        {"--image", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(g.image), .opts = TERN_FLAG_NONEMPTY,
+         .need = "a PNG or PPM/PGM file"},
         TERN_FLAGS_END,
     };
     int rc = parse(c, flags, &g.model_dir, 1, argc, argv);

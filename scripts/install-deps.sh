@@ -9,7 +9,7 @@ packages=(
   libopenblas-dev                    # the transformer model plugin (BLAS)
   libsqlite3-dev                     # the sqlite buffer plugin
   libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
-  libpng-dev                         # the vision reward plugin (PNG images)
+  libpng-dev                         # PNG: libtern (a task's image for the model), the vision reward
   libseccomp-dev python3             # the code reward (sandbox filter; Python programs), the python reward
   ca-certificates                    # HTTPS for scripts/fetch-smollm2.py (the real-model example and test)
   openmpi-bin libopenmpi-dev         # runs across MPI ranks (mpirun), and their tests

@@ -22,6 +22,7 @@
 
 #include "model/model.h"
 #include "base/errmsg.h"
+#include "image/task_image.h"
 #include "flag_config.h"
 #include "tern/support/utf8.h"
 #include "base/log.h"
@@ -453,6 +454,83 @@ static int check_generate_args(const tern_invocation *inv, const char *label,
     return TERN_EXIT_OK;
 }
 
+/* --image FILE (NULL: none), as a run gives a task's image: the model must
+ * read images (image_spec, ABI 1.12) and take the file (read, decoded, its
+ * size checked where the model's fit is exact) into *img; *text is then the
+ * prompt to encode (malloc'd): the model's placeholder and a newline before
+ * it when neither it nor the system turn holds one, one placeholder at most.
+ * Without --image, a prompt holding the placeholder of a model that reads
+ * images is refused (its image tokens would have no image); *text stays
+ * NULL (the prompt as given). Returns an exit code. */
+static int image_prompt(const tern_invocation *inv, const char *label, model *m,
+                        const char *file, const char *system, const char *prompt,
+                        size_t prompt_len, tern_loaded_image *img, char **text)
+{
+    *text = NULL;
+    tern_image_spec spec;
+    int rc = tern_model_image_spec(&m->px, "the model cannot say how it reads images", &spec);
+    if (rc != TERN_OK && rc != TERN_EUNSUPPORTED) {
+        cmd_report(inv, label, "%s", tern_error_message());
+        return TERN_EXIT_FAILURE;
+    }
+    int reads = rc == TERN_OK;
+    const char *ph = spec.placeholder;
+    if (!file) {
+        if (reads && (memmem(prompt, prompt_len, ph, strlen(ph)) ||
+                      tern_placeholder_count(system, ph))) {
+            cmd_report(inv, label, "the prompt holds the model's image placeholder \"%s\" and "
+                       "no image is given: give one with --image FILE, or remove the "
+                       "placeholder", ph);
+            return TERN_EXIT_USAGE;
+        }
+        return TERN_EXIT_OK;
+    }
+    if (!reads) {
+        int op = TERN_HAS(m->px.ops, image_spec) && m->px.ops->image_spec;
+        cmd_report(inv, label, "model plugin '%s' reads text only (%s): --image needs a model "
+                   "that reads images (docs/data.md, \"Images\")", m->px.plugin,
+                   op ? "its image_spec op says this model has no image encoder"
+                      : "no image_spec op, ABI 1.12");
+        return TERN_EXIT_USAGE;
+    }
+    if ((rc = tern_image_load(file, img)) != TERN_OK) {
+        cmd_report(inv, label, "--image %s; give a PNG or PPM/PGM image", tern_error_message());
+        return rc == TERN_ENOMEM ? TERN_EXIT_FAILURE : TERN_EXIT_USAGE;
+    }
+    if (spec.fit == TERN_IMAGE_FIT_EXACT &&
+        (img->image.width != spec.width || img->image.height != spec.height)) {
+        cmd_report(inv, label, "--image %s is %dx%d, and model plugin '%s' takes %dx%d images "
+                   "only (its encoder's size): resize the image, or use the model with "
+                   "image_fit = \"resize\" to have it resize it", file, img->image.width,
+                   img->image.height, m->px.plugin, spec.width, spec.height);
+        return TERN_EXIT_USAGE;
+    }
+    char *p = strndup(prompt, prompt_len);
+    if (!p) {
+        cmd_report(inv, label, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    size_t marks = tern_placeholder_count(p, ph) + tern_placeholder_count(system, ph);
+    if (marks > 1) {
+        cmd_report(inv, label, "the prompt holds %zu image placeholders (\"%s\") and one image "
+                   "is given (--image): keep one, or none (one is put before the prompt)",
+                   marks, ph);
+        free(p);
+        return TERN_EXIT_USAGE;
+    }
+    int oom = 0;
+    *text = tern_prompt_with_placeholder(system, p, ph, &oom);
+    if (*text || oom)
+        free(p);
+    else
+        *text = p; /* it holds its placeholder: as it is */
+    if (oom) {
+        cmd_report(inv, label, "out of memory");
+        return TERN_EXIT_FAILURE;
+    }
+    return TERN_EXIT_OK;
+}
+
 int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
 {
     const char *label = "tern generate";
@@ -471,9 +549,20 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
     int32_t *ids = NULL, *stop = NULL;
     size_t n_ids = 0, n_stop = a->n_stop;
     int chat = a->size >= offsetof(tern_generate_args, system) + sizeof a->system && a->chat;
+    const char *file = a->size >= offsetof(tern_generate_args, image) + sizeof a->image
+                           ? a->image
+                           : NULL;
+    tern_loaded_image img;
+    memset(&img, 0, sizeof img);
+    char *marked = NULL; /* the prompt with the image's placeholder, or NULL */
+    if (code == TERN_EXIT_OK)
+        code = image_prompt(inv, label, &m, file, chat ? a->system : NULL,
+                            a->prompt ? a->prompt : "", a->prompt_len, &img, &marked);
+    const char *text = marked ? marked : a->prompt ? a->prompt : "";
+    size_t text_len = marked ? strlen(marked) : a->prompt_len;
     if (code == TERN_EXIT_OK && chat) {
         /* the template's text is NUL-terminated: the prompt must be too */
-        char *prompt = strndup(a->prompt ? a->prompt : "", a->prompt_len);
+        char *prompt = strndup(text, text_len);
         stop = malloc((a->n_stop + 1) * sizeof *stop);
         int32_t eos = -1;
         if (!prompt || !stop) {
@@ -490,8 +579,7 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
                 stop[n_stop++] = eos;
         }
     } else if (code == TERN_EXIT_OK) {
-        code = tokenize(inv, label, &m, "prompt", a->prompt ? a->prompt : "", a->prompt_len,
-                        &ids, &n_ids);
+        code = tokenize(inv, label, &m, "prompt", text, text_len, &ids, &n_ids);
     }
 
     tern_gen_output *outs = NULL;
@@ -518,6 +606,8 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
             .stop = chat ? stop : a->stop,
             .n_stop = n_stop,
             .seed = a->seed,
+            .images = img.pixels ? &img.image : NULL,
+            .n_images = img.pixels ? 1 : 0,
         };
         int rc = tern_model_generate(&m.px, "generation failed", &req, 1, outs);
         if (rc != TERN_OK) {
@@ -556,6 +646,8 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
     free(outs);
     free(stop);
     free(ids);
+    free(marked);
+    tern_image_unload(&img);
     if (code == TERN_EXIT_OK && fflush(out) != 0) {
         cmd_report(inv, label, "cannot write the output: %s", strerror(errno));
         code = TERN_EXIT_FAILURE;

@@ -143,14 +143,14 @@ Test(check_run, check_refuses_what_run_refuses_with_the_same_message, .timeout =
          "none.jsonl: cannot open"},
         {RUN MODEL REF DATA "explorer = { temperature = 0.0; };\n" TRAIN BUFFER SYNC REWARDS,
          "explorer.temperature = 0 samples greedily"},
-        /* no model plugin sees pictures: an image task is not run on its text alone */
+        /* a policy that reads no images (no image_spec op, or one that says
+         * so: ABI 1.12): an image task is not run on its text alone */
         {RUN MODEL REF "data = { train = \"vision.jsonl\"; };\n" LOOP BUFFER SYNC
              "rewards = ( { domain = \"vision\"; plugin = \"vision\"; } );\n",
          "vision.jsonl:1: task v1 has an image (images/a.png)\n"},
         {RUN MODEL REF "data = { train = \"vision.jsonl\"; };\n" LOOP BUFFER SYNC
              "rewards = ( { domain = \"vision\"; plugin = \"vision\"; } );\n",
-         "vision.jsonl: 1 task has an image, and model plugin 'transformer' reads text only: it "
-         "would answer without seeing the picture"},
+         "vision.jsonl: 1 task has an image, and model plugin 'transformer' reads text only ("},
         /* weight transports a plugin brings (ABI 1.8) */
         {RUN MODEL REF DATA LOOP BUFFER "sync = { plugin = \"synchronous\"; method = \"nccl\"; };\n"
              REWARDS,

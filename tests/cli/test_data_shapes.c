@@ -17,7 +17,7 @@
 #include "command.h"
 #include "base/errmsg.h"
 #include "harness.h"
-#include "image.h"
+#include "image_file.h"
 #include "data/task.h"
 #include "tern/reward.h"
 
@@ -251,12 +251,12 @@ static void check_generated(const char *dir, unsigned long long seed, int n, int
         /* the picture decodes to what was drawn */
         char img[1100], why[128];
         snprintf(img, sizeof img, "%s/%s/images/shape-%05d.png", WORK, dir, i + 1);
-        vis_image pic;
-        cr_assert_eq(vis_image_load(img, 1u << 22, VIS_IMG_PIXELS, &pic, why, sizeof why),
-                     VIS_IMG_OK, "%s: %s", img, why);
+        image_rgb pic;
+        cr_assert_eq(image_file_load(img, 1u << 22, IMAGE_FILE_PIXELS, &pic, why, sizeof why),
+                     IMAGE_FILE_OK, "%s: %s", img, why);
         cr_assert(pic.w == (uint32_t)size && pic.h == (uint32_t)size);
         cr_assert(memcmp(pic.rgb, sc.rgb, (size_t)size * size * 3) == 0, "%s", img);
-        vis_image_free(&pic);
+        image_rgb_free(&pic);
         cr_assert(sc.n >= 1 && sc.n <= TERN_SHAPES_MAX);
         tern_scene_free(&sc);
         for (int k = 0; k < TERN_SHAPES_TASKS; k++) {
@@ -331,16 +331,16 @@ Test(data_shapes, png_encoder_round_trips)
             uint8_t *png = NULL;
             size_t len = 0;
             cr_assert_eq(tern_png_encode_rgb(px, w, h, &png, &len), TERN_OK);
-            vis_image img;
+            image_rgb img;
             char why[128];
-            cr_assert_eq(vis_image_decode(png, len, 1u << 20, VIS_IMG_PIXELS, &img, why,
-                                          sizeof why), VIS_IMG_OK, "%ux%u kind %d: %s", w, h,
+            cr_assert_eq(image_file_decode(png, len, 1u << 20, IMAGE_FILE_PIXELS, &img, why,
+                                           sizeof why), IMAGE_FILE_OK, "%ux%u kind %d: %s", w, h,
                          kind, why);
             cr_assert(img.w == w && img.h == h && memcmp(img.rgb, px, n) == 0, "%ux%u kind %d",
                       w, h, kind);
             if (kind == 1 && n > 10000)
                 cr_assert_lt(len, n / 10, "flat pictures compress: %zu of %zu bytes", len, n);
-            vis_image_free(&img);
+            image_rgb_free(&img);
             free(png);
             free(px);
         }

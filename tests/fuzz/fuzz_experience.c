@@ -2,11 +2,13 @@
  * fuzz_experience.c: libFuzzer target for the experience decoder
  * (core/src/experience), the code that reads what a buffer hands back,
  * including a durable buffer's file written by another process. The input
- * is one record: a group (format 3), its prompt and responses. Nothing may
- * crash, leak or read out of bounds; a record the decoder accepts must
- * encode back to exactly the same bytes (the encoding is canonical, so an
- * accepted record is never a misread one), which also reads every array
- * and name the decoded pointers point at. Each input is decoded twice: as it
+ * is one record: a group (format 4, with its image's path and digest, or
+ * format 3 without), its prompt and responses. Nothing may crash, leak or
+ * read out of bounds; a record the decoder accepts must encode back to
+ * exactly the same bytes (the encoding is canonical, so an accepted record
+ * is never a misread one; a format 3 record encodes as format 4, the same
+ * bytes but for the format number and the checksum), which also reads every
+ * array and name the decoded pointers point at. Each input is decoded twice: as it
  * is, and "resealed" (its length and checksum fields made right), so that
  * the fuzzer reaches the checks behind the checksum (sizes, names, finite
  * values, statistics).
@@ -36,6 +38,10 @@ static void decode_and_check(const uint8_t *copy, size_t size)
         uint8_t *again = malloc(n);
         if (again) {
             tern_experience_encode(&e, again);
+            if (copy[4] == TERN_EXPERIENCE_FORMAT_NO_IMAGE) { /* read as format 4 */
+                put_le32(again + 4, TERN_EXPERIENCE_FORMAT_NO_IMAGE);
+                put_le32(again + 12, tern_crc32c(0, again + 16, n - 16));
+            }
             if (memcmp(again, copy, n) != 0)
                 abort();
             free(again);

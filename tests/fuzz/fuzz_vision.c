@@ -2,7 +2,9 @@
  * fuzz_vision.c: libFuzzer target for the `vision` reward's parsers and
  * decoders (plugins/rewards/vision): the box and detection parsers, the
  * count, option, yes/no and colour extractors, ANLS, the reason cleaner,
- * and the PNG (libpng) and PPM/PGM decoders reading from memory, with
+ * and the PNG (libpng) and PPM/PGM decoders reading from memory (the
+ * core's core/src/image/image_file.c, which libtern decodes a task's image
+ * with too), with
  * region counting over what they decode. Nothing may crash, leak or read out
  * of bounds, and the results must keep their invariants (IoU in [0, 1],
  * counts within their text, a decoded image of the size its header gives).
@@ -17,7 +19,7 @@
 #include <string.h>
 
 #include "boxes.h"
-#include "image.h"
+#include "image_file.h"
 #include "palette.h"
 #include "regions.h"
 #include "text.h"
@@ -57,17 +59,17 @@ static void reseal_png(uint8_t *p, size_t n)
 
 static void check_image(const uint8_t *data, size_t size)
 {
-    vis_image head, img;
+    image_rgb head, img;
     char why[128];
-    vis_image_status a = vis_image_decode(data, size, MAX_PIXELS, VIS_IMG_HEADER, &head, why,
-                                          sizeof why);
+    image_file_status a = image_file_decode(data, size, MAX_PIXELS, IMAGE_FILE_HEADER, &head, why,
+                                            sizeof why);
     if (strnlen(why, sizeof why) == sizeof why)
         abort();
-    vis_image_status b = vis_image_decode(data, size, MAX_PIXELS, VIS_IMG_PIXELS, &img, why,
-                                          sizeof why);
-    if (b == VIS_IMG_OK) {
+    image_file_status b = image_file_decode(data, size, MAX_PIXELS, IMAGE_FILE_PIXELS, &img, why,
+                                            sizeof why);
+    if (b == IMAGE_FILE_OK) {
         /* whatever decodes in full had a readable header of the same size */
-        if (a != VIS_IMG_OK || head.w != img.w || head.h != img.h || !img.rgb)
+        if (a != IMAGE_FILE_OK || head.w != img.w || head.h != img.h || !img.rgb)
             abort();
         if ((uint64_t)img.w * img.h > MAX_PIXELS || img.w == 0 || img.h == 0)
             abort();
@@ -79,7 +81,7 @@ static void check_image(const uint8_t *data, size_t size)
                 abort();
         }
         (void)vis_palette_nearest(img.rgb + 3 * ((size_t)img.w * img.h - 1));
-        vis_image_free(&img);
+        image_rgb_free(&img);
     } else if (img.rgb || img.w || img.h) {
         abort();
     }

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes the seed records of the experience decoder's fuzz target
-(tests/fuzz/corpus_experience/): valid format-3 groups of a few shapes,
-encoded as core/src/experience/experience.h lays them out, and one format-2
-record (one response, as an older tern wrote it) that the decoder refuses.
+(tests/fuzz/corpus_experience/): valid format-4 groups of a few shapes (one
+with an image's path and digest), encoded as core/src/experience/experience.h
+lays them out, one format-3 group (before images, still read), and one
+format-2 record (one response, as an older tern wrote it) that the decoder
+refuses.
 
     python3 tests/fuzz/make_experience_corpus.py
 """
@@ -39,12 +41,15 @@ def response(version, finish, failure, reward, accuracy, parts, tokens, logp):
                 accuracy=accuracy, parts=parts, tokens=tokens, logp=logp)
 
 
-def group(batch, version, domain, task_id, prompt, responses):
+def group(batch, version, domain, task_id, prompt, responses, image=b"", digest=b"",
+          fmt=4):
     mean, std, acc = stats(responses)
-    body = struct.pack("<qqIIIIQQdddHHI", batch, version, 7, 1, len(responses), len(prompt),
+    body = struct.pack("<qqIIIIQQdddHHHH", batch, version, 7, 1, len(responses), len(prompt),
                        1795000000 * 10**9, 1795000001 * 10**9, mean, std, acc,
-                       len(domain), len(task_id), 0)
+                       len(domain), len(task_id), len(image), 0)
     body += domain + task_id
+    if image:
+        body += image + digest
     body += struct.pack("<%di" % len(prompt), *prompt)
     for r in responses:
         body += struct.pack("<qIHHddH", r["version"], len(r["tokens"]), r["finish"],
@@ -54,7 +59,7 @@ def group(batch, version, domain, task_id, prompt, responses):
         body += struct.pack("<%di" % len(r["tokens"]), *r["tokens"])
         body += struct.pack("<%df" % len(r["logp"]), *r["logp"])
     total = 16 + len(body)
-    return struct.pack("<4sIII", b"TXP1", 3, total, crc32c(body)) + body
+    return struct.pack("<4sIII", b"TXP1", fmt, total, crc32c(body)) + body
 
 
 def format2(domain, task_id, prompt, response, logp):
@@ -90,6 +95,9 @@ seeds = {
     "one.bin": group(0, 0, b"", b"", [], [response(0, 1, 0, 0.0, 0.0, [], [], [])]),
     "math.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group),
     "code8.bin": group(3, 2, b"code", b"x" * 40, list(range(32)), code_group),
+    "image.bin": group(5, 5, b"vision", b"shapes-00001-counting", [1, 258, 258, 258, 258, 9],
+                       math_group, b"data/shapes/images/shape-00001.png", bytes(range(32))),
+    "format3.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group, fmt=3),
     "format2.bin": format2(b"math", b"gsm8k-42", [1, 2, 3], [5, 6], [-0.5, -1.25]),
 }
 for name, data in seeds.items():

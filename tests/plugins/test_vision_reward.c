@@ -23,7 +23,7 @@
 #include "base/errmsg.h"
 #include "harness.h"
 #include "reward_case.h"
-#include "image.h"
+#include "image_file.h"
 #include "palette.h"
 #include "regions.h"
 #include "data/task.h"
@@ -769,10 +769,10 @@ Test(vision_reward, concurrent_callers_agree)
 
 Test(vision_parts, decoders_agree_on_every_format)
 {
-    vis_image ref;
+    image_rgb ref;
     char why[128];
-    cr_assert_eq(vis_image_load(IMAGES "/blocks.png", 1000, VIS_IMG_PIXELS, &ref, why, sizeof why),
-                 VIS_IMG_OK, "%s", why);
+    cr_assert_eq(image_file_load(IMAGES "/blocks.png", 1000, IMAGE_FILE_PIXELS, &ref, why,
+                                 sizeof why), IMAGE_FILE_OK, "%s", why);
     cr_assert_eq(ref.w, 24);
     cr_assert_eq(ref.h, 16);
     static const char *const same[] = {"blocks.ppm", "blocks-plain.ppm", "blocks-16.ppm",
@@ -783,61 +783,63 @@ Test(vision_parts, decoders_agree_on_every_format)
         snprintf(path, sizeof path, IMAGES "/%s", same[i]);
         size_t n;
         uint8_t *data = slurp_file(path, &n);
-        vis_image img;
+        image_rgb img;
         /* from a file and from memory */
-        cr_assert_eq(vis_image_decode(data, n, 1000, VIS_IMG_PIXELS, &img, why, sizeof why),
-                     VIS_IMG_OK, "%s: %s", same[i], why);
+        cr_assert_eq(image_file_decode(data, n, 1000, IMAGE_FILE_PIXELS, &img, why, sizeof why),
+                     IMAGE_FILE_OK, "%s: %s", same[i], why);
         cr_assert(img.w == 24 && img.h == 16 && memcmp(img.rgb, ref.rgb, 24 * 16 * 3) == 0,
                   "%s decodes to other pixels", same[i]);
-        vis_image_free(&img);
-        cr_assert_eq(vis_image_load(path, 1000, VIS_IMG_PIXELS, &img, why, sizeof why), VIS_IMG_OK);
+        image_rgb_free(&img);
+        cr_assert_eq(image_file_load(path, 1000, IMAGE_FILE_PIXELS, &img, why, sizeof why),
+                     IMAGE_FILE_OK);
         cr_assert(memcmp(img.rgb, ref.rgb, 24 * 16 * 3) == 0, "%s", same[i]);
-        vis_image_free(&img);
+        image_rgb_free(&img);
         /* the header alone */
-        cr_assert_eq(vis_image_decode(data, n, 1000, VIS_IMG_HEADER, &img, why, sizeof why),
-                     VIS_IMG_OK);
+        cr_assert_eq(image_file_decode(data, n, 1000, IMAGE_FILE_HEADER, &img, why, sizeof why),
+                     IMAGE_FILE_OK);
         cr_assert(img.w == 24 && img.h == 16 && img.rgb == NULL);
         free(data);
     }
-    vis_image_free(&ref);
-    vis_image g1, g2, g3;
-    cr_assert_eq(vis_image_load(IMAGES "/gray.pgm", 64, VIS_IMG_PIXELS, &g1, why, sizeof why), 0);
-    cr_assert_eq(vis_image_load(IMAGES "/gray.png", 64, VIS_IMG_PIXELS, &g2, why, sizeof why), 0);
-    cr_assert_eq(vis_image_load(IMAGES "/gray-plain.pgm", 64, VIS_IMG_PIXELS, &g3, why, sizeof why),
-                 0);
+    image_rgb_free(&ref);
+    image_rgb g1, g2, g3;
+    const int px = IMAGE_FILE_PIXELS;
+    cr_assert_eq(image_file_load(IMAGES "/gray.pgm", 64, px, &g1, why, sizeof why), 0);
+    cr_assert_eq(image_file_load(IMAGES "/gray.png", 64, px, &g2, why, sizeof why), 0);
+    cr_assert_eq(image_file_load(IMAGES "/gray-plain.pgm", 64, px, &g3, why, sizeof why), 0);
     cr_assert(memcmp(g1.rgb, g2.rgb, 192) == 0 && memcmp(g1.rgb, g3.rgb, 192) == 0);
     cr_assert(g1.rgb[0] == 0 && g1.rgb[3 * 7] == 128 && g1.rgb[3 * 7 + 2] == 128);
-    vis_image_free(&g1);
-    vis_image_free(&g2);
-    vis_image_free(&g3);
+    image_rgb_free(&g1);
+    image_rgb_free(&g2);
+    image_rgb_free(&g3);
 }
 
 Test(vision_parts, broken_images_give_a_status_and_a_message)
 {
     static const struct {
         const char *file;
-        vis_image_status status;
+        image_file_status status;
         const char *why;
     } cases[] = {
-        {"truncated.png", VIS_IMG_CORRUPT, "corrupt PNG"},
-        {"badcrc.png", VIS_IMG_CORRUPT, "corrupt PNG"},
-        {"signature-only.png", VIS_IMG_CORRUPT, "cut short"},
-        {"notanimage.png", VIS_IMG_UNKNOWN, "not a PNG or PPM/PGM image"},
-        {"empty.png", VIS_IMG_UNKNOWN, "the file is empty"},
-        {"zero.ppm", VIS_IMG_EMPTY, "0x0"},
-        {"huge.ppm", VIS_IMG_TOO_BIG, "100000x100000 is over the limit of 1000 pixels"},
-        {"huge.png", VIS_IMG_TOO_BIG, "100000x100000 is over the limit of 1000 pixels"},
-        {"truncated.ppm", VIS_IMG_CORRUPT, "cut short"},
-        {"badsample.ppm", VIS_IMG_CORRUPT, "above maxval"},
-        {"badheader.ppm", VIS_IMG_CORRUPT, "header"},
-        {"nosuch.png", VIS_IMG_NOT_FOUND, "not found"},
-        {"", VIS_IMG_UNREADABLE, "not a regular file"}, /* the directory */
+        {"truncated.png", IMAGE_FILE_CORRUPT, "corrupt PNG"},
+        {"badcrc.png", IMAGE_FILE_CORRUPT, "corrupt PNG"},
+        {"signature-only.png", IMAGE_FILE_CORRUPT, "cut short"},
+        {"notanimage.png", IMAGE_FILE_UNKNOWN, "not a PNG or PPM/PGM image"},
+        {"empty.png", IMAGE_FILE_UNKNOWN, "the file is empty"},
+        {"zero.ppm", IMAGE_FILE_EMPTY, "0x0"},
+        {"huge.ppm", IMAGE_FILE_TOO_BIG, "100000x100000 is over the limit of 1000 pixels"},
+        {"huge.png", IMAGE_FILE_TOO_BIG, "100000x100000 is over the limit of 1000 pixels"},
+        {"truncated.ppm", IMAGE_FILE_CORRUPT, "cut short"},
+        {"badsample.ppm", IMAGE_FILE_CORRUPT, "above maxval"},
+        {"badheader.ppm", IMAGE_FILE_CORRUPT, "header"},
+        {"nosuch.png", IMAGE_FILE_NOT_FOUND, "not found"},
+        {"", IMAGE_FILE_UNREADABLE, "not a regular file"}, /* the directory */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512], why[128];
         snprintf(path, sizeof path, IMAGES "/%s", cases[i].file);
-        vis_image img;
-        vis_image_status st = vis_image_load(path, 1000, VIS_IMG_PIXELS, &img, why, sizeof why);
+        image_rgb img;
+        image_file_status st = image_file_load(path, 1000, IMAGE_FILE_PIXELS, &img, why,
+                                               sizeof why);
         cr_expect_eq(st, cases[i].status, "%s: %d (%s)", cases[i].file, st, why);
         cr_expect(strstr(why, cases[i].why), "%s: %s", cases[i].file, why);
         cr_expect_null(img.rgb);
@@ -857,12 +859,12 @@ Test(vision_parts, broken_images_give_a_status_and_a_message)
         for (size_t k = 0; k < n - files[f].spare; k++) {
             uint8_t *part = malloc(k ? k : 1);
             memcpy(part, data, k);
-            vis_image img;
+            image_rgb img;
             char why[128];
-            vis_image_status st = vis_image_decode(part, k, 1000, VIS_IMG_PIXELS, &img, why,
-                                                   sizeof why);
-            cr_expect_neq(st, VIS_IMG_OK, "%s cut to %zu bytes decoded", files[f].file, k);
-            vis_image_free(&img);
+            image_file_status st = image_file_decode(part, k, 1000, IMAGE_FILE_PIXELS, &img, why,
+                                                     sizeof why);
+            cr_expect_neq(st, IMAGE_FILE_OK, "%s cut to %zu bytes decoded", files[f].file, k);
+            image_rgb_free(&img);
             free(part);
         }
         free(data);
@@ -876,12 +878,12 @@ Test(vision_parts, fifos_and_devices_are_not_read, .timeout = 20)
     snprintf(fifo, sizeof fifo, "%s/vision_fifo_%d", TERN_TEST_WORK_DIR, (int)getpid());
     remove(fifo);
     cr_assert_eq(mkfifo(fifo, 0600), 0);
-    vis_image img;
-    cr_assert_eq(vis_image_load(fifo, 1000, VIS_IMG_PIXELS, &img, why, sizeof why),
-                 VIS_IMG_UNREADABLE);
+    image_rgb img;
+    cr_assert_eq(image_file_load(fifo, 1000, IMAGE_FILE_PIXELS, &img, why, sizeof why),
+                 IMAGE_FILE_UNREADABLE);
     cr_assert_str_eq(why, "not a regular file");
-    cr_assert_eq(vis_image_load("/dev/zero", 1000, VIS_IMG_PIXELS, &img, why, sizeof why),
-                 VIS_IMG_UNREADABLE);
+    cr_assert_eq(image_file_load("/dev/zero", 1000, IMAGE_FILE_PIXELS, &img, why, sizeof why),
+                 IMAGE_FILE_UNREADABLE);
     remove(fifo);
 }
 
@@ -1051,7 +1053,7 @@ Test(vision_parts, palette_and_regions)
     uint8_t px[8 * 8 * 3];
     for (int i = 0; i < 64; i++)
         memset(px + 3 * i, ((i % 8) + (i / 8)) % 2 ? 0 : 255, 3);
-    vis_image img = {.w = 8, .h = 8, .rgb = px};
+    image_rgb img = {.w = 8, .h = 8, .rgb = px};
     uint64_t count;
     uint8_t black[3] = {0, 0, 0};
     cr_assert_eq(vis_count_regions(&img, black, 0, 4, 1, &count), 0);

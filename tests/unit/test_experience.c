@@ -1,9 +1,10 @@
 /* test_experience.c: the experience encoding every buffer carries
- * (core/src/experience), format 3: one record per group. The round trip of
- * every field for groups of several shapes, the byte layout (little-endian,
- * so a durable buffer reads the same anywhere), the group statistics, the
- * limits, and the refusal of truncated, joined, corrupt, old-format and
- * inconsistent records. */
+ * (core/src/experience), format 4: one record per group, with its image's
+ * path and digest. The round trip of every field for groups of several
+ * shapes, with an image and without, the byte layout (little-endian, so a
+ * durable buffer reads the same anywhere), format 3 records still read, the
+ * group statistics, the limits, and the refusal of truncated, joined,
+ * corrupt, old-format and inconsistent records. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -153,6 +154,14 @@ static void expect_same(const tern_experience *e, const tern_experience *d)
     cr_expect(same_bits(d->accuracy_mean, e->accuracy_mean));
     cr_expect_str_eq(d->domain, e->domain ? e->domain : "");
     cr_expect_str_eq(d->task_id, e->task_id ? e->task_id : "");
+    int has_image = e->image && *e->image;
+    if (has_image) {
+        cr_assert_not_null(d->image);
+        cr_expect_str_eq(d->image, e->image);
+        cr_expect_eq(memcmp(d->image_sha256, e->image_sha256, 32), 0, "the image's digest");
+    } else {
+        cr_expect_null(d->image, "no image: NULL");
+    }
     cr_assert_eq(d->prompt_len, e->prompt_len);
     for (uint32_t k = 0; k < e->prompt_len; k++)
         cr_expect_eq(d->prompt[k], e->prompt[k], "prompt token %u", k);
@@ -343,7 +352,7 @@ Test(experience, layout_is_little_endian_whatever_the_host)
     unsigned char *b = encode(&g.e, &n);
     cr_assert_eq(n, SAMPLE_BYTES);
     cr_expect_eq(memcmp(b, "TXP1", 4), 0);
-    cr_expect_eq(le32(b + 4), 3);
+    cr_expect_eq(le32(b + 4), 4);
     cr_expect_eq(le32(b + 8), SAMPLE_BYTES);
     cr_expect_eq(le32(b + 12), tern_crc32c(0, b + 16, n - 16));
     cr_expect_eq(le64(b + 16), 1234567890123ull);
@@ -359,7 +368,8 @@ Test(experience, layout_is_little_endian_whatever_the_host)
     cr_expect(same_bits(lef64(b + 80), g.e.accuracy_mean));
     cr_expect_eq(le16(b + 88), 4);  /* domain bytes */
     cr_expect_eq(le16(b + 90), 10); /* task id bytes */
-    cr_expect_eq(le32(b + 92), 0);
+    cr_expect_eq(le16(b + 92), 0); /* no image */
+    cr_expect_eq(le16(b + 94), 0);
     cr_expect_eq(memcmp(b + 96, "mathgsm8k-0042", 14), 0);
     cr_expect_eq(le32(b + 110), 1000);
     cr_expect_eq(le32(b + 118), (uint32_t)-3972);
@@ -504,9 +514,10 @@ Test(experience, wrong_magic_and_unknown_formats_are_refused)
     expect_refused(buf, n, WORDS("not a tern experience", "magic"));
     memcpy(buf, "TXP1", 4);
     buf[4] = 1; /* format 1: native order, never stored */
-    expect_refused(buf, n, WORDS("format 1", "not known", "reads format 3"));
-    buf[4] = 4;
-    expect_refused(buf, n, WORDS("format 4 is not known to this tern (it reads format 3)"));
+    expect_refused(buf, n, WORDS("format 1", "not known", "reads formats 3 and 4"));
+    buf[4] = 5;
+    expect_refused(buf, n, WORDS("format 5 is not known to this tern (it reads formats 3 and "
+                                 "4)"));
     free(buf);
 }
 
@@ -523,7 +534,7 @@ Test(experience, format_2_is_refused_with_what_to_do)
     put32(old + 12, tern_crc32c(0, old + 16, sizeof old - 16));
     expect_refused(old, sizeof old,
                    WORDS("format 2", "one record per response", "older tern",
-                         "reads format 3", "one record per group", "finish the run",
+                         "reads formats 3 and 4", "one record per group", "finish the run",
                          "remove the buffer's file"));
 }
 
@@ -611,11 +622,92 @@ static void patchedf64(size_t off, double v, const char *const *words)
     patched(off, b, 8, words);
 }
 
+/* ---- the image (format 4) and format 3 ------------------------------------------ */
+
+/* The sample with an image: its path and a digest of 32 distinct bytes. */
+static void sample_with_image(group *g)
+{
+    sample(g);
+    g->e.image = "data/img/a.png";
+    for (int i = 0; i < 32; i++)
+        g->e.image_sha256[i] = (unsigned char)(0xa0 + i);
+}
+#define IMAGE_BYTES (14u + 32u) /* the path, the digest */
+
+Test(experience, a_group_with_an_image_round_trips_with_its_path_and_digest)
+{
+    group g;
+    sample_with_image(&g);
+    round_trip(&g.e, SAMPLE_BYTES + IMAGE_BYTES);
+    size_t n;
+    unsigned char *b = encode(&g.e, &n);
+    cr_expect_eq(le16(b + 92), 14); /* image path bytes */
+    cr_expect_eq(le16(b + 94), 0);
+    cr_expect_eq(memcmp(b + 96, "mathgsm8k-0042data/img/a.png", 28), 0);
+    cr_expect_eq(b[124], 0xa0);
+    cr_expect_eq(b[155], 0xbf);
+    cr_expect_eq(le32(b + 156), 1000); /* the prompt after the digest */
+    /* every cut is refused, inside the path and the digest too */
+    for (size_t len = 96; len < 160; len++)
+        cr_expect_eq(tern_experience_decode(b, len, &(tern_experience){0}), TERN_EINVAL);
+    free(b);
+    /* "" is no image, as NULL */
+    g.e.image = "";
+    round_trip(&g.e, SAMPLE_BYTES);
+}
+
+Test(experience, a_bad_image_field_is_refused)
+{
+    group g;
+    sample_with_image(&g);
+    size_t n;
+    unsigned char *b = encode(&g.e, &n);
+    b[112] = 0; /* inside the path */
+    reseal(b, n);
+    expect_refused(b, n, WORDS("image path holds a NUL byte"));
+    free(b);
+    b = encode(&g.e, &n);
+    b[92] = 200; /* a path longer than the record */
+    reseal(b, n);
+    expect_refused(b, n, WORDS("ends inside its image path or digest"));
+    free(b);
+    char long_path[TERN_EXPERIENCE_PATH_MAX + 2];
+    memset(long_path, 'p', sizeof long_path - 1), long_path[sizeof long_path - 1] = '\0';
+    g.e.image = long_path;
+    expect_over(&g.e, "image path is 4097 bytes");
+}
+
+/* Format 3, written before images: the same record as format 4 without an
+ * image but for its format number and a u32 zero at 92. Still read. */
+Test(experience, format_3_records_are_read_as_groups_without_an_image)
+{
+    group g;
+    sample(&g);
+    size_t n;
+    unsigned char *b = encode(&g.e, &n);
+    put32(b + 4, 3);
+    reseal(b, n);
+    tern_experience d;
+    cr_assert_eq(tern_experience_decode(b, n, &d), TERN_OK, "%s", tern_error_message());
+    expect_same(&g.e, &d);
+    cr_expect_null(d.image);
+    tern_experience_clear(&d);
+    /* its offset 92 is a u32 zero: an image count there is no format 3 */
+    b[92] = 14;
+    reseal(b, n);
+    expect_refused(b, n, WORDS("reserved field (offset 92)", "not 0"));
+    b[92] = 0, b[94] = 1;
+    reseal(b, n);
+    expect_refused(b, n, WORDS("reserved field (offset 92)"));
+    free(b);
+}
+
 Test(experience, header_fields_out_of_range_are_refused)
 {
     patched32(40, 0, WORDS("has 0 responses", "a group has 1 to 65536"));
     patched32(40, TERN_EXPERIENCE_MAX_RESPONSES + 1, WORDS("has 65537 responses"));
-    patched32(92, 1, WORDS("reserved field", "not 0"));
+    patched16(94, 1, WORDS("reserved field (offset 94)", "not 0"));
+    patched16(92, TERN_EXPERIENCE_PATH_MAX + 1, WORDS("image path is 4097 bytes"));
     patched16(88, TERN_EXPERIENCE_TEXT_MAX + 1, WORDS("domain is 1025 bytes"));
     patched16(90, 0xffff, WORDS("task id is 65535 bytes"));
 }

@@ -1,6 +1,7 @@
 /* test_wire.c: the role messages as bytes (core/src/channel/wire.c): every
  * kind of message reads back field for field (doubles and floats bit for
- * bit, NULL apart from "", the weights snapshot and the JSON figures too),
+ * bit, NULL apart from "", the weights snapshot and the JSON figures too,
+ * the tasks' images and their digests),
  * and the decoder refuses, without crashing, leaking or allocating what a
  * forged count asks for, every truncation, bad header, trailing byte, bad
  * string, unknown role and any byte flipped that makes a message wrong. */
@@ -83,10 +84,12 @@ static tern_explore_job *make_explore(uint32_t n)
     j->task_index = zalloc(n, sizeof *j->task_index);
     j->prompt = zalloc(n, sizeof *j->prompt);
     j->system = zalloc(n, sizeof *j->system);
+    j->image = zalloc(n, sizeof *j->image);
     for (uint32_t i = 0; i < n; i++) {
         j->task_index[i] = i == 2 ? UINT32_MAX : 7 * i;
         j->prompt[i] = dup_or_null(prompts[i % 3]);
         j->system[i] = dup_or_null(systems[i % 3]);
+        j->image[i] = dup_or_null(i % 3 == 1 ? "data/shapes/images/shape-00001.png" : NULL);
     }
     return j;
 }
@@ -100,10 +103,12 @@ static tern_sft_job *make_sft(uint32_t n)
     j->prompt = zalloc(n, sizeof *j->prompt);
     j->answer = zalloc(n, sizeof *j->answer);
     j->system = zalloc(n, sizeof *j->system);
+    j->image = zalloc(n, sizeof *j->image);
     for (uint32_t i = 0; i < n; i++) {
         j->prompt[i] = dup_or_null(i % 2 ? "" : "Name a prime.");
         j->answer[i] = dup_or_null(i % 2 ? "7" : "");
         j->system[i] = dup_or_null(i % 2 ? NULL : "You are terse.");
+        j->image[i] = dup_or_null(i % 2 ? "/abs/img.ppm" : NULL);
     }
     return j;
 }
@@ -120,7 +125,12 @@ static tern_rollout_msg *make_rollout(uint32_t n, uint32_t G)
     m->task_index = zalloc(n, sizeof *m->task_index);
     m->prompt_tokens = zalloc(n, sizeof *m->prompt_tokens);
     m->prompt_len = zalloc(n, sizeof *m->prompt_len);
+    m->image = zalloc(n, sizeof *m->image);
+    m->image_sha256 = zalloc(n, 32);
     for (uint32_t i = 0; i < n; i++) {
+        m->image[i] = dup_or_null(i % 2 ? NULL : "img/a.png");
+        for (int b = 0; m->image[i] && b < 32; b++)
+            m->image_sha256[32 * i + (uint32_t)b] = (unsigned char)(i * 32 + (uint32_t)b + 1);
         m->task_index[i] = 100 + i;
         m->prompt_len[i] = i % 2 ? 0 : 3;
         m->prompt_tokens[i] = zalloc(m->prompt_len[i], sizeof(int32_t));
@@ -376,6 +386,7 @@ static void expect_same(const void *x, const void *y)
             cr_expect_eq(a->task_index[i], b->task_index[i]);
             cr_expect(same_str(a->prompt[i], b->prompt[i]), "prompt %u", i);
             cr_expect(same_str(a->system[i], b->system[i]), "system %u", i);
+            cr_expect(same_str(a->image ? a->image[i] : NULL, b->image[i]), "image %u", i);
         }
     } else if (kind == TERN_MSG_SFT_BATCH) {
         const tern_sft_job *a = x, *b = y;
@@ -385,6 +396,7 @@ static void expect_same(const void *x, const void *y)
             cr_expect(same_str(a->prompt[i], b->prompt[i]), "prompt %u", i);
             cr_expect(same_str(a->answer[i], b->answer[i]), "answer %u", i);
             cr_expect(same_str(a->system[i], b->system[i]), "system %u", i);
+            cr_expect(same_str(a->image ? a->image[i] : NULL, b->image[i]), "image %u", i);
         }
     } else if (kind == TERN_MSG_ROLLOUT) {
         const tern_rollout_msg *a = x, *b = y;
@@ -402,6 +414,11 @@ static void expect_same(const void *x, const void *y)
             cr_assert_eq(a->prompt_len[i], b->prompt_len[i]);
             cr_expect(a->prompt_len[i] == 0 || memcmp(a->prompt_tokens[i], b->prompt_tokens[i],
                                                       4 * (size_t)a->prompt_len[i]) == 0);
+            const char *image = a->image ? a->image[i] : NULL;
+            cr_expect(same_str(image, b->image[i]), "image %u", i);
+            cr_expect(!image || memcmp(a->image_sha256 + 32 * (size_t)i,
+                                       b->image_sha256 + 32 * (size_t)i, 32) == 0,
+                      "image %u's digest", i);
         }
         for (size_t i = 0; i < (size_t)a->n * a->group_size; i++) {
             const tern_response *ra = &a->resp[i], *rb = &b->resp[i];
@@ -646,6 +663,41 @@ Test(wire, the_encoder_refuses_what_the_decoder_would)
     r->resp[1].text = NULL;
     cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
     tern_msg_free(r);
+
+    /* an image without its digest */
+    r = make_rollout(1, 1);
+    free(r->image_sha256);
+    r->image_sha256 = NULL;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    cr_expect(strstr(tern_error_message(), "an image but no digest"), "%s",
+              tern_error_message());
+    tern_msg_free(r);
+}
+
+/* Messages built without image arrays (a text run) travel as if every
+ * entry were NULL, and read back with NULL entries. */
+Test(wire, messages_without_images_read_back_with_none)
+{
+    tern_explore_job *j = make_explore(3);
+    for (uint32_t i = 0; i < j->n; i++)
+        free(j->image[i]);
+    free(j->image);
+    j->image = NULL;
+    round_trip(j);
+    tern_sft_job *sft = make_sft(2);
+    for (uint32_t i = 0; i < sft->n; i++)
+        free(sft->image[i]);
+    free(sft->image);
+    sft->image = NULL;
+    round_trip(sft);
+    tern_rollout_msg *r = make_rollout(2, 2);
+    for (uint32_t i = 0; i < r->n; i++)
+        free(r->image[i]);
+    free(r->image);
+    free(r->image_sha256);
+    r->image = NULL;
+    r->image_sha256 = NULL;
+    round_trip(r);
 }
 
 /* ---- what the decoder refuses --------------------------------------------------------- */
@@ -863,7 +915,8 @@ Test(wire, a_forged_count_is_refused_before_anything_is_allocated)
     free(buf);
     buf = encode(r, &len);
     tern_msg_free(r);
-    size_t resp = 8 + 60 + 8 + 4 * 3; /* header, fixed, prompt of 3 tokens */
+    /* header, fixed, prompt of 3 tokens, its image (tag, length, path, digest) */
+    size_t resp = 8 + 60 + 8 + 4 * 3 + 5 + strlen("img/a.png") + 32;
     put32(buf + resp, 1u << 30);
     expect_refused(buf, len, "ends inside");
     free(buf);

@@ -67,7 +67,7 @@ void tern_sha256_update(tern_sha256 *s, const void *data, size_t len)
     s->n = len;
 }
 
-void tern_sha256_hex(tern_sha256 *s, char hex[65])
+void tern_sha256_digest(tern_sha256 *s, unsigned char digest[32])
 {
     /* the tail: 0x80, zeros, the bit length (big-endian), to whole blocks */
     uint64_t bits = s->total * 8;
@@ -82,5 +82,19 @@ void tern_sha256_hex(tern_sha256 *s, char hex[65])
     for (size_t i = 0; i < end; i += 64)
         sha256_block(s->h, t + i);
     for (int i = 0; i < 8; i++)
-        snprintf(hex + 8 * i, 9, "%08x", s->h[i]);
+        for (int b = 0; b < 4; b++)
+            digest[4 * i + b] = (unsigned char)(s->h[i] >> (24 - 8 * b));
+}
+
+void tern_sha256_to_hex(const unsigned char digest[32], char hex[65])
+{
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
+
+void tern_sha256_hex(tern_sha256 *s, char hex[65])
+{
+    unsigned char d[32];
+    tern_sha256_digest(s, d);
+    tern_sha256_to_hex(d, hex);
 }

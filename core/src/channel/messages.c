@@ -20,6 +20,7 @@ void tern_msg_free(void *msg)
         free(j->task_index);
         free_strings(j->prompt, j->n);
         free_strings(j->system, j->n);
+        free_strings(j->image, j->n);
         break;
     }
     case TERN_MSG_SFT_BATCH: {
@@ -27,6 +28,7 @@ void tern_msg_free(void *msg)
         free_strings(j->prompt, j->n);
         free_strings(j->answer, j->n);
         free_strings(j->system, j->n);
+        free_strings(j->image, j->n);
         break;
     }
     case TERN_MSG_REWARD_ASK: {
@@ -67,6 +69,8 @@ void tern_msg_free(void *msg)
         }
         free(r->prompt_tokens);
         free(r->prompt_len);
+        free_strings(r->image, r->n);
+        free(r->image_sha256);
         free(r->task_index);
         free(r->resp);
         break;

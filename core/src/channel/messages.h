@@ -45,6 +45,9 @@ typedef struct tern_explore_job {
     uint32_t *task_index;   /* [n] into the train set */
     char **prompt;          /* [n] prompt texts (copies) */
     char **system;          /* [n] system turns (copies), NULL entries for none */
+    /* [n] each task's image file, resolved (image/task_image.h: copies), NULL
+     * entries for a task without one; NULL: no task has one */
+    char **image;
 } tern_explore_job;
 
 /* master -> trainer: warm-up pairs */
@@ -54,6 +57,7 @@ typedef struct tern_sft_job {
     uint32_t n;
     char **prompt, **answer; /* [n] copies */
     char **system;           /* [n] system turns (copies), NULL entries for none */
+    char **image;            /* [n] image files as tern_explore_job.image; NULL: none */
 } tern_sft_job;
 
 /* One response of a rollout. */
@@ -74,6 +78,12 @@ typedef struct tern_rollout_msg {
     uint32_t *task_index;    /* [n] */
     int32_t **prompt_tokens; /* [n] */
     uint32_t *prompt_len;    /* [n] */
+    /* [n] the image file each prompt was generated with (the job's, copies;
+     * NULL entries for none, NULL: no image at all), and the SHA-256 of the
+     * bytes the explorer decoded, 32 bytes per prompt ([n * 32]; NULL when
+     * image is) */
+    char **image;
+    unsigned char *image_sha256;
     tern_response *resp;     /* [n * group_size] */
     double gen_seconds, wait_seconds;
     uint64_t gen_tokens;

@@ -1,4 +1,4 @@
-/* wire.c: the roles' messages as bytes (wire.h), format 2.
+/* wire.c: the roles' messages as bytes (wire.h), format 3.
  *
  * The encoder appends the fields to a growable buffer and refuses what the
  * decoder would refuse, where the bug is. The decoder reads through a
@@ -17,12 +17,14 @@
  * entries):
  *   header      "TRNW" u16 format u16 kind                               8 bytes
  *   EXPLORE     i64 batch, i64 min_version, i64 plan_batch, u32 n, u32 task_index[n],
- *               n x (str prompt (not NULL), str system)
- *   SFT_BATCH   i64 step, u32 n, n x (str prompt, str answer (neither NULL), str system)
+ *               n x (str prompt (not NULL), str system, str image)
+ *   SFT_BATCH   i64 step, u32 n, n x (str prompt, str answer (neither NULL), str system,
+ *               str image)
  *   ROLLOUT     i64 batch, i64 version, u32 explorer, u32 n, u32 group_size,
  *               f64 gen_seconds, f64 wait_seconds, u64 gen_tokens,
  *               u64 done_unix_ns,
- *               n x (u32 task_index, u32 prompt_len, i32 prompt_tokens[prompt_len]),
+ *               n x (u32 task_index, u32 prompt_len, i32 prompt_tokens[prompt_len],
+ *                    str image, when it is not NULL u8 image_sha256[32]),
  *               n * group_size x (u32 len, u32 finish, i32 tokens[len],
  *                                 f32 logp[len], str text (not NULL))
  *   the others  i64 step, i64 version, i64 batch, i64 rollout_version,
@@ -57,6 +59,8 @@
 #define SFT_FIXED 12u        /* step, n */
 #define ROLLOUT_FIXED 60u    /* batch .. done_unix_ns */
 #define PROMPT_FIXED 8u      /* task_index, prompt_len */
+#define PROMPT_MIN (PROMPT_FIXED + NULLABLE_MIN) /* and the image's tag */
+#define SHA256_BYTES 32u
 #define RESPONSE_FIXED 8u    /* len, finish */
 #define STEP_HEAD 40u        /* step, version, batch, rollout_version, n_consumed */
 #define STEP_FIXED 160u      /* published .. status */
@@ -74,8 +78,8 @@
  * checked against before anything is allocated for it. */
 #define STR_MIN 5u      /* a text string: tag and length */
 #define NULLABLE_MIN 1u /* a string that may be NULL: its tag */
-#define EXPLORE_TASK_MIN (4u + STR_MIN + NULLABLE_MIN)
-#define SFT_PAIR_MIN (2 * STR_MIN + NULLABLE_MIN)
+#define EXPLORE_TASK_MIN (4u + STR_MIN + 2 * NULLABLE_MIN)
+#define SFT_PAIR_MIN (2 * STR_MIN + 2 * NULLABLE_MIN)
 #define RESPONSE_MIN (RESPONSE_FIXED + STR_MIN)
 #define TENSOR_MIN (STR_MIN + TENSOR_FIXED)
 
@@ -228,6 +232,7 @@ static void encode_explore(writer *w, const tern_explore_job *j)
     for (uint32_t i = 0; i < j->n && w->rc == TERN_OK; i++) {
         w_str(w, j->prompt[i], 1, "an explore job's prompt");
         w_str(w, j->system[i], 0, "an explore job's system turn");
+        w_str(w, j->image ? j->image[i] : NULL, 0, "an explore job's image");
     }
 }
 
@@ -243,6 +248,7 @@ static void encode_sft(writer *w, const tern_sft_job *j)
         w_str(w, j->prompt[i], 1, "a warm-up job's prompt");
         w_str(w, j->answer[i], 1, "a warm-up job's answer");
         w_str(w, j->system[i], 0, "a warm-up job's system turn");
+        w_str(w, j->image ? j->image[i] : NULL, 0, "a warm-up job's image");
     }
 }
 
@@ -267,6 +273,15 @@ static void encode_rollout(writer *w, const tern_rollout_msg *m)
         w_u32(w, m->task_index[i]);
         w_u32(w, m->prompt_len[i]);
         w_i32s(w, m->prompt_tokens[i], m->prompt_len[i], "a rollout's prompt", i);
+        const char *image = m->image ? m->image[i] : NULL;
+        if (image && !m->image_sha256) {
+            w_fail(w, TERN_EINVAL, "cannot encode prompt %u of a rollout: an image but no "
+                   "digest", i);
+            return;
+        }
+        w_str(w, image, 0, "a rollout's image");
+        if (image)
+            w_bytes(w, m->image_sha256 + (size_t)i * SHA256_BYTES, SHA256_BYTES);
     }
     for (size_t i = 0; i < total && w->rc == TERN_OK; i++) {
         const tern_response *r = &m->resp[i];
@@ -617,8 +632,9 @@ static int decode_explore(reader *r, tern_explore_job *j)
     j->task_index = alloc_zero(n, sizeof *j->task_index);
     j->prompt = alloc_zero(n, sizeof *j->prompt);
     j->system = alloc_zero(n, sizeof *j->system);
+    j->image = alloc_zero(n, sizeof *j->image);
     j->n = n;
-    if (!j->task_index || !j->prompt || !j->system)
+    if (!j->task_index || !j->prompt || !j->system || !j->image)
         return out_of_memory();
     TRY(take(r, 4 * (uint64_t)n, "an explore job's task indices", &q));
     for (uint32_t i = 0; i < n; i++)
@@ -626,6 +642,7 @@ static int decode_explore(reader *r, tern_explore_job *j)
     for (uint32_t i = 0; i < n; i++) {
         TRY(r_str(r, 1, "explore job prompt", &j->prompt[i]));
         TRY(r_str(r, 0, "explore job system turn", &j->system[i]));
+        TRY(r_str(r, 0, "explore job image", &j->image[i]));
     }
     return TERN_OK;
 }
@@ -641,13 +658,15 @@ static int decode_sft(reader *r, tern_sft_job *j)
     j->prompt = alloc_zero(n, sizeof *j->prompt);
     j->answer = alloc_zero(n, sizeof *j->answer);
     j->system = alloc_zero(n, sizeof *j->system);
+    j->image = alloc_zero(n, sizeof *j->image);
     j->n = n;
-    if (!j->prompt || !j->answer || !j->system)
+    if (!j->prompt || !j->answer || !j->system || !j->image)
         return out_of_memory();
     for (uint32_t i = 0; i < n; i++) {
         TRY(r_str(r, 1, "warm-up job prompt", &j->prompt[i]));
         TRY(r_str(r, 1, "warm-up job answer", &j->answer[i]));
         TRY(r_str(r, 0, "warm-up job system turn", &j->system[i]));
+        TRY(r_str(r, 0, "warm-up job image", &j->image[i]));
     }
     return TERN_OK;
 }
@@ -680,25 +699,33 @@ static int decode_rollout(reader *r, tern_rollout_msg *m)
     m->done_unix_ns = ld_u64(&q);
     /* n prompts, then n * G responses (in 64 bits: no overflow) */
     uint64_t total = (uint64_t)n * G;
-    TRY(fits(r, n, PROMPT_FIXED, "rollout prompts"));
-    size_t after_prompts = left(r) - (size_t)n * PROMPT_FIXED;
+    TRY(fits(r, n, PROMPT_MIN, "rollout prompts"));
+    size_t after_prompts = left(r) - (size_t)n * PROMPT_MIN;
     if (total > after_prompts / RESPONSE_MIN)
         return tern_errorf(TERN_EINVAL, "a wire message claims a rollout of %u prompts x %u "
                            "responses at byte %zu: they take at least %llu bytes, %zu are left",
                            n, G, r->at, (unsigned long long)total * RESPONSE_MIN +
-                           (unsigned long long)n * PROMPT_FIXED, left(r));
+                           (unsigned long long)n * PROMPT_MIN, left(r));
     m->task_index = alloc_zero(n, sizeof *m->task_index);
     m->prompt_tokens = alloc_zero(n, sizeof *m->prompt_tokens);
     m->prompt_len = alloc_zero(n, sizeof *m->prompt_len);
     m->resp = alloc_zero((size_t)total, sizeof *m->resp);
+    m->image = alloc_zero(n, sizeof *m->image);
+    m->image_sha256 = alloc_zero(n, SHA256_BYTES);
     m->n = n, m->group_size = G;
-    if (!m->task_index || !m->prompt_tokens || !m->prompt_len || !m->resp)
+    if (!m->task_index || !m->prompt_tokens || !m->prompt_len || !m->resp || !m->image ||
+        !m->image_sha256)
         return out_of_memory();
     for (uint32_t i = 0; i < n; i++) {
         TRY(take(r, PROMPT_FIXED, "a rollout's prompt", &q));
         m->task_index[i] = ld_u32(&q);
         m->prompt_len[i] = ld_u32(&q);
         TRY(r_i32s(r, m->prompt_len[i], "a rollout's prompt tokens", &m->prompt_tokens[i]));
+        TRY(r_str(r, 0, "rollout image", &m->image[i]));
+        if (m->image[i]) {
+            TRY(take(r, SHA256_BYTES, "a rollout's image digest", &q));
+            memcpy(m->image_sha256 + (size_t)i * SHA256_BYTES, q, SHA256_BYTES);
+        }
     }
     for (size_t i = 0; i < (size_t)total; i++) {
         tern_response *p = &m->resp[i];

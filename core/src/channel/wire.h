@@ -4,8 +4,8 @@
  * and decoded by its receiver, which may be another build on another
  * machine, so the format is fixed here and the decoder trusts nothing.
  *
- * Format 1, all integers little-endian and fixed-width:
- *   header   "TRNW", u16 format (1), u16 kind (a tern_msg_kind)
+ * Format 3, all integers little-endian and fixed-width:
+ *   header   "TRNW", u16 format (3), u16 kind (a tern_msg_kind)
  *   then the fields of the kind's struct in a fixed order (wire.c), with
  *   doubles and floats as their IEEE bits (u64, u32: they round-trip bit for
  *   bit, NaNs too), strings as u8 tag (0: NULL, 1: text) + u32 length + the
@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #define TERN_WIRE_MAGIC "TRNW"
-#define TERN_WIRE_FORMAT 2u
+#define TERN_WIRE_FORMAT 3u /* 3: tasks' images (issue 27) */
 
 /* Encode any role message (by its kind) into a new malloc'd buffer of *len
  * bytes. TERN_OK; TERN_ENOMEM; TERN_EINVAL with a message for an unknown

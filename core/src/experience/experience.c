@@ -1,5 +1,5 @@
-/* experience.c: the experience encoding, format 3: one record per group
- * (see experience.h). Fields are written byte by byte in little-endian
+/* experience.c: the experience encoding, format 4: one record per group
+ * with its image's path and digest (see experience.h); format 3 read too. Fields are written byte by byte in little-endian
  * order; the decoder trusts nothing in the record until its length and
  * checksum agree, then checks every inner size against the bytes left before
  * reading it, and the group statistics against the responses. */
@@ -126,10 +126,16 @@ static const char *text_or_empty(const char *s) { return s ? s : ""; }
 size_t tern_experience_bytes(const tern_experience *e)
 {
     size_t d = strlen(text_or_empty(e->domain)), t = strlen(text_or_empty(e->task_id));
+    size_t im = strlen(text_or_empty(e->image));
     if (d > TERN_EXPERIENCE_TEXT_MAX || t > TERN_EXPERIENCE_TEXT_MAX) {
         tern_errorf(TERN_EINVAL, "an experience's %s is %zu bytes, over the %u an experience "
                     "keeps", d > TERN_EXPERIENCE_TEXT_MAX ? "domain" : "task id",
                     d > TERN_EXPERIENCE_TEXT_MAX ? d : t, TERN_EXPERIENCE_TEXT_MAX);
+        return 0;
+    }
+    if (im > TERN_EXPERIENCE_PATH_MAX) {
+        tern_errorf(TERN_EINVAL, "an experience's image path is %zu bytes, over the %u an "
+                    "experience keeps", im, TERN_EXPERIENCE_PATH_MAX);
         return 0;
     }
     if (e->n == 0 || e->n > TERN_EXPERIENCE_MAX_RESPONSES) {
@@ -138,7 +144,8 @@ size_t tern_experience_bytes(const tern_experience *e)
         return 0;
     }
     /* in 64 bits, no overflow: at most 65536 responses of 2^32 tokens */
-    uint64_t n = TERN_EXPERIENCE_HEADER + (uint64_t)d + t + 4 * (uint64_t)e->prompt_len;
+    uint64_t n = TERN_EXPERIENCE_HEADER + (uint64_t)d + t + (im ? im + 32 : 0) +
+                 4 * (uint64_t)e->prompt_len;
     stats_sum s = {0, 0, 0};
     for (uint32_t i = 0; i < e->n; i++) {
         const tern_exp_response *r = &e->resp[i];
@@ -208,7 +215,8 @@ void tern_experience_encode(const tern_experience *e, void *buf)
 {
     unsigned char *p = buf;
     const char *dom = text_or_empty(e->domain), *tid = text_or_empty(e->task_id);
-    size_t d = strlen(dom), t = strlen(tid);
+    const char *img = text_or_empty(e->image);
+    size_t d = strlen(dom), t = strlen(tid), im = strlen(img);
     put_u32(p + 0, TERN_EXPERIENCE_MAGIC);
     put_u32(p + 4, TERN_EXPERIENCE_FORMAT);
     put_u64(p + 16, (uint64_t)e->batch);
@@ -224,10 +232,15 @@ void tern_experience_encode(const tern_experience *e, void *buf)
     put_f64(p + 80, e->accuracy_mean);
     put_u16(p + 88, (uint16_t)d);
     put_u16(p + 90, (uint16_t)t);
-    put_u32(p + 92, 0);
+    put_u16(p + 92, (uint16_t)im);
+    put_u16(p + 94, 0);
     unsigned char *q = p + TERN_EXPERIENCE_HEADER;
     memcpy(q, dom, d), q += d;
     memcpy(q, tid, t), q += t;
+    if (im) {
+        memcpy(q, img, im), q += im;
+        memcpy(q, e->image_sha256, 32), q += 32;
+    }
     q = put_i32s(q, e->prompt, e->prompt_len);
     for (uint32_t i = 0; i < e->n; i++) {
         const tern_exp_response *r = &e->resp[i];
@@ -284,13 +297,14 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
         return REFUSE("a buffer record is not a tern experience (magic %08x)", magic);
     if (format == 2)
         return REFUSE("experience format 2 (one record per response) was written by an older "
-                      "tern; this tern reads format %u (one record per group) only: finish the "
-                      "run that filled this buffer with the tern that started it, or remove the "
-                      "buffer's file (its experiences are lost) and start again",
+                      "tern; this tern reads formats %u and %u (one record per group) only: "
+                      "finish the run that filled this buffer with the tern that started it, or "
+                      "remove the buffer's file (its experiences are lost) and start again",
+                      TERN_EXPERIENCE_FORMAT_NO_IMAGE, TERN_EXPERIENCE_FORMAT);
+    if (format != TERN_EXPERIENCE_FORMAT && format != TERN_EXPERIENCE_FORMAT_NO_IMAGE)
+        return REFUSE("experience format %u is not known to this tern (it reads formats %u "
+                      "and %u)", format, TERN_EXPERIENCE_FORMAT_NO_IMAGE,
                       TERN_EXPERIENCE_FORMAT);
-    if (format != TERN_EXPERIENCE_FORMAT)
-        return REFUSE("experience format %u is not known to this tern (it reads format %u)",
-                      format, TERN_EXPERIENCE_FORMAT);
     if (total != len)
         return REFUSE("an experience record has %zu bytes, its header says %u: truncated or "
                       "joined to another", len, total);
@@ -302,10 +316,18 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
         return REFUSE("an experience record is corrupt: its checksum is %08x, its bytes give "
                       "%08x", get_u32(p + 12), crc);
 
-    uint32_t G = get_u32(p + 40), P = get_u32(p + 44), zero = get_u32(p + 92);
+    uint32_t G = get_u32(p + 40), P = get_u32(p + 44);
     size_t d = get_u16(p + 88), t = get_u16(p + 90);
+    /* format 3 has no image: its offset 92 is a u32 zero */
+    int has_image_field = format == TERN_EXPERIENCE_FORMAT;
+    size_t im = has_image_field ? get_u16(p + 92) : 0;
+    uint32_t zero = has_image_field ? get_u16(p + 94) : get_u32(p + 92);
     if (zero != 0)
-        return REFUSE("an experience record's reserved field (offset 92) is %08x, not 0", zero);
+        return REFUSE("an experience record's reserved field (offset %d) is %08x, not 0",
+                      has_image_field ? 94 : 92, zero);
+    if (im > TERN_EXPERIENCE_PATH_MAX)
+        return REFUSE("an experience record's image path is %zu bytes, over the %u an "
+                      "experience keeps", im, TERN_EXPERIENCE_PATH_MAX);
     if (G == 0 || G > TERN_EXPERIENCE_MAX_RESPONSES)
         return REFUSE("an experience record has %u responses: a group has 1 to %u", G,
                       TERN_EXPERIENCE_MAX_RESPONSES);
@@ -324,6 +346,12 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
     if (memchr(p + at, 0, d + t))
         return REFUSE("an experience record's domain or task id holds a NUL byte");
     at += d + t;
+    size_t image_bytes = im ? im + 32 : 0; /* the path, then its file's digest */
+    if (image_bytes > len - at)
+        return REFUSE("an experience record ends inside its image path or digest");
+    if (memchr(p + at, 0, im))
+        return REFUSE("an experience record's image path holds a NUL byte");
+    at += image_bytes;
     if (4 * (uint64_t)P > len - at)
         return REFUSE("an experience record ends inside its prompt: %u tokens need %llu bytes, "
                       "%zu are left", P, 4 * (unsigned long long)P, len - at);
@@ -387,7 +415,7 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
      * response's tokens and logp), then the NUL-terminated strings (counted
      * in 64 bits: only a 32-bit host could overflow a size_t) */
     size_t arrays = (size_t)G * sizeof(tern_exp_response);
-    uint64_t need = (uint64_t)arrays + 4 * words + (d + 1) + (t + 1) + names;
+    uint64_t need = (uint64_t)arrays + 4 * words + (d + 1) + (t + 1) + (im + 1) + names;
     size_t block = (size_t)need;
     unsigned char *own = need <= SIZE_MAX ? malloc(block) : NULL;
     if (!own) {
@@ -411,6 +439,10 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
     at = TERN_EXPERIENCE_HEADER;
     memcpy(str, p + at, d), str[d] = '\0', e->domain = str, str += d + 1, at += d;
     memcpy(str, p + at, t), str[t] = '\0', e->task_id = str, str += t + 1, at += t;
+    if (im) {
+        memcpy(str, p + at, im), str[im] = '\0', e->image = str, str += im + 1, at += im;
+        memcpy(e->image_sha256, p + at, 32), at += 32;
+    }
     e->prompt_len = P;
     e->prompt = (int32_t *)(void *)arr;
     get_i32s(p + at, e->prompt, P);

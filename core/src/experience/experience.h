@@ -10,9 +10,9 @@
  * ages a group as a whole, and a step trains whole groups. The prompt is
  * stored once.
  *
- * Layout, format 3. Every number is little-endian whatever the host, so a
+ * Layout, format 4. Every number is little-endian whatever the host, so a
  * durable buffer's file reads the same on any machine:
- *   off   0  u32 magic "TXP1"        off   4  u32 format (3)
+ *   off   0  u32 magic "TXP1"        off   4  u32 format (4)
  *   off   8  u32 record bytes        off  12  u32 CRC-32C of bytes [16, end)
  *   off  16  i64 batch               off  24  i64 weight version (the group's)
  *   off  32  u32 task index          off  36  u32 group (task slot in its batch)
@@ -21,8 +21,9 @@
  *   off  64  f64 reward mean         off  72  f64 reward std (population, over G)
  *   off  80  f64 accuracy mean
  *   off  88  u16 domain bytes D      off  90  u16 task id bytes T
- *   off  92  u32 zero
- *   off  96  domain[D], task id[T] (UTF-8, no NUL)
+ *   off  92  u16 image path bytes I  off  94  u16 zero
+ *   off  96  domain[D], task id[T] (UTF-8, no NUL), image path[I] (no NUL)
+ *            when I > 0: u8 SHA-256 of the image file's bytes[32]
  *            i32 prompt tokens[P]
  *            G x response {
  *              i64 weight version     u32 response tokens R
@@ -38,6 +39,13 @@
  * field: the trainer computes advantages per group from rewards it may
  * still adjust (KL in the reward, length penalties), so a stored one could
  * only be stale.
+ * The image (format 4, issue 27) is the file of the task's "image" as the
+ * explorer resolved and read it, and the SHA-256 of the bytes it decoded:
+ * the trainer decodes the same file for the policy's and the reference's
+ * scoring and the backward pass, and refuses one whose bytes changed since,
+ * so a replayed or resumed group is trained on the pixels it was sampled
+ * from. Format 3 (the same without the image: offset 92 a u32 zero) is still
+ * read, as groups without an image.
  * A new field means a new format number; decoders refuse formats they do not
  * know (format 2, one record per response, with a message saying so), and any
  * record whose length, checksum, inner sizes or statistics disagree. */
@@ -48,11 +56,13 @@
 #include <stdint.h>
 
 #define TERN_EXPERIENCE_MAGIC 0x31505854u /* "TXP1" read as little-endian u32 */
-#define TERN_EXPERIENCE_FORMAT 3u
+#define TERN_EXPERIENCE_FORMAT 4u
+#define TERN_EXPERIENCE_FORMAT_NO_IMAGE 3u /* still read: groups without an image */
 #define TERN_EXPERIENCE_HEADER 96u        /* bytes before the domain */
 #define TERN_EXPERIENCE_MAX_PARTS 16u     /* reward components kept per response */
 #define TERN_EXPERIENCE_NAME_MAX 64u      /* bytes of a component name */
 #define TERN_EXPERIENCE_TEXT_MAX 1024u    /* bytes of the domain, of the task id */
+#define TERN_EXPERIENCE_PATH_MAX 4096u    /* bytes of the image path */
 #define TERN_EXPERIENCE_MAX_RESPONSES 65536u /* responses in one group */
 
 /* One named reward component ("accuracy", "format", ...). */
@@ -86,6 +96,11 @@ typedef struct tern_experience {
     double reward_mean, reward_std, accuracy_mean;
     const char *domain;     /* the task's domain ("" if none) */
     const char *task_id;    /* the task's id as text ("" if none) */
+    /* the task's image file as the explorer resolved it, NULL (or "" when
+     * encoding) for a task without one; and the SHA-256 of its bytes as the
+     * explorer read them (format 4) */
+    const char *image;
+    unsigned char image_sha256[32];
     uint32_t prompt_len;
     int32_t *prompt;        /* [prompt_len] */
     uint32_t n;             /* responses G */
@@ -103,7 +118,8 @@ void tern_experience_finish_stats(tern_experience *e);
  * its limit: a domain or task id over TERN_EXPERIENCE_TEXT_MAX bytes, no
  * response or over TERN_EXPERIENCE_MAX_RESPONSES, more than
  * TERN_EXPERIENCE_MAX_PARTS parts, a part name empty or over the limit, a
- * finish or failure over 65535, or a record over 4 GiB. Also 0 for what the
+ * finish or failure over 65535, an image path over TERN_EXPERIENCE_PATH_MAX
+ * bytes, or a record over 4 GiB. Also 0 for what the
  * decoder would refuse, so that a record written can be read: a reward,
  *  accuracy or part value not finite, or statistics that disagree (beyond
  * rounding: relative 1e-9) with those
@@ -113,7 +129,8 @@ size_t tern_experience_bytes(const tern_experience *e);
 void tern_experience_encode(const tern_experience *e, void *buf);
 /* Decode `len` bytes into *e, which then owns copies of everything (free
  * with tern_experience_clear; the struct may be copied, the copy then owns
- * them). TERN_EINVAL with a message for bytes that are not a complete, intact
+ * them). Format 4, and format 3 as groups without an image (e->image NULL).
+ * TERN_EINVAL with a message for bytes that are not a complete, intact
  * group of a known format (*e is then empty), TERN_ENOMEM. */
 int tern_experience_decode(const void *buf, size_t len, tern_experience *e);
 /* Free what decode allocated and empty *e. An experience built by the

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "image/task_image.h"
 #include "reward/rewarder.h"
 #include "data/task.h"
 #include "rundir/trace.h"
@@ -24,22 +25,43 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, js
     uint32_t ntok[CHUNK];
     const tern_task *tasks[CHUNK];
     tern_verdict v[CHUNK];
+    tern_loaded_image imgs[CHUNK]; /* the chunk's images, freed with it */
     int32_t stop = run->special.eos;
     int rc = TERN_OK;
     memset(outs, 0, sizeof outs);
+    memset(imgs, 0, sizeof imgs);
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
         tasks[i] = run->eval.tasks[from + i];
         const char *p = tern_task_string(tasks[i], "prompt");
         size_t np = 0;
-        if ((rc = tern_run_prompt(m, "evaluation", tern_task_system(run, tasks[i]), p,
-                                  &prompts[i], &np)))
+        char *image = NULL;
+        if (run->reads_images && (rc = tern_task_image_path(tasks[i], &image)) != TERN_OK)
             break;
+        if ((rc = tern_run_prompt(m, "evaluation", tern_task_system(run, tasks[i]), p,
+                                  tern_run_placeholder(run, image != NULL), &prompts[i], &np))) {
+            free(image);
+            break;
+        }
         req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
                                     .prompt_len = np, .n_samples = 1,
                                     .max_new_tokens = run->set.eval_max_tokens,
                                     .temperature = 0, .top_k = 0, .top_p = 1, .stop = &stop,
                                     .n_stop = 1, .seed = 1};
         outs[i].size = sizeof outs[i];
+        if (image) {
+            rc = tern_image_load(image, &imgs[i]);
+            free(image);
+            if (rc != TERN_OK) {
+                char id[128];
+                rc = tern_errorf(rc, "evaluation: %s:%zu: task %s: %s (it was read at start: "
+                                 "changed or removed since?)", run->eval.path,
+                                 tern_task_line(tasks[i]),
+                                 tern_task_id_text(tasks[i], id, sizeof id), tern_error_message());
+                break;
+            }
+            req[i].images = &imgs[i].image;
+            req[i].n_images = 1;
+        }
     }
     if (rc == TERN_OK)
         rc = tern_model_generate(m, "evaluation: generate", req, n, outs);
@@ -70,6 +92,7 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, js
     for (size_t i = 0; i < n; i++) {
         free(prompts[i]);
         free(texts[i]);
+        tern_image_unload(&imgs[i]);
     }
     return rc;
 }

@@ -1,7 +1,8 @@
 /* explorer.c: the explorer role (docs/architecture.md §2): a policy copy that, for each
  * batch the master hands it, loads the weights its sync plan names,
- * generates group_size responses per task and sends them, with their
- * behaviour log-probs and the weight version, back to the master. Several
+ * generates group_size responses per task (a task's image read and given
+ * with its prompt) and sends them, with their behaviour log-probs, the
+ * weight version and each image's file and digest, back to the master. Several
  * explorers (multi_explorer) take batches from one queue, each with its own
  * model instance.
  *
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "image/task_image.h"
 #include "loop/run.h"
 #include "rundir/trace.h"
 
@@ -84,6 +86,35 @@ static int load_weights(tern_run *run, uint32_t id, int64_t batch, int64_t min_v
     return TERN_OK;
 }
 
+/* The job's images, read and decoded for this batch's requests (and freed
+ * once it is generated): task i's into imgs[i], attached to req[i], its
+ * file and digest copied into the rollout. */
+static int load_images(const tern_explore_job *job, tern_loaded_image *imgs,
+                       tern_gen_request *req, tern_rollout_msg *out)
+{
+    if (!job->image)
+        return TERN_OK;
+    out->image = calloc(job->n, sizeof *out->image);
+    out->image_sha256 = calloc(job->n ? job->n : 1, sizeof imgs->sha256);
+    if (!out->image || !out->image_sha256)
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    for (uint32_t i = 0; i < job->n; i++) {
+        if (!job->image[i])
+            continue;
+        int rc = tern_image_load(job->image[i], &imgs[i]);
+        if (rc != TERN_OK)
+            return tern_errorf(rc, "explorer: batch %lld, task %u: %s (it was read at start: "
+                               "changed or removed since?)", (long long)job->batch,
+                               job->task_index[i], tern_error_message());
+        req[i].images = &imgs[i].image;
+        req[i].n_images = 1;
+        memcpy(out->image_sha256 + 32 * (size_t)i, imgs[i].sha256, sizeof imgs[i].sha256);
+        if (!(out->image[i] = strdup(job->image[i])))
+            return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    }
+    return TERN_OK;
+}
+
 static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
                     tern_rollout_msg *out)
 {
@@ -91,6 +122,7 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     uint32_t G = run->set.group_size;
     size_t total = (size_t)job->n * G;
     tern_gen_request *req = calloc(job->n, sizeof *req);
+    tern_loaded_image *imgs = calloc(job->n ? job->n : 1, sizeof *imgs);
     tern_gen_output *outs = calloc(total, sizeof *outs);
     out->task_index = calloc(job->n, sizeof *out->task_index);
     out->prompt_tokens = calloc(job->n, sizeof *out->prompt_tokens);
@@ -99,7 +131,7 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     out->n = job->n;
     out->group_size = G;
     int rc = TERN_OK;
-    if (!req || !outs || !out->task_index || !out->prompt_tokens || !out->prompt_len ||
+    if (!req || !imgs || !outs || !out->task_index || !out->prompt_tokens || !out->prompt_len ||
         !out->resp) {
         rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
         goto done;
@@ -108,7 +140,8 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     for (uint32_t i = 0; i < job->n; i++) {
         out->task_index[i] = job->task_index[i];
         size_t n = 0;
-        rc = tern_run_prompt(h, "explorer", job->system[i], job->prompt[i],
+        const char *mark = tern_run_placeholder(run, job->image && job->image[i]);
+        rc = tern_run_prompt(h, "explorer", job->system[i], job->prompt[i], mark,
                              &out->prompt_tokens[i], &n);
         if (rc != TERN_OK)
             goto done;
@@ -125,6 +158,8 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
                                     .n_stop = 1,
                                     .seed = tern_run_seed(run, "explore", (uint64_t)job->batch, i)};
     }
+    if ((rc = load_images(job, imgs, req, out)) != TERN_OK)
+        goto done;
     for (size_t i = 0; i < total; i++)
         outs[i].size = sizeof outs[i];
     double t0 = tern_run_now();
@@ -158,6 +193,9 @@ static int generate(tern_run *run, uint32_t id, const tern_explore_job *job,
     }
 done:
     tern_model_release_outputs(h, outs, total);
+    for (uint32_t i = 0; imgs && i < job->n; i++)
+        tern_image_unload(&imgs[i]);
+    free(imgs);
     free(outs);
     free(req);
     return rc;

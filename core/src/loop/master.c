@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "loop/evaluate.h"
 #include "experience/experience.h"
+#include "image/task_image.h"
 #include "reward/rewarder.h"
 #include "loop/run.h"
 #include "loop/run_checks.h"
@@ -234,6 +235,16 @@ static char *system_text(const tern_run *run, const tern_task *t, int *ok)
     return c;
 }
 
+/* Task t's image file, resolved (image/task_image.h), into *image: NULL for
+ * a task without one, and for every task of a policy that reads no images
+ * (the run was refused at start if a task had one). The start checks read
+ * every image: a failure here is memory. */
+static int image_path(const tern_run *run, const tern_task *t, char **image)
+{
+    *image = NULL;
+    return run->reads_images ? tern_task_image_path(t, image) : TERN_OK;
+}
+
 /* ---- jobs -------------------------------------------------------------------- */
 
 static int push_sft_job(tern_run *run, master *ms)
@@ -250,13 +261,14 @@ static int push_sft_job(tern_run *run, master *ms)
     j->prompt = calloc(n, sizeof *j->prompt);
     j->answer = calloc(n, sizeof *j->answer);
     j->system = calloc(n, sizeof *j->system);
-    int ok = j->prompt && j->answer && j->system;
+    j->image = calloc(n, sizeof *j->image);
+    int ok = j->prompt && j->answer && j->system && j->image;
     for (uint32_t i = 0; ok && i < n; i++) {
         const tern_task *t = run->train.tasks[deal(run, &ms->sft_deal, j->step * n + i)];
         j->prompt[i] = field_text(t, "prompt");
         j->answer[i] = field_text(t, "answer");
         j->system[i] = system_text(run, t, &ok);
-        ok = ok && j->prompt[i] && j->answer[i];
+        ok = ok && j->prompt[i] && j->answer[i] && image_path(run, t, &j->image[i]) == TERN_OK;
     }
     if (!ok || tern_queue_push(&run->trainer_jobs, j) != TERN_OK) {
         tern_msg_free(j);
@@ -376,13 +388,14 @@ static int push_explore_job(tern_run *run, master *ms)
     j->task_index = calloc(n, sizeof *j->task_index);
     j->prompt = calloc(n, sizeof *j->prompt);
     j->system = calloc(n, sizeof *j->system);
-    int ok = j->task_index && j->prompt && j->system;
+    j->image = calloc(n, sizeof *j->image);
+    int ok = j->task_index && j->prompt && j->system && j->image;
     for (uint32_t i = 0; ok && i < n; i++) {
         j->task_index[i] = deal(run, &ms->train_deal, j->batch * n + i);
         const tern_task *t = run->train.tasks[j->task_index[i]];
         j->prompt[i] = field_text(t, "prompt");
         j->system[i] = system_text(run, t, &ok);
-        ok = ok && j->prompt[i] != NULL;
+        ok = ok && j->prompt[i] != NULL && image_path(run, t, &j->image[i]) == TERN_OK;
     }
     if (!ok || tern_queue_push(&run->explorer_jobs, j) != TERN_OK) {
         tern_msg_free(j);
@@ -628,6 +641,12 @@ static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint3
                          .domain = dom ? dom : "", .task_id = tern_task_id_text(t, id, sizeof id),
                          .prompt_len = r->prompt_len[g], .prompt = r->prompt_tokens[g],
                          .n = G, .resp = resp};
+    /* the image the explorer generated from, and its bytes' digest: the
+     * trainer gives the policy the same pixels, or refuses */
+    if (r->image && r->image[g] && r->image_sha256) {
+        e.image = r->image[g];
+        memcpy(e.image_sha256, r->image_sha256 + 32 * (size_t)g, sizeof e.image_sha256);
+    }
     tern_experience_finish_stats(&e);
     return put_record(run, ms, &e, put_ns);
 }

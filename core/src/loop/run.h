@@ -57,6 +57,12 @@ typedef struct tern_run {
     uint32_t n_explorers;        /* the sync plugin's describe().explorers */
     tern_model evaluator; /* master's; NULL ops without an eval split */
     tern_special_tokens special;
+    /* the policy reads images (its image_spec op, ABI 1.12), and how: the
+     * placeholder a task's prompt gets, the encoder's size; set on every
+     * rank by tern_run_check. image_op: the plugin has the op at all (for
+     * the wording of the refusal when it does not read images) */
+    int reads_images, image_op;
+    tern_image_spec image_spec;
 
     const tern_buffer_ops *buffer_ops;
     void *buffer;
@@ -140,9 +146,17 @@ int tern_role_failed(int rc, const char *role, const char *what);
 /* The model's tokens for a task's prompt: through the model's chat template
  * (encode_chat, ABI 1.4) as a user turn after `system` (may be NULL), else
  * tokenized with BOS. Our own array (n + 1 entries); a system turn for a
- * model without encode_chat is refused with a message. */
+ * model without encode_chat is refused with a message. `placeholder`: NULL
+ * for a task without an image (or a text-only policy), else the model's
+ * image placeholder (tern_run_placeholder), put with a newline before a
+ * prompt when neither it nor the system turn holds one (docs/data.md,
+ * "Images"); the model's tokenizer turns it into its image tokens. */
 int tern_run_prompt(const tern_model *m, const char *role, const char *system,
-                    const char *prompt, int32_t **ids, size_t *n);
+                    const char *prompt, const char *placeholder, int32_t **ids, size_t *n);
+/* The placeholder tern_run_prompt takes for a task: the policy's
+ * (run->image_spec) when the task has an image and the policy reads images,
+ * else NULL. */
+const char *tern_run_placeholder(const tern_run *run, int has_image);
 /* The system turn for task t: its "system" string field, else
  * data.system_prompt, else NULL. Not a copy. */
 const char *tern_task_system(const tern_run *run, const tern_task *t);

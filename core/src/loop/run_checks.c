@@ -3,12 +3,14 @@
 #include "loop/run_checks.h"
 #include "loop/ranks.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "data/task.h"
+#include "image/task_image.h"
 #include "loop/master_state.h"
 #include "loop/run.h"
 #include "reward/rewarder.h"
@@ -93,6 +95,14 @@ static int check_plugins(tern_run *run, tern_diag *d)
     if (rc != TERN_OK || run->special.eos < 0)
         return tern_errorf(TERN_ERR, "model: plugin '%s' gives no end-of-sequence token: %s",
                            model->entry->name, rc != TERN_OK ? tern_error_message() : "eos is -1");
+
+    /* whether the policy reads images: every rank needs it (the explorers
+     * and trainers attach them); the tasks are checked against it later */
+    run->image_op = TERN_HAS(run->policy.ops, image_spec) && run->policy.ops->image_spec;
+    rc = tern_model_image_spec(&run->policy, "model: image_spec", &run->image_spec);
+    if (rc != TERN_OK && rc != TERN_EUNSUPPORTED)
+        return rc;
+    run->reads_images = rc == TERN_OK;
 
     tern_sync_info info = {.size = sizeof info};
     tern_error_clear();
@@ -218,18 +228,23 @@ static int check_warmup_answers(tern_run *run, tern_diag *d)
     return TERN_ECONFIG;
 }
 
-/* A task with an image (the `image` field `tern data shapes` writes and the
- * vision reward reads): the model contract passes a prompt's tokens only, so
- * no model plugin would see the picture; the policy would answer a question
- * about an image it never gets, and RL could not learn. Refused, naming the
- * first five tasks, rather than run on the text alone. */
-static int check_images(const tern_run *run, const tern_task_set *set, tern_diag *d)
+/* Whether task t has an image: an "image" field that is not null. */
+static int has_image(const tern_task *t)
+{
+    const char *type = tern_task_type(t, "image");
+    return type && strcmp(type, "null") != 0;
+}
+
+/* A policy that reads no images and tasks with an image (the `image` field
+ * `tern data shapes` writes and the vision reward reads): the policy would
+ * answer a question about a picture it never gets, and RL could not learn.
+ * Refused, naming the first five tasks, rather than run on the text alone. */
+static int refuse_text_only(const tern_run *run, const tern_task_set *set, tern_diag *d)
 {
     size_t with_image = 0;
     for (size_t i = 0; i < set->n; i++) {
         const tern_task *t = set->tasks[i];
-        const char *type = tern_task_type(t, "image");
-        if (!type || strcmp(type, "null") == 0)
+        if (!has_image(t))
             continue;
         if (with_image++ < 5) {
             char id[128];
@@ -239,11 +254,158 @@ static int check_images(const tern_run *run, const tern_task_set *set, tern_diag
         }
     }
     if (with_image)
-        tern_diag_addf(d, "%s: %zu task%s an image, and model plugin '%s' reads text only: it "
-                       "would answer without seeing the picture (no model plugin takes images "
-                       "yet); train on tasks without an \"image\" field", set->path, with_image,
-                       with_image == 1 ? " has" : "s have", run->policy.plugin);
+        tern_diag_addf(d, "%s: %zu task%s an image, and model plugin '%s' reads text only (%s): "
+                       "it would answer without seeing the picture; use a model that reads "
+                       "images (docs/data.md, \"Images\"), or train on tasks without an "
+                       "\"image\" field", set->path, with_image,
+                       with_image == 1 ? " has" : "s have", run->policy.plugin,
+                       run->image_op ? "its image_spec op says this model has no image encoder"
+                                     : "no image_spec op, ABI 1.12");
     return with_image ? TERN_ECONFIG : TERN_OK;
+}
+
+/* The last image read by check_task_image: tasks about one picture (as
+ * `tern data shapes` writes them) are neighbours, and it is read once. */
+typedef struct image_seen {
+    char *path;   /* NULL: none yet */
+    int rc;       /* tern_image_load's status */
+    char why[600]; /* its message when it failed */
+    int32_t width, height;
+} image_seen;
+
+/* One task of `set` against the model's image spec: its "image" field, the
+ * file (read, decoded), its size when the fit is exact, and the
+ * placeholders of its prompt and system turn. Each problem is one line in
+ * d, counted in *bad (only the first five are written). TERN_OK (problems
+ * or not) or TERN_ENOMEM. */
+static int check_task_image(const tern_run *run, const tern_task_set *set, const tern_task *t,
+                            image_seen *seen, size_t *bad, tern_diag *d)
+{
+    const tern_image_spec *sp = &run->image_spec;
+    char id[128], where[700];
+    snprintf(where, sizeof where, "%s:%zu: task %s", set->path, tern_task_line(t),
+             tern_task_id_text(t, id, sizeof id));
+    char *path = NULL;
+    int rc = tern_task_image_path(t, &path);
+    if (rc == TERN_ENOMEM)
+        return rc;
+    if (rc != TERN_OK) {
+        if ((*bad)++ < 5)
+            tern_diag_addf(d, "%s: %s; give the image's path, relative to the tasks file's "
+                           "folder", where, tern_error_message());
+        return TERN_OK;
+    }
+    /* the placeholders the prompt will hold: its own, else the one a run
+     * puts before it (tern_run_prompt) */
+    const char *prompt = tern_task_string(t, "prompt"); /* a number holds none */
+    size_t marks = tern_placeholder_count(prompt, sp->placeholder) +
+                   tern_placeholder_count(tern_task_system(run, t), sp->placeholder);
+    size_t images = path ? 1 : 0;
+    if (images && marks == 0)
+        marks = 1;
+    if (marks > images && (*bad)++ < 5)
+        tern_diag_addf(d, "%s: the prompt and system turn hold %zu image placeholder%s (\"%s\") "
+                       "and the task has %s: each placeholder stands for one image; %s", where,
+                       marks, marks == 1 ? "" : "s", sp->placeholder,
+                       images ? "1 image" : "no \"image\"",
+                       images ? "keep one (or none: a run puts one before the prompt)"
+                              : "give the image's path in \"image\", or remove the placeholder");
+    if (images > sp->max_images && (*bad)++ < 5)
+        tern_diag_addf(d, "%s: %zu images, and model plugin '%s' takes at most %u per prompt",
+                       where, images, run->policy.plugin, sp->max_images);
+    if (!path)
+        return TERN_OK;
+    if (!seen->path || strcmp(seen->path, path) != 0) {
+        free(seen->path);
+        seen->path = path;
+        path = NULL;
+        tern_loaded_image img;
+        seen->rc = tern_image_load(seen->path, &img);
+        if (seen->rc == TERN_ENOMEM)
+            return seen->rc;
+        snprintf(seen->why, sizeof seen->why, "%s", seen->rc ? tern_error_message() : "");
+        seen->width = img.image.width;
+        seen->height = img.image.height;
+        tern_image_unload(&img); /* the pixels are not kept for the run */
+    }
+    free(path);
+    const char *given = tern_task_string(t, "image");
+    if (seen->rc != TERN_OK) {
+        /* the message starts with the path read: said once, beside the one given */
+        size_t k = strlen(seen->path);
+        const char *why = seen->why;
+        if (strncmp(why, seen->path, k) == 0 && strncmp(why + k, ": ", 2) == 0)
+            why += k + 2;
+        char read_as[PATH_MAX + 8] = "";
+        if (strcmp(given, seen->path) != 0)
+            snprintf(read_as, sizeof read_as, " (%s)", seen->path);
+        if ((*bad)++ < 5)
+            tern_diag_addf(d, "%s: image \"%s\"%s: %s; %s", where, given, read_as, why,
+                           seen->rc == TERN_EINVAL
+                               ? "give a PNG or PPM/PGM image the model can read"
+                               : "check the path, which is relative to the tasks file's folder");
+        return TERN_OK;
+    }
+    if (sp->fit == TERN_IMAGE_FIT_EXACT &&
+        (seen->width != sp->width || seen->height != sp->height) && (*bad)++ < 5)
+        tern_diag_addf(d, "%s: image \"%s\" is %dx%d, and model plugin '%s' takes %dx%d images "
+                       "only (its encoder's size): resize the image, or set the model's "
+                       "image_fit = \"resize\" to have the model resize it", where, given,
+                       seen->width, seen->height, run->policy.plugin, sp->width, sp->height);
+    return TERN_OK;
+}
+
+/* The reference scores the policy's sequences, image tokens and images
+ * included (the KL term): a reference of its own plugin must read images
+ * the same way. */
+static int check_reference_images(const tern_run *run, const tern_task_set *set, tern_diag *d)
+{
+    if (!run->reference.ops || run->reference_is_copy)
+        return TERN_OK;
+    size_t with_image = 0;
+    for (size_t i = 0; i < set->n && !with_image; i++)
+        with_image = has_image(set->tasks[i]);
+    if (!with_image)
+        return TERN_OK;
+    tern_image_spec rs;
+    int rc = tern_model_image_spec(&run->reference, "reference: image_spec", &rs);
+    if (rc != TERN_OK && rc != TERN_EUNSUPPORTED)
+        return rc;
+    if (rc == TERN_OK && strcmp(rs.placeholder, run->image_spec.placeholder) == 0 &&
+        rs.tokens_per_image == run->image_spec.tokens_per_image)
+        return TERN_OK;
+    tern_diag_addf(d, "%s: tasks have images, and the reference (plugin '%s') %s: the KL term "
+                   "scores the policy's image prompts under it; use reference = { same_as = "
+                   "\"model\"; }, or a reference that reads images as the policy does",
+                   set->path, run->reference.plugin ? run->reference.plugin : "?",
+                   rc == TERN_OK ? "marks images otherwise than the policy (its placeholder or "
+                                   "tokens_per_image differ)"
+                                 : "reads text only");
+    return TERN_ECONFIG;
+}
+
+/* The tasks of `set` that have an image (docs/data.md, "Images"): refused
+ * for a text-only policy; else each one's image read and decoded (once per
+ * file, not kept) and checked against the policy's image_spec, and every
+ * task's placeholders counted, before anything runs. */
+static int check_images(const tern_run *run, const tern_task_set *set, tern_diag *d)
+{
+    if (!run->reads_images)
+        return refuse_text_only(run, set, d);
+    image_seen seen = {0};
+    size_t bad = 0;
+    int rc = TERN_OK;
+    for (size_t i = 0; i < set->n && rc == TERN_OK; i++)
+        rc = check_task_image(run, set, set->tasks[i], &seen, &bad, d);
+    free(seen.path);
+    if (rc != TERN_OK)
+        return rc;
+    if (bad > 5)
+        tern_diag_addf(d, "%s: %zu problems in all with the tasks' images and placeholders",
+                       set->path, bad);
+    if (set == &run->train && (rc = check_reference_images(run, set, d)) != TERN_OK)
+        return rc;
+    return bad ? TERN_ECONFIG : TERN_OK;
 }
 
 int tern_run_check(tern_run *run, tern_diag *d)
@@ -271,9 +433,11 @@ int tern_run_check(tern_run *run, tern_diag *d)
             rc = erc;
     }
     if (rc == TERN_OK) {
-        rc = tern_check_prompt_lengths(&run->policy, run->set.system_prompt, &run->train, d);
+        const char *mark = tern_run_placeholder(run, 1);
+        rc = tern_check_prompt_lengths(&run->policy, run->set.system_prompt, mark, &run->train,
+                                       d);
         int erc = rc == TERN_OK || rc == TERN_ECONFIG
-                      ? tern_check_prompt_lengths(&run->policy, run->set.system_prompt,
+                      ? tern_check_prompt_lengths(&run->policy, run->set.system_prompt, mark,
                                                   &run->eval, d)
                       : TERN_OK;
         if (rc == TERN_OK)
@@ -295,7 +459,7 @@ void tern_run_check_free(tern_run *run)
 }
 
 int tern_check_prompt_lengths(const tern_model *m, const char *system_prompt,
-                              const tern_task_set *set, tern_diag *d)
+                              const char *placeholder, const tern_task_set *set, tern_diag *d)
 {
     tern_special_tokens sp;
     int rc = tern_model_special(m, "model: the context length", &sp);
@@ -314,8 +478,9 @@ int tern_check_prompt_lengths(const tern_model *m, const char *system_prompt,
         const char *system = tern_task_string(t, "system");
         int32_t *ids = NULL;
         size_t n = 0;
+        /* an image's placeholder counts as the tokens the model expands it to */
         rc = tern_run_prompt(m, "check", system ? system : system_prompt, text ? text : owned,
-                             &ids, &n);
+                             has_image(t) ? placeholder : NULL, &ids, &n);
         free(owned);
         free(ids);
         if (rc != TERN_OK)

@@ -19,9 +19,12 @@
  * loop can train from, holding no experiences of an earlier run; a model that
  * tells its end-of-sequence token (run->special); the sync plugin's explorers,
  * transport and schedule (run->sync, run->transport, run->n_explorers,
- * run->async, run->max_staleness); a reference for a KL term; a reward for
- * every task domain (run->rewards is opened: isolated workers start); every
- * prompt against the model's context. Fills in run->policy, run->buffer (not
+ * run->async, run->max_staleness); whether the policy reads images
+ * (run->reads_images, run->image_spec); a reference for a KL term; a reward
+ * for every task domain (run->rewards is opened: isolated workers start);
+ * every task's image against the policy's image spec (read and decoded
+ * once, not kept), or a refusal of image tasks for a text-only policy;
+ * every prompt against the model's context. Fills in run->policy, run->buffer (not
  * for a buffer that waits for the run directory: tern_run_check_buffer_empty
  * then runs once it is started), run->reference when it is its own plugin,
  * and run->reference_is_copy. Makes no model copy and no run directory.
@@ -44,12 +47,15 @@ int tern_run_check_buffer_empty(const tern_run *run);
 
 /* Every prompt of `set`, formatted as the run formats it (the chat template
  * with the task's "system" turn or `system_prompt`, or plain tokens with
- * BOS), leaves room for at least one response token in the model's context
+ * BOS; a task with an image gets `placeholder` when not NULL, as
+ * tern_run_prompt puts it, so its image tokens count), leaves room for at
+ * least one response token in the model's context
  * (tern_special_tokens.context_len; no check when the model does not say).
  * Each task that does not is one message in d, "PATH:LINE: task ID: ...",
  * the first 5 of them, then a count. TERN_OK, TERN_ECONFIG when d got a
  * message, or the status of a model op that failed (its message set). */
 TERN_INTERNAL int tern_check_prompt_lengths(const tern_model *m, const char *system_prompt,
-                                            const tern_task_set *set, tern_diag *d);
+                                            const char *placeholder, const tern_task_set *set,
+                                            tern_diag *d);
 
 #endif

@@ -1,5 +1,6 @@
-/* run_common.c: what the roles share beside the queues: failure reports, the clock, seeds, checkpoint names, and a
- * task's prompt as the model sees it. Model calls go through the proxy
+/* run_common.c: what the roles share beside the queues: failure reports,
+ * the clock, seeds, checkpoint names, and a task's prompt as the model sees
+ * it (its image placeholder included). Model calls go through the proxy
  * (model/model.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "base/errmsg.h"
+#include "image/task_image.h"
 #include "loop/run.h"
 #include "tern/rng.h"
 
@@ -74,20 +76,35 @@ int tern_role_failed(int rc, const char *role, const char *what)
 }
 
 int tern_run_prompt(const tern_model *m, const char *role, const char *system,
-                    const char *prompt, int32_t **ids, size_t *n)
+                    const char *prompt, const char *placeholder, int32_t **ids, size_t *n)
 {
     char what[96];
+    if (!tern_model_has_chat(m) && system)
+        return tern_errorf(TERN_EINVAL, "%s: a system turn is given (data.system_prompt or "
+                           "a task's \"system\") but the model plugin has no chat template "
+                           "op (encode_chat, ABI 1.4): remove it or use a model with one",
+                           role);
+    int oom = 0;
+    char *marked = placeholder ? tern_prompt_with_placeholder(system, prompt, placeholder, &oom)
+                               : NULL;
+    if (oom)
+        return tern_errorf(TERN_ENOMEM, "%s: out of memory", role);
+    const char *text = marked ? marked : prompt;
+    int rc;
     if (!tern_model_has_chat(m)) {
-        if (system)
-            return tern_errorf(TERN_EINVAL, "%s: a system turn is given (data.system_prompt or "
-                               "a task's \"system\") but the model plugin has no chat template "
-                               "op (encode_chat, ABI 1.4): remove it or use a model with one",
-                               role);
         snprintf(what, sizeof what, "%s: tokenize", role);
-        return tern_model_tokenize(m, what, prompt, strlen(prompt), 1, ids, n);
+        rc = tern_model_tokenize(m, what, text, strlen(text), 1, ids, n);
+    } else {
+        snprintf(what, sizeof what, "%s: format the prompt with the chat template", role);
+        rc = tern_model_chat(m, what, system, text, ids, n);
     }
-    snprintf(what, sizeof what, "%s: format the prompt with the chat template", role);
-    return tern_model_chat(m, what, system, prompt, ids, n);
+    free(marked);
+    return rc;
+}
+
+const char *tern_run_placeholder(const tern_run *run, int has_image)
+{
+    return has_image && run->reads_images ? run->image_spec.placeholder : NULL;
 }
 
 const char *tern_task_system(const tern_run *run, const tern_task *t)

@@ -10,7 +10,8 @@
 #include "rundir/metrics.h"
 #include "tern/support/utf8.h"
 
-/* A rollouts.jsonl line: the group's rewards and its first response. */
+/* A rollouts.jsonl line: the group's rewards and its first response (and
+ * its task's image, when it has one). */
 static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step, int *rc)
 {
     const tern_exp_response *r = &e->resp[0];
@@ -39,6 +40,18 @@ static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step,
     json_decref(rewards);
     free(shown);
     free(task);
+    /* the image as the task gives it (relative to its tasks file), beside
+     * the response that answered it */
+    const char *image = e->image && e->task_index < run->train.n
+                            ? tern_task_string(run->train.tasks[e->task_index], "image")
+                            : NULL;
+    char *image_shown = image ? tern_utf8_clean(image) : NULL;
+    if (line && image && (!image_shown ||
+                          json_object_set_new(line, "image", json_string(image_shown)) != 0)) {
+        json_decref(line);
+        line = NULL;
+    }
+    free(image_shown);
     if (!line)
         *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     return line;

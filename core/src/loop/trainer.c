@@ -4,14 +4,18 @@
  * is on-policy: skip_score) and the reference, turn rewards into advantages,
  * the loss into dL/dlogp per token, run the model's backward pass and
  * optimiser step, publish weights when the sync plugin says so, and report
- * to the master. */
+ * to the master. A task's image goes with its sequences to every model op
+ * (read again from its file: a group's must still have the digest the
+ * explorer recorded). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/errmsg.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "experience/experience.h"
+#include "image/task_image.h"
 #include "loop/data_parallel.h"
 #include "loop/ledger.h"
 #include "loop/ranks.h"
@@ -77,6 +81,25 @@ static int report_stopped(tern_run *run, int64_t sft_step, int64_t step)
 
 /* ---- supervised warm-up ---------------------------------------------------- */
 
+/* The images of the warm-up pairs [lo, hi) (this rank's share), read and
+ * attached to their sequences. */
+static int sft_images(const tern_sft_job *job, size_t lo, size_t hi, tern_loaded_image *imgs,
+                      tern_sequence *seqs)
+{
+    for (size_t i = lo; job->image && i < hi; i++) {
+        if (!job->image[i])
+            continue;
+        int rc = tern_image_load(job->image[i], &imgs[i]);
+        if (rc != TERN_OK)
+            return tern_errorf(rc, "trainer: warm-up step %lld: %s (it was read at start: "
+                               "changed or removed since?)", (long long)job->step,
+                               tern_error_message());
+        seqs[i].images = &imgs[i].image;
+        seqs[i].n_images = 1;
+    }
+    return TERN_OK;
+}
+
 static int sft_step(tern_run *run, const tern_sft_job *job)
 {
     const tern_model *m = &run->policy;
@@ -84,15 +107,17 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
     int32_t **toks = calloc(n, sizeof *toks);
     tern_sequence *seqs = calloc(n, sizeof *seqs);
     float **lp = calloc(n, sizeof *lp), **dl = calloc(n, sizeof *dl);
+    tern_loaded_image *imgs = calloc(n ? n : 1, sizeof *imgs);
     int rc = TERN_OK;
     double t0 = tern_run_now();
     size_t T = 0;
-    if (!toks || !seqs || !lp || !dl)
+    if (!toks || !seqs || !lp || !dl || !imgs)
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     for (uint32_t i = 0; i < n && rc == TERN_OK; i++) {
         int32_t *p = NULL, *a = NULL;
         size_t np = 0, na = 0;
-        rc = tern_run_prompt(m, "trainer", job->system[i], job->prompt[i], &p, &np);
+        const char *mark = tern_run_placeholder(run, job->image && job->image[i]);
+        rc = tern_run_prompt(m, "trainer", job->system[i], job->prompt[i], mark, &p, &np);
         if (rc == TERN_OK)
             rc = tern_model_tokenize(m, "trainer: tokenize", job->answer[i],
                                      strlen(job->answer[i]), 0, &a, &na);
@@ -118,6 +143,8 @@ static int sft_step(tern_run *run, const tern_sft_job *job)
      * every pair's log-probs (one trainer: the whole batch is its share) */
     size_t lo, hi;
     tern_dp_share(run->dp, n, &lo, &hi);
+    if (rc == TERN_OK)
+        rc = sft_images(job, lo, hi, imgs, seqs);
     if (rc == TERN_OK && hi > lo)
         rc = tern_model_score(m, "trainer: score (warm-up)", seqs + lo, hi - lo, lp + lo, NULL);
     if ((rc = tern_dp_agree(run->dp, rc)) != TERN_OK ||
@@ -177,7 +204,10 @@ done:
             free(lp[i]);
         if (dl)
             free(dl[i]);
+        if (imgs)
+            tern_image_unload(&imgs[i]);
     }
+    free(imgs);
     free(toks);
     free(seqs);
     free(lp);
@@ -431,6 +461,48 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
     return TERN_OK;
 }
 
+/* The images of groups [g0, g1) (this rank's share), read again from the
+ * files the explorer generated from and attached to the groups' sequences
+ * (G each), for the policy's and the reference's scoring and the backward
+ * pass. A file whose bytes changed since (another SHA-256 than the
+ * group's) is refused: the group would be trained on pixels it was not
+ * sampled from (a replay, a resume). imgs[g] for group g. */
+static int rl_images(const tern_run *run, const batch *b, size_t g0, size_t g1, uint32_t G,
+                     tern_loaded_image *imgs, tern_sequence *seq)
+{
+    for (size_t g = g0; g < g1; g++) {
+        const tern_experience *e = &b->g[g];
+        if (!e->image)
+            continue;
+        char id[160];
+        snprintf(id, sizeof id, "batch %lld, group %u (task %s)", (long long)e->batch, e->group,
+                 e->task_id);
+        if (!run->reads_images)
+            return tern_errorf(TERN_EINVAL, "trainer: %s has an image (%s), and the policy "
+                               "reads text only: a buffer's groups from another run? Give the "
+                               "run its own buffer.path", id, e->image);
+        int rc = tern_image_load(e->image, &imgs[g]);
+        if (rc != TERN_OK)
+            return tern_errorf(rc, "trainer: %s: %s: the group's responses were generated "
+                               "from it; restore the file", id, tern_error_message());
+        if (memcmp(imgs[g].sha256, e->image_sha256, sizeof e->image_sha256) != 0) {
+            char now[65], then[65];
+            tern_sha256_to_hex(imgs[g].sha256, now);
+            tern_sha256_to_hex(e->image_sha256, then);
+            return tern_errorf(TERN_EINVAL, "trainer: %s: image %s changed since it was "
+                               "sampled (its SHA-256 is %s now, %s then): the group must be "
+                               "trained on the pixels its responses were generated from; "
+                               "restore the file, or start a new run (with a new buffer "
+                               "file)", id, e->image, now, then);
+        }
+        for (uint32_t s = 0; s < G; s++) {
+            seq[g * G + s].images = &imgs[g].image;
+            seq[g * G + s].n_images = 1;
+        }
+    }
+    return TERN_OK;
+}
+
 /* Whether this step's loss may take the explorer's log-probs for the
  * trainer's and skip the scoring pass (trainer.score_pass = "auto"): every
  * group made by the current weights (a version above the step's, after a
@@ -497,7 +569,8 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     float temp = set->temperature > 0 ? (float)set->temperature : 1.0f;
     tern_dp *dp = run->dp;
     step_arrays a = {0};
-    int rc = arrays_alloc(&a, b, G, temp);
+    tern_loaded_image *imgs = calloc(b->n ? b->n : 1, sizeof *imgs);
+    int rc = imgs ? arrays_alloc(&a, b, G, temp) : TERN_ENOMEM;
     if (rc != TERN_OK)
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     for (size_t i = 0; rc == TERN_OK && i < a.n; i++)
@@ -507,6 +580,8 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     size_t n_groups = b->n, g0, g1;
     tern_dp_share(dp, n_groups, &g0, &g1);
     size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's sequences: [lo, lo + k) */
+    if (rc == TERN_OK)
+        rc = rl_images(run, b, g0, g1, G, imgs, a.seq);
     /* a `score` span for either pass; skipping the policy's, it says which ran */
     uint64_t span = skip && !need_ref ? 0 : tern_trace_begin(run->session->trace, "score");
     if (rc == TERN_OK && k && !skip)
@@ -579,6 +654,9 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     rep->lr = st.lr;
 done:
     arrays_free(&a);
+    for (size_t g = 0; imgs && g < b->n; g++)
+        tern_image_unload(&imgs[g]);
+    free(imgs);
     return rc;
 }
 

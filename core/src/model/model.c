@@ -139,6 +139,47 @@ int tern_model_special(const tern_model *m, const char *what, tern_special_token
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "special_tokens");
 }
 
+int tern_model_image_spec(const tern_model *m, const char *what, tern_image_spec *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->size = sizeof *spec;
+    if (!m->ops || !TERN_HAS(m->ops, image_spec) || !m->ops->image_spec)
+        return TERN_EUNSUPPORTED;
+    tern_error_clear();
+    int rc;
+    WATCHED(m, "image_spec", rc = m->ops->image_spec(m->state, spec));
+    if (rc == TERN_EUNSUPPORTED) {
+        tern_error_clear();
+        memset(spec, 0, sizeof *spec);
+        spec->size = sizeof *spec;
+        return TERN_EUNSUPPORTED;
+    }
+    if (rc != TERN_OK)
+        return failed(rc, what, "image_spec");
+    /* what the core counts on, checked once here rather than trusted */
+    const char *bad = NULL;
+    size_t ph = strnlen(spec->placeholder, sizeof spec->placeholder);
+    if (ph == 0 || ph == sizeof spec->placeholder)
+        bad = "a placeholder of 1 to 31 bytes";
+    else if (spec->tokens_per_image < 1)
+        bad = "tokens_per_image >= 1";
+    else if (spec->max_images < 1)
+        bad = "max_images >= 1";
+    else if (spec->fit > TERN_IMAGE_FIT_EXACT)
+        bad = "a fit of 0 (any), 1 (resize) or 2 (exact)";
+    else if (spec->width < 0 || spec->height < 0 ||
+             (spec->fit != TERN_IMAGE_FIT_ANY && (spec->width == 0 || spec->height == 0)))
+        bad = "a width and height >= 1 (0 only with fit any)";
+    if (bad) {
+        int rc2 = tern_errorf(TERN_ERR, "%s: the model plugin's image_spec gave no %s (a bug in "
+                              "the plugin)", what, bad);
+        memset(spec, 0, sizeof *spec);
+        spec->size = sizeof *spec;
+        return rc2;
+    }
+    return TERN_OK;
+}
+
 int tern_model_generate(const tern_model *m, const char *what, const tern_gen_request *req,
                         size_t n, tern_gen_output *outs)
 {

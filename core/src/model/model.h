@@ -66,6 +66,15 @@ TERN_INTERNAL int tern_model_text(const tern_model *m, const char *what, const i
 TERN_INTERNAL int tern_model_special(const tern_model *m, const char *what,
                                      tern_special_tokens *sp);
 
+/* Whether the model reads images (image_spec, ABI 1.12): TERN_OK with *spec
+ * filled and checked (a placeholder of 1 to 31 bytes, tokens_per_image,
+ * max_images >= 1, a known fit, a width and height unless the fit is ANY);
+ * TERN_EUNSUPPORTED without a message for a text-only model (no op, or the
+ * op says so); else the plugin's failure, or TERN_ERR for a spec that breaks
+ * those rules ("WHAT: the model plugin's image_spec gave no ..."). */
+TERN_INTERNAL int tern_model_image_spec(const tern_model *m, const char *what,
+                                        tern_image_spec *spec);
+
 /* generate() over n requests; each outs[i] must have its size set. The
  * outputs' arrays are the plugin's until tern_model_release_outputs. */
 TERN_INTERNAL int tern_model_generate(const tern_model *m, const char *what,

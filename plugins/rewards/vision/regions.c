@@ -34,7 +34,7 @@ static int push(stack *s, uint32_t x)
     return 0;
 }
 
-int vis_count_regions(const vis_image *img, const uint8_t rgb[3], int tolerance, int connectivity,
+int vis_count_regions(const image_rgb *img, const uint8_t rgb[3], int tolerance, int connectivity,
                       uint64_t min_pixels, uint64_t *count)
 {
     *count = 0;

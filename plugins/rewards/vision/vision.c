@@ -1,7 +1,8 @@
 /* vision.c: the `vision` reward plugin: descriptor, settings, and the verdict
  * on each response of a batch for the seven task types (grounding, detection,
  * counting, choice, ocr, count_regions, color_at). The parsers are in
- * boxes.c and text.c, the image decoders in image.c, the colour names in
+ * boxes.c and text.c, the image decoders in the core's image_file.c (one
+ * decoder for the core and this plugin: core/src/image/), the colour names in
  * palette.c, region counting in regions.c; the user's guide is the `vision`
  * section of docs/rewards.md.
  *
@@ -21,7 +22,7 @@
 
 #include "../common/reward_plugin.h"
 #include "boxes.h"
-#include "image.h"
+#include "image_file.h"
 #include "palette.h"
 #include "regions.h"
 #include "text.h"
@@ -167,11 +168,11 @@ static char *resolve_image(const vision_state *st, const tern_task *task, const 
 enum { IMG_OK = 1, IMG_VERDICT = 0, IMG_NOMEM = -1 };
 
 /* Read the task's image: its dimensions, or its pixels with
- * want == VIS_IMG_PIXELS (or verify_images). A task without the field is
+ * want == IMAGE_FILE_PIXELS (or verify_images). A task without the field is
  * fine unless `required`: then *have stays 0. IMG_OK, IMG_VERDICT (the
  * reason says why the image cannot be used) or IMG_NOMEM. */
 static int task_image(const vision_state *st, const tern_task *task, int want, int required,
-                      vis_image *img, int *have, char *reason)
+                      image_rgb *img, int *have, char *reason)
 {
     *have = 0;
     memset(img, 0, sizeof *img);
@@ -195,22 +196,23 @@ static int task_image(const vision_state *st, const tern_task *task, int want, i
     if (!path)
         return IMG_NOMEM;
     char msg[112], shown[72];
-    vis_image_status s = vis_image_load(path, st->max_pixels,
-                                        st->verify_images ? VIS_IMG_PIXELS : want, img, msg,
-                                        sizeof msg);
-    if (s == VIS_IMG_NO_MEMORY) {
+    image_file_status s = image_file_load(path, st->max_pixels,
+                                          st->verify_images ? IMAGE_FILE_PIXELS : want, img, msg,
+                                          sizeof msg);
+    if (s == IMAGE_FILE_NO_MEMORY) {
         free(path);
         return IMG_NOMEM;
     }
-    if (s != VIS_IMG_OK) {
+    if (s != IMAGE_FILE_OK) {
         path_excerpt(shown, sizeof shown, path);
-        why(reason, "image %s: %s", shown, msg);
+        /* the limit is this plugin's setting: say which */
+        why(reason, "image %s: %s%s", shown, msg, s == IMAGE_FILE_TOO_BIG ? " (max_pixels)" : "");
         free(path);
         return IMG_VERDICT;
     }
     free(path);
-    if (want == VIS_IMG_HEADER)
-        vis_image_free(img); /* decoded only to verify it */
+    if (want == IMAGE_FILE_HEADER)
+        image_rgb_free(img); /* decoded only to verify it */
     *have = 1;
     return IMG_OK;
 }
@@ -220,7 +222,7 @@ static int task_image(const vision_state *st, const tern_task *task, int want, i
 static const char *const scale_names[] = {"pixel", "normalized", "qwen"};
 
 /* Response coordinates to pixels. */
-static void to_pixels(const vision_state *st, const vis_image *img, vis_box *b)
+static void to_pixels(const vision_state *st, const image_rgb *img, vis_box *b)
 {
     if (st->box_scale == SCALE_PIXEL)
         return;
@@ -280,9 +282,9 @@ static int judge_grounding(const vision_state *st, const tern_task *task, const 
     vis_box g;
     if (!gold_box(st, task, &g, reason))
         return TERN_OK;
-    vis_image img = {0};
+    image_rgb img = {0};
     int have;
-    int rc = task_image(st, task, VIS_IMG_HEADER, needs_size(st), &img, &have, reason);
+    int rc = task_image(st, task, IMAGE_FILE_HEADER, needs_size(st), &img, &have, reason);
     if (rc == IMG_NOMEM)
         return TERN_ENOMEM;
     if (rc == IMG_VERDICT)
@@ -365,9 +367,9 @@ static int judge_detection(const vision_state *st, const tern_task *task, const 
     v->format = total > 0 || empty;
     v->has_iou = 1;
     long ngold = gold_boxes(st, task, gold, reason);
-    vis_image img = {0};
-    int have = 0, got = ngold < 0 ? IMG_VERDICT : task_image(st, task, VIS_IMG_HEADER,
-                                                               needs_size(st), &img, &have, reason);
+    image_rgb img = {0};
+    int have = 0, got = ngold < 0 ? IMG_VERDICT : task_image(st, task, IMAGE_FILE_HEADER,
+                                                             needs_size(st), &img, &have, reason);
     if (got == IMG_NOMEM) {
         rc = TERN_ENOMEM;
     } else if (got == IMG_OK && !v->format) {
@@ -458,9 +460,9 @@ static int judge_counting(const vision_state *st, const tern_task *task, const c
             st->answer_field);
         return TERN_OK;
     }
-    vis_image img = {0};
+    image_rgb img = {0};
     int have;
-    int rc = task_image(st, task, VIS_IMG_HEADER, 0, &img, &have, reason);
+    int rc = task_image(st, task, IMAGE_FILE_HEADER, 0, &img, &have, reason);
     if (rc != IMG_OK)
         return rc == IMG_NOMEM ? TERN_ENOMEM : TERN_OK;
     char gq[EXCERPT_MAX + 4], gt[EXCERPT_MAX + 16];
@@ -528,16 +530,16 @@ static int judge_count_regions(const vision_state *st, const tern_task *task, co
         }
         conn = (int)x;
     }
-    vis_image img = {0};
+    image_rgb img = {0};
     int have;
-    int rc = task_image(st, task, VIS_IMG_PIXELS, 1, &img, &have, reason);
+    int rc = task_image(st, task, IMAGE_FILE_PIXELS, 1, &img, &have, reason);
     if (rc == IMG_NOMEM)
         return TERN_ENOMEM;
     if (rc == IMG_VERDICT)
         return TERN_OK;
     uint64_t n = 0;
     int failed = vis_count_regions(&img, rgb, st->color_tolerance, conn, st->min_region_pixels, &n);
-    vis_image_free(&img);
+    image_rgb_free(&img);
     if (failed)
         return TERN_ENOMEM;
     char digits[32], gt[96];
@@ -570,9 +572,9 @@ static int judge_color_at(const vision_state *st, const tern_task *task, const c
             task_has(task, "point") ? "not a point" : "missing");
         return TERN_OK;
     }
-    vis_image img = {0};
+    image_rgb img = {0};
     int have;
-    int rc = task_image(st, task, VIS_IMG_PIXELS, 1, &img, &have, reason);
+    int rc = task_image(st, task, IMAGE_FILE_PIXELS, 1, &img, &have, reason);
     if (rc == IMG_NOMEM)
         return TERN_ENOMEM;
     if (rc == IMG_VERDICT)
@@ -580,7 +582,7 @@ static int judge_color_at(const vision_state *st, const tern_task *task, const c
     double fx = floor(px), fy = floor(py);
     if (fx < 0 || fy < 0 || fx >= img.w || fy >= img.h) {
         why(reason, "point (%.6g, %.6g) is outside the %ux%u image", px, py, img.w, img.h);
-        vis_image_free(&img);
+        image_rgb_free(&img);
         return TERN_OK;
     }
     const uint8_t *p = img.rgb + 3 * ((size_t)fy * img.w + (size_t)fx);
@@ -595,7 +597,7 @@ static int judge_color_at(const vision_state *st, const tern_task *task, const c
         why(reason, "response %s is %s: pixel (%.0f, %.0f) is %s (%d,%d,%d)", quote(q, resp + at, n),
             v->accuracy ? "right" : "wrong", fx, fy, vis_palette[gold].name, p[0], p[1], p[2]);
     }
-    vis_image_free(&img);
+    image_rgb_free(&img);
     return TERN_OK;
 }
 
@@ -634,9 +636,9 @@ static int judge_choice(const vision_state *st, const tern_task *task, const cha
                 st->answer_field);
         return TERN_OK;
     }
-    vis_image img = {0};
+    image_rgb img = {0};
     int have;
-    int rc = task_image(st, task, VIS_IMG_HEADER, 0, &img, &have, reason);
+    int rc = task_image(st, task, IMAGE_FILE_HEADER, 0, &img, &have, reason);
     if (rc == IMG_NOMEM)
         return TERN_ENOMEM;
     if (rc == IMG_VERDICT)
@@ -687,9 +689,9 @@ static int judge_ocr(const vision_state *st, const tern_task *task, const char *
         json_decref(gold);
         return TERN_OK;
     }
-    vis_image img = {0};
+    image_rgb img = {0};
     int have;
-    int rc = task_image(st, task, VIS_IMG_HEADER, 0, &img, &have, reason);
+    int rc = task_image(st, task, IMAGE_FILE_HEADER, 0, &img, &have, reason);
     if (rc != IMG_OK) {
         json_decref(gold);
         return rc == IMG_NOMEM ? TERN_ENOMEM : TERN_OK;

@@ -1,11 +1,12 @@
-/* image.c: PNG (libpng) and netpbm decoding into 8-bit RGB (see image.h).
+/* image_file.c: PNG (libpng) and netpbm decoding into 8-bit RGB (see
+ * image_file.h).
  *
  * Both decoders read from a `source`, a file stream or a block of memory, so
  * the file path streams and the fuzzer feeds memory through the same code.
  * libpng reports errors by longjmp from its error callback: the only frame
  * that calls setjmp is png_run(), which keeps everything it allocates in the
  * png_job it is handed, so png_decode() frees it on every path. */
-#include "image.h"
+#include "image_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,21 +58,21 @@ static void say(char *why, size_t cap, const char *fmt, ...)
 }
 
 /* The size check shared by both formats, before any pixel is allocated. */
-static vis_image_status check_size(uint64_t w, uint64_t h, uint64_t max_pixels, char *why,
-                                   size_t cap)
+static image_file_status check_size(uint64_t w, uint64_t h, uint64_t max_pixels, char *why,
+                                    size_t cap)
 {
     if (w == 0 || h == 0) {
         say(why, cap, "the image is %llux%llu: it has no pixels", (unsigned long long)w,
             (unsigned long long)h);
-        return VIS_IMG_EMPTY;
+        return IMAGE_FILE_EMPTY;
     }
     /* w, h < 2^32 each: the product fits */
     if (w * h > max_pixels) {
-        say(why, cap, "%llux%llu is over the limit of %llu pixels (max_pixels)",
+        say(why, cap, "%llux%llu is over the limit of %llu pixels",
             (unsigned long long)w, (unsigned long long)h, (unsigned long long)max_pixels);
-        return VIS_IMG_TOO_BIG;
+        return IMAGE_FILE_TOO_BIG;
     }
-    return VIS_IMG_OK;
+    return IMAGE_FILE_OK;
 }
 
 /* ---- PNG ----------------------------------------------------------------- */
@@ -80,7 +81,7 @@ typedef struct png_job {
     source *src;
     uint64_t max_pixels;
     int what;
-    vis_image_status status; /* set before a deliberate png_error */
+    image_file_status status; /* set before a deliberate png_error */
     uint32_t w, h;
     uint8_t *pixels;         /* RGBA while reading, owned by the job */
     char msg[96];            /* libpng's message */
@@ -121,13 +122,13 @@ static int png_run(png_structp png, png_infop info, png_job *job)
     png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     char why[sizeof job->msg];
     job->status = check_size(w, h, job->max_pixels, why, sizeof why);
-    if (job->status != VIS_IMG_OK) {
+    if (job->status != IMAGE_FILE_OK) {
         memcpy(job->msg, why, sizeof why);
         png_error(png, why);
     }
     job->w = w;
     job->h = h;
-    if (job->what == VIS_IMG_HEADER)
+    if (job->what == IMAGE_FILE_HEADER)
         return 0;
     /* any colour type and depth -> 8-bit RGBA */
     png_set_expand(png);
@@ -141,12 +142,12 @@ static int png_run(png_structp png, png_infop info, png_job *job)
     int passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
     if (png_get_rowbytes(png, info) != (size_t)w * 4) {
-        job->status = VIS_IMG_CORRUPT;
+        job->status = IMAGE_FILE_CORRUPT;
         png_error(png, "unexpected row layout");
     }
     job->pixels = malloc((size_t)w * h * 4);
     if (!job->pixels) {
-        job->status = VIS_IMG_NO_MEMORY;
+        job->status = IMAGE_FILE_NO_MEMORY;
         png_error(png, "out of memory");
     }
     /* Rows are read straight into the image: with interlacing, each pass
@@ -177,28 +178,28 @@ static uint8_t *flatten(uint8_t *rgba, size_t pixels)
 }
 
 /* The 8 signature bytes were read and checked by the caller. */
-static vis_image_status png_decode(source *src, uint64_t max_pixels, int what, vis_image *out,
-                                   char *why, size_t cap)
+static image_file_status png_decode(source *src, uint64_t max_pixels, int what, image_rgb *out,
+                                    char *why, size_t cap)
 {
     png_job job = {.src = src, .max_pixels = max_pixels, .what = what};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &job, png_on_error,
                                              png_on_warning);
     if (!png) {
         say(why, cap, "out of memory");
-        return VIS_IMG_NO_MEMORY;
+        return IMAGE_FILE_NO_MEMORY;
     }
     png_infop info = png_create_info_struct(png);
     if (!info) {
         png_destroy_read_struct(&png, NULL, NULL);
         say(why, cap, "out of memory");
-        return VIS_IMG_NO_MEMORY;
+        return IMAGE_FILE_NO_MEMORY;
     }
     int failed = png_run(png, info, &job);
     png_destroy_read_struct(&png, &info, NULL);
     if (failed) {
         free(job.pixels);
-        vis_image_status st = job.status != VIS_IMG_OK ? job.status : VIS_IMG_CORRUPT;
-        if (st == VIS_IMG_CORRUPT)
+        image_file_status st = job.status != IMAGE_FILE_OK ? job.status : IMAGE_FILE_CORRUPT;
+        if (st == IMAGE_FILE_CORRUPT)
             say(why, cap, "corrupt PNG: %s", job.msg);
         else
             say(why, cap, "%s", job.msg);
@@ -207,7 +208,7 @@ static vis_image_status png_decode(source *src, uint64_t max_pixels, int what, v
     out->w = job.w;
     out->h = job.h;
     out->rgb = job.pixels ? flatten(job.pixels, (size_t)job.w * job.h) : NULL;
-    return VIS_IMG_OK;
+    return IMAGE_FILE_OK;
 }
 
 /* ---- netpbm (P2, P3, P5, P6) ------------------------------------------- */
@@ -257,8 +258,8 @@ static int read_uint(source *s, uint64_t *out, int *end)
 }
 
 /* `kind` is the digit after 'P': 2, 3, 5 or 6. */
-static vis_image_status pnm_decode(source *src, int kind, uint64_t max_pixels, int what,
-                                   vis_image *out, char *why, size_t cap)
+static image_file_status pnm_decode(source *src, int kind, uint64_t max_pixels, int what,
+                                    image_rgb *out, char *why, size_t cap)
 {
     const char *name = kind == 2 || kind == 5 ? "PGM" : "PPM";
     uint64_t w = 0, h = 0, maxval = 0;
@@ -267,25 +268,25 @@ static vis_image_status pnm_decode(source *src, int kind, uint64_t max_pixels, i
         read_uint(src, &h, &end) != 0 || !is_space(end) ||
         read_uint(src, &maxval, &end) != 0 || !is_space(end)) {
         say(why, cap, "corrupt %s: the header (width, height, maxval) is malformed", name);
-        return VIS_IMG_CORRUPT;
+        return IMAGE_FILE_CORRUPT;
     }
     if (maxval < 1 || maxval > 65535) {
         say(why, cap, "corrupt %s: maxval %llu is not in 1..65535", name,
             (unsigned long long)maxval);
-        return VIS_IMG_CORRUPT;
+        return IMAGE_FILE_CORRUPT;
     }
     if (w > UINT32_MAX || h > UINT32_MAX) {
-        say(why, cap, "%llux%llu is over the limit of %llu pixels (max_pixels)",
+        say(why, cap, "%llux%llu is over the limit of %llu pixels",
             (unsigned long long)w, (unsigned long long)h, (unsigned long long)max_pixels);
-        return VIS_IMG_TOO_BIG;
+        return IMAGE_FILE_TOO_BIG;
     }
-    vis_image_status st = check_size(w, h, max_pixels, why, cap);
-    if (st != VIS_IMG_OK)
+    image_file_status st = check_size(w, h, max_pixels, why, cap);
+    if (st != IMAGE_FILE_OK)
         return st;
-    if (what == VIS_IMG_HEADER) {
+    if (what == IMAGE_FILE_HEADER) {
         out->w = (uint32_t)w;
         out->h = (uint32_t)h;
-        return VIS_IMG_OK;
+        return IMAGE_FILE_OK;
     }
     int channels = kind == 3 || kind == 6 ? 3 : 1;
     int wide = maxval > 255;
@@ -294,14 +295,14 @@ static vis_image_status pnm_decode(source *src, int kind, uint64_t max_pixels, i
     if (!rgb) {
         say(why, cap, "out of memory for %llux%llu pixels", (unsigned long long)w,
             (unsigned long long)h);
-        return VIS_IMG_NO_MEMORY;
+        return IMAGE_FILE_NO_MEMORY;
     }
     size_t row_bytes = (size_t)w * (size_t)channels * (wide ? 2u : 1u);
     uint8_t *row = kind >= 5 ? malloc(row_bytes) : NULL;
     if (kind >= 5 && !row) {
         free(rgb);
         say(why, cap, "out of memory");
-        return VIS_IMG_NO_MEMORY;
+        return IMAGE_FILE_NO_MEMORY;
     }
     const char *bad = NULL;
     for (size_t y = 0; y < h && !bad; y++) {
@@ -344,26 +345,26 @@ static vis_image_status pnm_decode(source *src, int kind, uint64_t max_pixels, i
     if (bad) {
         free(rgb);
         say(why, cap, "corrupt %s: %s", name, bad);
-        return VIS_IMG_CORRUPT;
+        return IMAGE_FILE_CORRUPT;
     }
     out->w = (uint32_t)w;
     out->h = (uint32_t)h;
     out->rgb = rgb;
-    return VIS_IMG_OK;
+    return IMAGE_FILE_OK;
 }
 
 /* ---- Dispatch -------------------------------------------------------------- */
 
 static const uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
-static vis_image_status decode(source *src, uint64_t max_pixels, int what, vis_image *out,
-                               char *why, size_t cap)
+static image_file_status decode(source *src, uint64_t max_pixels, int what, image_rgb *out,
+                                char *why, size_t cap)
 {
     uint8_t head[8];
     size_t got = src_read(src, head, 2);
     if (got == 0) {
         say(why, cap, "the file is empty");
-        return VIS_IMG_UNKNOWN;
+        return IMAGE_FILE_UNKNOWN;
     }
     if (got == 2 && head[0] == 'P' && (head[1] == '2' || head[1] == '3' || head[1] == '5' ||
                                        head[1] == '6'))
@@ -374,28 +375,28 @@ static vis_image_status decode(source *src, uint64_t max_pixels, int what, vis_i
             return png_decode(src, max_pixels, what, out, why, cap);
         if (got < 8) {
             say(why, cap, "corrupt PNG: the file is cut short");
-            return VIS_IMG_CORRUPT;
+            return IMAGE_FILE_CORRUPT;
         }
     }
     say(why, cap, "not a PNG or PPM/PGM image");
-    return VIS_IMG_UNKNOWN;
+    return IMAGE_FILE_UNKNOWN;
 }
 
-vis_image_status vis_image_decode(const uint8_t *data, size_t len, uint64_t max_pixels, int what,
-                                  vis_image *out, char *why, size_t cap)
+image_file_status image_file_decode(const uint8_t *data, size_t len, uint64_t max_pixels, int what,
+                                    image_rgb *out, char *why, size_t cap)
 {
     memset(out, 0, sizeof *out);
     if (why && cap)
         why[0] = '\0';
     source src = {.mem = data ? data : (const uint8_t *)"", .len = data ? len : 0};
-    vis_image_status st = decode(&src, max_pixels, what, out, why, cap);
-    if (st != VIS_IMG_OK)
+    image_file_status st = decode(&src, max_pixels, what, out, why, cap);
+    if (st != IMAGE_FILE_OK)
         memset(out, 0, sizeof *out);
     return st;
 }
 
-vis_image_status vis_image_load(const char *path, uint64_t max_pixels, int what, vis_image *out,
-                                char *why, size_t cap)
+image_file_status image_file_load(const char *path, uint64_t max_pixels, int what, image_rgb *out,
+                                  char *why, size_t cap)
 {
     memset(out, 0, sizeof *out);
     if (why && cap)
@@ -406,16 +407,16 @@ vis_image_status vis_image_load(const char *path, uint64_t max_pixels, int what,
         int e = errno;
         if (e == ENOENT || e == ENOTDIR) {
             say(why, cap, "not found");
-            return VIS_IMG_NOT_FOUND;
+            return IMAGE_FILE_NOT_FOUND;
         }
         say(why, cap, "cannot open: %s", strerror(e));
-        return VIS_IMG_UNREADABLE;
+        return IMAGE_FILE_UNREADABLE;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         say(why, cap, "not a regular file");
-        return VIS_IMG_UNREADABLE;
+        return IMAGE_FILE_UNREADABLE;
     }
     int flags = fcntl(fd, F_GETFL);
     FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
@@ -423,23 +424,23 @@ vis_image_status vis_image_load(const char *path, uint64_t max_pixels, int what,
         int e = errno;
         close(fd);
         say(why, cap, "cannot open: %s", strerror(e));
-        return e == ENOMEM ? VIS_IMG_NO_MEMORY : VIS_IMG_UNREADABLE;
+        return e == ENOMEM ? IMAGE_FILE_NO_MEMORY : IMAGE_FILE_UNREADABLE;
     }
     source src = {.f = f};
-    vis_image_status s = decode(&src, max_pixels, what, out, why, cap);
-    if (s != VIS_IMG_OK && ferror(f)) {
+    image_file_status s = decode(&src, max_pixels, what, out, why, cap);
+    if (s != IMAGE_FILE_OK && ferror(f)) {
         say(why, cap, "cannot read: %s", strerror(errno ? errno : EIO));
-        s = VIS_IMG_UNREADABLE;
+        s = IMAGE_FILE_UNREADABLE;
     }
     fclose(f);
-    if (s != VIS_IMG_OK) {
-        vis_image_free(out);
+    if (s != IMAGE_FILE_OK) {
+        image_rgb_free(out);
         memset(out, 0, sizeof *out);
     }
     return s;
 }
 
-void vis_image_free(vis_image *img)
+void image_rgb_free(image_rgb *img)
 {
     if (!img)
         return;
