@@ -218,7 +218,9 @@ typedef struct tern_shapes_args {
  * "answer"); --types keeps the listed types only (the pictures are the same
  * whatever it says). A task line reads {"id":"shapes-00001-count_regions",
  * "domain":"vision","prompt":"...","image":"images/shape-00001.png",
- * "type":"count_regions","color":"red","answer":""}; image paths are
+ * "type":"count_regions","color":"red","answer":"2"} (every task stores a
+ * right answer, for a warm-up; the reward judges count_regions, color_at and
+ * grounding from the picture all the same); image paths are
  * relative to the tasks file, which is how the `vision` reward resolves
  * them. OUT_DIR (and images/) is created, parents too, if missing. Nothing is
  * ever overwritten: if the tasks file or any of the N images exists, exit 2

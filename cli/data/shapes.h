@@ -56,7 +56,7 @@ typedef struct tern_shape_task {
     const char *type;   /* "count_regions", "color_at", "grounding" or "counting" */
     char prompt[320];
     char fields[96];    /* the task's extra JSON members, e.g. "color":"red" */
-    char answer[32];    /* the stored "answer" ("" when the reward computes it) */
+    char answer[48];    /* the stored "answer": a right one (the reward judges some types itself) */
     char correct[48];   /* a response the reward judges right */
     char wrong[48];     /* a response it judges wrong */
 } tern_shape_task;
