@@ -29,8 +29,9 @@ Test(data_shapes, help_texts)
     result r;
     run(&r, "%s help data", TERN);
     cr_expect_eq(r.code, 0);
-    cr_expect(strstr(r.out, "tern data shapes [--seed S] [--n N] [--size PX] OUT_DIR"), "%s",
-              r.out);
+    cr_expect(strstr(r.out, "tern data shapes [--seed S] [--n N] [--size PX] [--types LIST] "
+                            "OUT_DIR"), "%s", r.out);
+    cr_expect(strstr(r.out, "--types LIST"), "%s", r.out);
     cr_expect(strstr(r.out, "usage: tern data arith"), "the arith usage stays first: %s", r.out);
     cr_expect(strstr(r.out, "--size PX"), "%s", r.out);
     run(&r, "%s data shapes --help", TERN);
