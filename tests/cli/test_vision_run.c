@@ -92,7 +92,7 @@ static void write_tasks(const char *file, const char *prefix, int n, unsigned se
 #define CONFIG                                                                                  \
     "run = { name = \"v\"; seed = 1; out_dir = \"runs\"; };\n"                                   \
     "model = { plugin = \"transformer\"; init = { preset = \"vlm-tiny\"; seed = 1; }; "          \
-    "threads = 2; };\n"                                                                          \
+    "threads = 1; };\n"                                                                          \
     "reference = { same_as = \"model\"; };\n"                                                    \
     "data = { train = \"train.jsonl\"; eval = \"eval.jsonl\"; };\n"                              \
     "explorer = { batch_tasks = 8; group_size = 4; max_tokens = 8; };\n"                         \
