@@ -529,11 +529,11 @@ static int same_images(const tern_image *a, size_t na, const tern_image *b, size
 /* Check `what` (request or sequence i) whose first `len` tokens are its
  * prompt: a text model takes no images; a LLaVA's prompt has Nv image
  * tokens per image; an exact-size encoder takes no other size; then add
- * the images to t->imgs, *first the index of the first. */
+ * the images to t->imgs, *first the index of the first (-1: no images). */
 static int add_images(transformer *t, const char *what, size_t i, const int32_t *tokens,
                       size_t len, const tern_image *img, size_t n_img, int *first)
 {
-    *first = t->imgs.n;
+    *first = n_img ? t->imgs.n : -1;
     if (!has_vision(t)) {
         if (n_img)
             return host->fail(t->ctx, TERN_EUNSUPPORTED, "%s %zu carries %zu image%s, and this "
@@ -645,7 +645,7 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
                                  .seed = req[i].seed};
         prompts[i] = (gen_prompt){.tokens = req[i].prompt, .len = req[i].prompt_len,
                                   .n_samples = (int)req[i].n_samples, .params = &params[i]};
-        if (rows && first[i] < t->imgs.n) {
+        if (rows && first[i] >= 0) {
             image_rows(t, req[i].prompt, req[i].prompt_len, first[i], rows + r);
             prompts[i].row_input = rows + r;
         }
