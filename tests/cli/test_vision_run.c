@@ -18,6 +18,7 @@
 
 #define TERN TERN_TEST_BIN
 #define WORK TERN_TEST_WORK_DIR
+#define SRC TERN_TEST_SOURCE_DIR
 
 static char dir[512];
 
@@ -131,6 +132,40 @@ Test(vision_run, a_short_run_learns_what_only_the_pixels_tell, .timeout = 600)
     json_decref(s);
     /* rollouts.jsonl names each group's picture */
     run(&r, "grep -c '\"image\":\"img/train-' '%s/runs/v/rollouts.jsonl'", dir);
+    cr_expect_eq(r.code, 0, "rollouts.jsonl names the pictures: %s", r.out);
+    remove_dir();
+}
+
+/* The vision demonstration, etc/examples/vision-shapes.cfg, cut to seconds
+ * on a few pictures `tern data shapes` draws here: it checks, and its run
+ * warms up, samples answers about the pictures and has the vision reward
+ * judge them. (Its learning is measured in docs/rewards.md, not here: the
+ * test above is CI's learning check.) */
+Test(vision_run, the_shapes_example_passes_check_and_run, .timeout = 240)
+{
+    make_dir();
+    result r;
+    run(&r, "cd '%s' && %s data shapes --seed 1 --n 8 --size 32 --types counting train && "
+            "%s data shapes --seed 2 --n 4 --size 32 --types counting eval",
+        dir, TERN, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char opts[2400];
+    snprintf(opts, sizeof opts,
+             "-o trainer.steps=2 -o trainer.sft.steps=2 -o eval.limit=4 "
+             "-o 'run.out_dir=\"%s/out\"' -o 'data.train=\"%s/train/shapes.jsonl\"' "
+             "-o 'data.eval=\"%s/eval/shapes.jsonl\"'",
+             dir, dir, dir);
+    run(&r, "cd '%s' && %s check %s/etc/examples/vision-shapes.cfg %s", dir, TERN, SRC, opts);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "vision"), "%s", r.out);
+    run(&r, "cd '%s' && %s run %s/etc/examples/vision-shapes.cfg %s", dir, TERN, SRC, opts);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    char path[700];
+    snprintf(path, sizeof path, "%s/out/vision-shapes/summary.json", dir);
+    struct stat st;
+    cr_expect_eq(stat(path, &st), 0, "the run finished: %s", r.err);
+    run(&r, "grep -c '\"image\":\"images/shape-' '%s/out/vision-shapes/rollouts.jsonl'",
+        dir);
     cr_expect_eq(r.code, 0, "rollouts.jsonl names the pictures: %s", r.out);
     remove_dir();
 }
