@@ -37,8 +37,9 @@ the system OpenBLAS, whose thread pool torch does not set):
 3. Peak RSS at the end (resource.getrusage(RUSAGE_SELF).ru_maxrss, KiB).
 
 The script sets OMP_WAIT_POLICY=PASSIVE (unless already set) before it
-imports torch: otherwise torch's spinning OpenMP threads and OpenBLAS's
-threads fight over the 2 cores and T = 2 runs several times slower.
+imports torch (bench/peer_threads.py, shared with bench/torch_vlm_peer.py):
+otherwise torch's spinning OpenMP threads and OpenBLAS's threads fight over
+the 2 cores and T = 2 runs several times slower.
 
 --compute bf16 runs the same work under torch.autocast("cpu",
 dtype=torch.bfloat16) (PyTorch's own mixed precision on the CPU: the matrix
@@ -69,19 +70,13 @@ Dependencies: Python 3, torch (1.13 is enough), numpy not needed.
 
 import argparse
 import contextlib
-import ctypes
 import json
 import math
-import os
 import resource
 import sys
 import time
 
-# Set before torch loads libgomp (it reads this once). With the default
-# (active) policy, torch's idle OpenMP threads spin on the cores the OpenBLAS
-# threads need: on 2 cores T = 2 ran 3-4x slower than T = 1. Passive waiting
-# gives torch its best case. An OMP_WAIT_POLICY already set is kept.
-OMP_WAIT_POLICY = os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from peer_threads import OMP_WAIT_POLICY, blas_info, set_threads  # noqa: E402 (sets it before torch)
 
 import torch  # noqa: E402
 
@@ -99,40 +94,6 @@ CONFIG = {  # tern's "bench" preset (hf_config.c, llama_preset)
     "rope_theta": 10000.0,
     "tie_word_embeddings": False,
 }
-
-
-# --------------------------------------------------------------------------
-# Threads. Debian's torch does its matrix products in the system BLAS
-# (libblas.so.3, OpenBLAS here), whose own thread pool torch.set_num_threads
-# does not touch; so the OpenBLAS pool is set to T as well, when present.
-# --------------------------------------------------------------------------
-
-def _openblas():
-    for name in ("libopenblas.so.0", "libopenblas.so"):
-        try:
-            lib = ctypes.CDLL(name)  # the copy torch already loaded, if any
-            lib.openblas_set_num_threads.argtypes = [ctypes.c_int]
-            lib.openblas_get_num_threads.restype = ctypes.c_int
-            lib.openblas_get_config.restype = ctypes.c_char_p
-            return lib
-        except (OSError, AttributeError):
-            pass
-    return None
-
-
-OPENBLAS = _openblas()
-
-
-def blas_info():
-    if OPENBLAS is None:
-        return "not OpenBLAS (BLAS threads not set by this script)"
-    return OPENBLAS.openblas_get_config().decode("ascii", "replace")
-
-
-def set_threads(T):
-    torch.set_num_threads(T)
-    if OPENBLAS is not None:
-        OPENBLAS.openblas_set_num_threads(T)
 
 
 # --------------------------------------------------------------------------

@@ -85,8 +85,8 @@ torch has loaded, as Debian's torch does, is set to T as well):
 3. Peak RSS at the end (resource.getrusage(RUSAGE_SELF).ru_maxrss, KiB).
 
 The script sets OMP_WAIT_POLICY=PASSIVE (unless already set) before it
-imports torch, as bench/torch_peer.py does: torch's spinning OpenMP threads
-otherwise fight over 2 shared cores.
+imports torch (bench/peer_threads.py, shared with bench/torch_peer.py):
+torch's spinning OpenMP threads otherwise fight over 2 shared cores.
 
 Without --threads both T = 1 and T = 2 run; the summary takes, per metric,
 the best of them. The output is human-readable lines and a final line
@@ -113,15 +113,12 @@ no PIL, no tokenizer, no network).
 """
 
 import argparse
-import ctypes
 import json
-import os
 import resource
 import sys
 import time
 
-# Set before torch loads libgomp (it reads this once): see bench/torch_peer.py.
-OMP_WAIT_POLICY = os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from peer_threads import OMP_WAIT_POLICY, blas_info, set_threads  # noqa: E402 (sets it before torch)
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -174,46 +171,6 @@ def llava_config(attn):
                     tie_word_embeddings=False)
     c._attn_implementation = attn  # the tower's and the decoder's too
     return c
-
-
-# --------------------------------------------------------------------------
-# Threads. This torch (PyPI) does its products in MKL and oneDNN, which
-# torch.set_num_threads sets. Debian's torch uses the system OpenBLAS, whose
-# own pool it does not: when torch has loaded an OpenBLAS, it is set too.
-# --------------------------------------------------------------------------
-
-def _openblas():
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {l.split()[-1] for l in f if "openblas" in l.lower() and "/" in l}
-    except OSError:
-        return None
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)  # the copy torch already loaded
-            lib.openblas_set_num_threads.argtypes = [ctypes.c_int]
-            lib.openblas_get_config.restype = ctypes.c_char_p
-            return lib
-        except (OSError, AttributeError):
-            pass
-    return None
-
-
-OPENBLAS = _openblas()
-
-
-def blas_info():
-    if OPENBLAS is not None:
-        return OPENBLAS.openblas_get_config().decode("ascii", "replace")
-    if torch.backends.mkl.is_available():
-        return "MKL (torch's own; threads per torch.set_num_threads)"
-    return "unknown"
-
-
-def set_threads(T):
-    torch.set_num_threads(T)
-    if OPENBLAS is not None:
-        OPENBLAS.openblas_set_num_threads(T)
 
 
 # --------------------------------------------------------------------------
