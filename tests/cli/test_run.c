@@ -308,6 +308,19 @@ Test(run, a_prompt_longer_than_the_context_names_file_and_line)
     cr_expect(strstr(r.err, "the model's context holds"), "%s", r.err);
 }
 
+/* TERN_SIMD caps the transformer's vector paths (layers/simd.h): a value it
+ * does not know is refused at start in one line, not run as something else */
+Test(run, an_unknown_tern_simd_is_refused)
+{
+    result r;
+    run(&r, "TERN_SIMD=avx3 %s check %s/etc/quickstart.cfg", TERN, SRC);
+    cr_expect_eq(r.code, 2, "check exits 2: %s", r.err);
+    cr_expect(strstr(r.err, "TERN_SIMD=avx3 in the environment: unknown value; it takes avx2"),
+              "%s", r.err);
+    run(&r, "TERN_SIMD=avx2 %s check %s/etc/quickstart.cfg", TERN, SRC);
+    cr_expect_eq(r.code, 0, "avx2 is a known value: %s", r.err);
+}
+
 Test(run, settings_a_run_cannot_use)
 {
     const char *rw = "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n";

@@ -25,6 +25,7 @@
 #include "hf/safetensors.h"
 #include "layers/gemm.h"
 #include "layers/pool.h"
+#include "layers/simd.h"
 #include "model_checks.h"
 #include "tern/model.h"
 #include "tern/rng.h"
@@ -33,6 +34,9 @@
 
 static void need_bf16(void)
 {
+    if (!gemm_bf16_available() && simd_env_cap())
+        cr_skip_test("skipped: TERN_SIMD=%s turns AVX512-BF16 off, so compute = \"bf16\" is "
+                     "refused here", simd_env_cap());
     if (!gemm_bf16_available())
         cr_skip_test("skipped: this CPU has no AVX512-BF16, so compute = \"bf16\" is refused here");
 }

@@ -16,6 +16,8 @@
 #include "hf/checkpoint.h"
 #include "hf/hf_config.h"
 #include "hf/safetensors.h"
+#include "layers/fastexp.h"
+#include "layers/simd.h"
 #include "model_checks.h"
 #include "tern/model.h"
 
@@ -147,6 +149,16 @@ static void check_parity(int threads, llama_head head)
 }
 
 Test(parity, forward_and_gradients_match_pytorch) { check_parity(1, LLAMA_HEAD_ALL); }
+/* the plain C loops every vector path falls back to (other CPUs, other
+ * architectures): TERN_SIMD=none, read once per process, and each test runs
+ * in a process of its own */
+static void plain_c(void) { setenv("TERN_SIMD", "none", 1); }
+Test(parity, forward_and_gradients_match_pytorch_in_plain_c, .init = plain_c)
+{
+    cr_assert_eq(simd_level_in_force(), SIMD_PLAIN);
+    cr_assert_str_eq(simd_exp_path(), "libm expf");
+    check_parity(1, LLAMA_HEAD_ALL);
+}
 /* 3 workers: uneven shares of rows, columns and (sequence, kv head) items */
 Test(parity, forward_and_gradients_match_pytorch_on_3_threads)
 {

@@ -26,6 +26,7 @@
 #include "front.h"
 #include "layers/fastexp.h"
 #include "layers/gemm.h"
+#include "layers/simd.h"
 
 /* OpenBLAS's thread control and identity (openblas_config.h is not always
  * installed) */
@@ -67,7 +68,14 @@ static int cpu_open(const tern_host *host, tern_ctx *ctx, llama_model *m, void *
     openblas_set_num_threads(1);
     if (llama_model_set_threads(m, (int)threads) != 0)
         return host->fail(ctx, TERN_ERR, "cannot start %d threads", (int)threads);
+    char why[256];
+    if (simd_env_check(why, sizeof why) != 0)
+        return host->fail(ctx, TERN_EINVAL, "%s", why);
     if (strcmp(compute, "bf16") == 0) {
+        if (!gemm_bf16_available() && simd_cpu_level() >= SIMD_AVX512_BF16)
+            return host->setting_error(ctx, "compute", "bf16 is turned off by TERN_SIMD=%s in "
+                                       "the environment: unset it, or use compute = \"fp32\"",
+                                       simd_env_cap());
         if (!gemm_bf16_available())
             return host->setting_error(ctx, "compute", "bf16 needs a CPU with AVX512-BF16 "
                                        "(Intel Cooper Lake or Sapphire Rapids and later, AMD "

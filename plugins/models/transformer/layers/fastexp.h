@@ -6,7 +6,8 @@
  * The build targets generic x86-64, so the vector code is compiled for
  * AVX2 + FMA with a function attribute, and the callers choose it at run
  * time (simd_avx2()) over their plain C loops with expf, which stay as the
- * portable fallback (other CPUs, other architectures, -DTERN_NO_SIMD).
+ * portable fallback (other CPUs, other architectures, -DTERN_NO_SIMD, and
+ * TERN_SIMD=none in the environment: simd.h).
  *
  * The exp, as Cephes' expf: with n = round(x / ln 2) and r = x − n ln 2
  * (|r| <= ln 2 / 2; ln 2 split in a 9-bit head and a tail, so n · head is
@@ -25,14 +26,13 @@
 
 #include <immintrin.h>
 
+#include "layers/simd.h"
+
 #define TARGET_AVX2 __attribute__((target("avx2,fma")))
 
-/* Whether this CPU can run the TARGET_AVX2 paths. */
-static inline int simd_avx2(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+/* Whether the TARGET_AVX2 paths run: this CPU has AVX2 + FMA and TERN_SIMD
+ * does not turn them off (simd.h). */
+static inline int simd_avx2(void) { return simd_level_in_force() >= SIMD_AVX2; }
 
 /* e^x for each lane (see the top of the file). */
 TARGET_AVX2 static inline __m256 exp8(__m256 x)

@@ -27,6 +27,7 @@
  *   acc[i][0..1] += word(p, i) · B(p, 0..31)    (12 × 2 vdpbf16ps)
  */
 #include "layers/gemm.h"
+#include "layers/simd.h"
 
 #include <cblas.h>
 #include <immintrin.h>
@@ -51,11 +52,7 @@ struct gemm_ws {
     size_t shared_words;
 };
 
-int gemm_bf16_available(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-}
+int gemm_bf16_available(void) { return simd_level_in_force() >= SIMD_AVX512_BF16; }
 
 gemm_ws *gemm_ws_new(void)
 {

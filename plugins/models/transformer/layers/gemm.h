@@ -25,7 +25,8 @@
  * measured on this machine), and worker 0's buffer for gemm_product. */
 typedef struct gemm_ws gemm_ws;
 
-/* Whether this CPU (and OS) can run the bf16 products: AVX512-BF16. */
+/* Whether the bf16 products run here: this CPU (and OS) has AVX512-BF16 and
+ * TERN_SIMD does not turn it off (simd.h). */
 int gemm_bf16_available(void);
 /* A workspace; NULL when out of memory. */
 gemm_ws *gemm_ws_new(void);
