@@ -7,6 +7,7 @@
  * (or is refused at start, exit 2), and the process is started again. The
  * commands are small Python scripts this test writes. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,52 @@ Test(python_reward, a_run_with_a_python_reward, .timeout = 120)
     slurp(WORK "/py_runs/py/metrics.jsonl", metrics, sizeof metrics);
     cr_expect(strstr(metrics, "\"reward_mean\":-"), "the function's rewards: %s", metrics);
     cr_expect_null(strstr(r.err, "no verdict"), "%s", r.err);
+    /* its "accuracy" component decides what is right */
+    json_error_t je;
+    json_t *sum = json_load_file(WORK "/py_runs/py/summary.json", 0, &je);
+    cr_assert_not_null(sum, "%s", je.text);
+    cr_expect(json_is_number(json_object_get(sum, "accuracy_after_rl")));
+    cr_expect(json_is_number(json_object_get(sum, "eval_reward_after_rl")));
+    json_decref(sum);
+    cr_expect(strstr(r.err, "greedy eval accuracy"), "%s", r.err);
+}
+
+/* A bare number is a reward, not a verdict of right or wrong: a function
+ * that gives every response a partial credit of 0.2 has the run report its
+ * mean reward and say why it reports no accuracy (it once reported "0.150
+ * before RL, 1.000 after (+85.0 points)" for credits like these). */
+Test(python_reward, a_bare_number_is_no_accuracy, .timeout = 120)
+{
+    result r;
+    run(&r, "rm -rf py_bare py_bare_runs && mkdir py_bare");
+    write_file(WORK "/py_bare/credit.py", "def reward(response, task):\n    return 0.2\n");
+    run(&r, "cp %s/etc/quickstart.cfg py_bare/run.cfg && cp -r %s/etc/data py_bare/ && "
+        "%s run py_bare/run.cfg -o 'rewards=({domain=\"math\"; plugin=\"python\"; "
+        "file=\"credit.py\";})' -o trainer.steps=2 -o trainer.sft.steps=0 -o eval.limit=8 "
+        "-o 'run.out_dir=\"py_bare_runs\"' -o 'run.name=\"bare\"'", SRC, SRC, TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    json_error_t je;
+    json_t *sum = json_load_file(WORK "/py_bare_runs/bare/summary.json", 0, &je);
+    cr_assert_not_null(sum, "%s", je.text);
+    cr_expect(json_is_null(json_object_get(sum, "accuracy_before_rl")));
+    cr_expect(json_is_null(json_object_get(sum, "accuracy_after_rl")));
+    cr_expect(json_is_null(json_object_get(sum, "accuracy_gain")));
+    cr_expect_float_eq(json_number_value(json_object_get(sum, "eval_reward_before_rl")), 0.2,
+                       1e-9);
+    cr_expect_float_eq(json_number_value(json_object_get(sum, "eval_reward_after_rl")), 0.2,
+                       1e-9);
+    cr_expect_eq(json_object_size(json_object_get(sum, "eval_after_rl")), 0,
+                 "no domain has an accuracy");
+    json_decref(sum);
+    cr_expect(strstr(r.err, "greedy eval mean reward 0.200 before RL, 0.200 after (+0.000)"),
+              "%s", r.err);
+    cr_expect(strstr(r.err, "no reward gives an \"accuracy\" component"), "%s", r.err);
+    cr_expect_null(strstr(r.err, "greedy eval accuracy"), "%s", r.err);
+    char metrics[65536];
+    slurp(WORK "/py_bare_runs/bare/metrics.jsonl", metrics, sizeof metrics);
+    cr_expect_null(strstr(metrics, "\"eval/accuracy\""), "%s", metrics);
+    cr_expect(strstr(metrics, "\"eval/reward_mean\":"), "%s", metrics);
+    cr_expect_null(strstr(metrics, "\"accuracy\""), "no step is judged: %s", metrics);
 }
 
 /* ---- the line protocol itself ------------------------------------------------------ */

@@ -6,15 +6,22 @@
 
 #include "base/errmsg.h"
 #include "image/task_image.h"
+#include "reward/accuracy_tally.h"
 #include "reward/rewarder.h"
 #include "data/task.h"
 #include "rundir/trace.h"
 
 #define CHUNK 64 /* tasks per generate() call: bounds the KV cache */
 
-/* Evaluate tasks [from, to) into the per-domain counts. */
-static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, json_t *right,
-                      json_t *total, double *len_sum)
+/* What is right, per domain, and over all the response lengths and rewards
+ * summed. */
+typedef struct eval_tally {
+    tern_accuracy_tally acc;
+    double len_sum, reward_sum;
+} eval_tally;
+
+/* Evaluate tasks [from, to) into the tally. */
+static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, eval_tally *t)
 {
     const tern_model *m = &run->evaluator;
     size_t n = to - from;
@@ -73,7 +80,7 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, js
                                   NULL)))
             break;
         ntok[i] = (uint32_t)outs[i].len;
-        *len_sum += (double)outs[i].len;
+        t->len_sum += (double)outs[i].len;
     }
     uint64_t failures = 0;
     if (rc == TERN_OK)
@@ -83,10 +90,9 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, js
         tern_failure_log_keep(&run->failures, &run->rewards, tasks, (const char *const *)texts,
                               ntok, v, n, "eval", version);
     for (size_t i = 0; i < n && rc == TERN_OK; i++) {
-        const char *dom = tern_task_string(tasks[i], "domain");
-        json_t *r = json_object_get(right, dom), *t = json_object_get(total, dom);
-        json_object_set_new(right, dom, json_integer(json_integer_value(r) + (v[i].accuracy > 0)));
-        json_object_set_new(total, dom, json_integer(json_integer_value(t) + 1));
+        tern_accuracy_tally_add(&t->acc, tern_task_string(tasks[i], "domain"), v[i].judged,
+                                v[i].accuracy > 0);
+        t->reward_sum += v[i].reward;
     }
     tern_model_release_outputs(m, outs, n);
     for (size_t i = 0; i < n; i++) {
@@ -106,30 +112,24 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     size_t n = run->eval.n;
     if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < n)
         n = (size_t)run->set.eval_limit;
-    json_t *right = json_object(), *total = json_object();
-    double len_sum = 0;
-    if (!right || !total)
+    eval_tally t = {0};
+    if (tern_accuracy_tally_init(&t.acc) != 0)
         rc = tern_errorf(TERN_ENOMEM, "out of memory");
     for (size_t from = 0; rc == TERN_OK && from < n; from += CHUNK)
         rc = eval_chunk(run, tern_snapshot_version(w), from, from + CHUNK < n ? from + CHUNK : n,
-                        right, total, &len_sum);
+                        &t);
     if (rc == TERN_OK) {
         out->per_domain = json_object();
-        size_t all_right = 0;
-        const char *dom;
-        json_t *t;
-        json_object_foreach(total, dom, t) {
-            json_int_t r = json_integer_value(json_object_get(right, dom));
-            all_right += (size_t)r;
-            json_object_set_new(out->per_domain, dom,
-                                json_real((double)r / (double)json_integer_value(t)));
-        }
+        out->accuracy = out->per_domain ? tern_accuracy_tally_result(&t.acc, out->per_domain,
+                                                                    NULL, &out->judged_tasks)
+                                        : -2;
+        if (out->accuracy < -1)
+            rc = tern_errorf(TERN_ENOMEM, "out of memory");
         out->tasks = n;
-        out->accuracy = n ? (double)all_right / (double)n : 0;
-        out->mean_length = n ? len_sum / (double)n : 0;
+        out->reward_mean = n ? t.reward_sum / (double)n : 0;
+        out->mean_length = n ? t.len_sum / (double)n : 0;
     }
-    json_decref(right);
-    json_decref(total);
+    tern_accuracy_tally_free(&t.acc);
     out->seconds = tern_run_now() - t0;
     char args[96];
     snprintf(args, sizeof args, "{\"version\":%lld,\"tasks\":%zu}",

@@ -741,7 +741,9 @@ static int write_line(FILE *f, json_t *o, const char *what)
 
 static void put_eval(json_t *o, const tern_eval_result *e)
 {
-    json_object_set_new(o, "eval/accuracy", json_real(e->accuracy));
+    if (e->accuracy >= 0)
+        json_object_set_new(o, "eval/accuracy", json_real(e->accuracy));
+    json_object_set_new(o, "eval/reward_mean", json_real(e->reward_mean));
     const char *dom;
     json_t *v;
     json_object_foreach(e->per_domain, dom, v) {
@@ -762,13 +764,25 @@ static int evaluate(tern_run *run, master *ms, tern_snapshot *w, json_t *line, i
         return rc;
     }
     put_eval(line, &e);
-    tern_logf(TERN_LOG_INFO, "eval", "version %lld: greedy accuracy %.3f on %zu eval tasks "
-              "(%.1f s)", (long long)tern_snapshot_version(w), e.accuracy, e.tasks, e.seconds);
+    if (e.accuracy < 0)
+        tern_logf(TERN_LOG_INFO, "eval", "version %lld: greedy mean reward %.3f on %zu eval "
+                  "tasks, no accuracy: no reward gives an \"accuracy\" component (%.1f s)",
+                  (long long)tern_snapshot_version(w), e.reward_mean, e.tasks, e.seconds);
+    else if (e.judged_tasks < e.tasks)
+        tern_logf(TERN_LOG_INFO, "eval", "version %lld: greedy accuracy %.3f on the %zu of %zu "
+                  "eval tasks whose rewards give an \"accuracy\", mean reward %.3f on all "
+                  "(%.1f s)", (long long)tern_snapshot_version(w), e.accuracy, e.judged_tasks,
+                  e.tasks, e.reward_mean, e.seconds);
+    else
+        tern_logf(TERN_LOG_INFO, "eval", "version %lld: greedy accuracy %.3f on %zu eval tasks "
+                  "(%.1f s)", (long long)tern_snapshot_version(w), e.accuracy, e.tasks, e.seconds);
     if (before) {
+        ms->eval_reward_before = e.reward_mean;
         ms->accuracy_before = e.accuracy;
         json_decref(ms->eval_before);
         ms->eval_before = e.per_domain;
     } else {
+        ms->eval_reward_after = e.reward_mean;
         ms->accuracy_after = e.accuracy;
         json_decref(ms->eval_after);
         ms->eval_after = e.per_domain;
@@ -879,7 +893,10 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     ms->train_tokens += (double)m->train_tokens;
     ms->train_seconds += m->train_seconds;
     double mean = json_number_value(json_object_get(o, "reward_mean"));
-    double train_acc = json_number_value(json_object_get(o, "accuracy"));
+    char tacc[32] = ""; /* no "accuracy" figure: no reward of the step judges */
+    if (json_object_get(o, "accuracy"))
+        snprintf(tacc, sizeof tacc, " | train acc %.3f",
+                 json_number_value(json_object_get(o, "accuracy")));
     if (!ms->have_reward_first) {
         ms->reward_first = mean;
         ms->have_reward_first = 1;
@@ -910,11 +927,13 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     int64_t this_part = m->step - run->resume.step;
     char eta[32], acc[48] = "";
     format_eta(elapsed / (double)this_part * (double)(run->set.steps - m->step), eta, sizeof eta);
-    if (m->eval)
+    if (m->eval && ms->accuracy_after >= 0)
         snprintf(acc, sizeof acc, " | eval acc %.3f", ms->accuracy_after);
+    else if (m->eval)
+        snprintf(acc, sizeof acc, " | eval reward %.3f", ms->eval_reward_after);
     char line[256];
-    snprintf(line, sizeof line, "step %lld/%lld | ETA %s | reward %.3f | train acc %.3f%s",
-             (long long)m->step, (long long)run->set.steps, eta, mean, train_acc, acc);
+    snprintf(line, sizeof line, "step %lld/%lld | ETA %s | reward %.3f%s%s", (long long)m->step,
+             (long long)run->set.steps, eta, mean, tacc, acc);
     tern_log_progress(line);
     return deal_more(run, ms); /* a batch held back may go now */
 }
@@ -1128,6 +1147,7 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
     ms->lock_fd = -1;
     run->resuming = o->resume;
     ms->accuracy_before = ms->accuracy_after = -1;
+    ms->eval_reward_before = ms->eval_reward_after = NAN;
     ms->t_start = tern_run_now();
     tern_queue_init(&run->inbox);
     tern_queue_init(&run->explorer_jobs);

@@ -66,7 +66,8 @@ typedef struct master {
     tern_explorer_arg *explorer_args;
     uint32_t explorers_started;
     int64_t steps_done, sft_done;
-    double accuracy_before, accuracy_after;
+    double accuracy_before, accuracy_after; /* -1: unknown, or no task judged */
+    double eval_reward_before, eval_reward_after; /* NAN: unknown */
     json_t *eval_before, *eval_after;
     double reward_first, reward_last;
     int have_reward_first;

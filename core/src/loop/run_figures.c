@@ -3,6 +3,7 @@
  * master_state.h). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,11 @@
 #include "tern/support/atomic_file.h"
 
 /* ---- resume ---------------------------------------------------------------- */
+
+/* A finite figure as a JSON number, anything else (unknown: NAN) as null. */
+static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static double number_or_nan(json_t *j) { return json_is_number(j) ? json_number_value(j) : NAN; }
 
 static int state_mismatch(json_t *st, const char *key, long long now, const char *setting,
                           const char *ckpt)
@@ -140,6 +146,8 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     ms->ledger = ledger;
     json_t *ab = json_object_get(st, "accuracy_before_rl");
     ms->accuracy_before = json_is_number(ab) ? json_number_value(ab) : -1;
+    ms->eval_reward_before = number_or_nan(json_object_get(st, "eval_reward_before_rl"));
+    ms->eval_reward_after = number_or_nan(json_object_get(st, "eval_reward_after_rl"));
     ms->eval_before = json_incref(json_object_get(st, "eval_before_rl"));
     r->wall_seconds = json_number_value(json_object_get(st, "wall_seconds"));
     ms->rollout_tokens = json_number_value(json_object_get(st, "rollout_tokens"));
@@ -199,6 +207,8 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
     json_object_set_new(st, "accuracy_before_rl",
                         ms->accuracy_before >= 0 ? json_real(ms->accuracy_before) : json_null());
     json_object_set(st, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
+    json_object_set_new(st, "eval_reward_before_rl", real_or_null(ms->eval_reward_before));
+    json_object_set_new(st, "eval_reward_after_rl", real_or_null(ms->eval_reward_after));
     json_object_set_new(st, "wall_seconds",
                         json_real(run->resume.wall_seconds + tern_run_now() - ms->t_start));
     json_object_set_new(st, "rollout_tokens", json_real(ms->rollout_tokens));
@@ -253,6 +263,10 @@ int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
                             : json_null());
     json_object_set(o, "eval_before_rl", ms->eval_before ? ms->eval_before : json_null());
     json_object_set(o, "eval_after_rl", ms->eval_after ? ms->eval_after : json_null());
+    json_object_set_new(o, "eval_reward_before_rl", real_or_null(ms->eval_reward_before));
+    json_object_set_new(o, "eval_reward_after_rl", real_or_null(ms->eval_reward_after));
+    json_object_set_new(o, "eval_reward_gain",
+                        real_or_null(ms->eval_reward_after - ms->eval_reward_before));
     size_t ne = run->eval.n;
     if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < ne)
         ne = (size_t)run->set.eval_limit;
@@ -300,6 +314,15 @@ int tern_run_write_summary(tern_run *run, master *ms, int interrupted)
         tern_logf(TERN_LOG_INFO, "run", "greedy eval accuracy %.3f before RL, %.3f after (%+.1f "
                   "points), %lld steps in %.0f s", ms->accuracy_before, ms->accuracy_after,
                   100 * (ms->accuracy_after - ms->accuracy_before), (long long)ms->steps_done,
+                  wall);
+    else if (rc == TERN_OK && isfinite(ms->eval_reward_after - ms->eval_reward_before))
+        /* no reward said what is right: a partial credit is not an answer
+         * counted right, so the headline is the reward itself */
+        tern_logf(TERN_LOG_INFO, "run", "greedy eval mean reward %.3f before RL, %.3f after "
+                  "(%+.3f), %lld steps in %.0f s; no accuracy: no reward gives an "
+                  "\"accuracy\" component (docs/rewards.md, \"Accuracy\")",
+                  ms->eval_reward_before, ms->eval_reward_after,
+                  ms->eval_reward_after - ms->eval_reward_before, (long long)ms->steps_done,
                   wall);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "reward/accuracy_tally.h"
 #include "reward/worker.h"
 #include "rundir/metrics.h"
 #include "tern/support/utf8.h"
@@ -60,15 +61,16 @@ static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step,
 int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t step,
                       tern_step_msg *rep)
 {
-    json_t *o = json_object(), *right = json_object(), *total = json_object();
+    json_t *o = json_object();
     json_t *lines = json_array();
     tern_metrics *parts = tern_metrics_new();
-    int rc = TERN_OK;
-    if (!o || !right || !total || !lines || !parts) {
+    tern_accuracy_tally acc;
+    int rc = TERN_OK, have_acc = tern_accuracy_tally_init(&acc) == 0;
+    if (!o || !have_acc || !lines || !parts) {
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
         goto done;
     }
-    double sum = 0, sq = 0, acc = 0, len = 0;
+    double sum = 0, sq = 0, len = 0;
     uint64_t count = 0, by_length = 0, failures = 0;
     rep->batch = n ? g[0].batch : -1;
     rep->rollout_version = n ? g[0].version : -1;
@@ -83,16 +85,11 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
             const tern_exp_response *r = &e->resp[s];
             sum += r->reward;
             sq += r->reward * r->reward;
-            acc += r->accuracy;
+            tern_accuracy_tally_add(&acc, dom, tern_parts_judged(r->parts, r->n_parts),
+                                    r->accuracy > 0);
             len += r->len;
             by_length += r->finish == TERN_FINISH_LENGTH;
             count++;
-            if (*dom) { /* a task without a domain has no accuracy/<domain> */
-                json_object_set_new(right, dom, json_real(json_number_value(json_object_get(
-                                                              right, dom)) + r->accuracy));
-                json_object_set_new(total, dom, json_integer(json_integer_value(
-                                                    json_object_get(total, dom)) + 1));
-            }
             if (r->failure) {
                 failures++;
                 char name[64];
@@ -114,15 +111,15 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
     double c = count ? (double)count : 1, mean = sum / c, var = sq / c - mean * mean;
     json_object_set_new(o, "reward_mean", json_real(mean));
     json_object_set_new(o, "reward_std", json_real(sqrt(var > 0 ? var : 0)));
-    json_object_set_new(o, "accuracy", json_real(acc / c));
-    const char *dom;
-    json_t *tot;
-    json_object_foreach(total, dom, tot) {
-        char key[160];
-        snprintf(key, sizeof key, "accuracy/%s", dom);
-        json_object_set_new(o, key, json_real(json_number_value(json_object_get(right, dom)) /
-                                              (double)json_integer_value(tot)));
+    /* right only where a reward said so (accuracy_tally.h): without an
+     * "accuracy" component the step has no accuracy figures */
+    double right = tern_accuracy_tally_result(&acc, o, "accuracy/", NULL);
+    if (right < -1) {
+        rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        goto done;
     }
+    if (right >= 0)
+        json_object_set_new(o, "accuracy", json_real(right));
     json_object_set_new(o, "response_length", json_real(len / c));
     json_object_set_new(o, "truncated_frac", json_real((double)by_length / c));
     json_object_set_new(o, "reward_failures", json_integer((json_int_t)failures));
@@ -134,8 +131,8 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
 done:
     json_decref(o);
     json_decref(lines);
-    json_decref(right);
-    json_decref(total);
+    if (have_acc)
+        tern_accuracy_tally_free(&acc);
     tern_metrics_free(parts);
     return rc;
 }

@@ -321,8 +321,11 @@ int tern_rewarder_score(tern_rewarder *rw, const tern_task *const *tasks,
             (*failures)++;
             out[i].reward = 0; /* what the other routes gave is not a verdict alone */
         }
+        /* only a plugin's "accuracy" says right: a reward above 0 alone is
+         * no verdict (accuracy_tally.h) */
+        out[i].judged = have_acc[i];
         if (!have_acc[i] || out[i].failed)
-            out[i].accuracy = !out[i].failed && out[i].reward > 0;
+            out[i].accuracy = 0;
     }
 done:
     free(items), free(res), free(fail), free(which), free(have_acc), free(scored);

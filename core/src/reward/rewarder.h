@@ -2,7 +2,8 @@
  * `tern reward score`. Each response goes to the reward plugins configured
  * for its task's domain; its reward is the weighted sum of theirs, its
  * accuracy the "accuracy" component of the first of them that gives one
- * (else: reward > 0). A plugin that fails, crashes, hangs or answers garbage
+ * (else 0, and the verdict is not `judged`: a reward alone says nothing of
+ * right or wrong, docs/rewards.md). A plugin that fails, crashes, hangs or answers garbage
  * costs the responses it was judging (scored 0, marked failed, the reason
  * counted), never the caller. A route with `isolate = true` runs its plugin
  * in a supervised worker process (reward/worker.h). */
@@ -59,6 +60,7 @@ typedef struct tern_rewarder {
 typedef struct tern_verdict {
     double reward;
     double accuracy; /* 1 right, 0 wrong */
+    int judged;      /* a route gave an "accuracy" component; else accuracy is 0 */
     int failed;      /* some route gave no verdict: it counts 0 */
     /* why, for the first failed route: "error", "nonfinite", "crash",
      * "timeout", "garbage", "start" (tern_reward_failure_name); NULL if none */
