@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "flags.h"
+#include "nearest_name.h"
 #include "tern/libtern.h"
 
 typedef struct command command;
@@ -265,6 +266,29 @@ static const command *find_command(const char *name)
     return NULL;
 }
 
+/* " (did you mean 'check'?)" when a command's name is near `name`, else "" */
+static const char *command_hint(const char *name, char *buf, size_t n)
+{
+    const char *names[N_COMMANDS];
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    const char *best = cli_nearest_name(name, names, N_COMMANDS);
+    if (!best)
+        return "";
+    snprintf(buf, n, " (did you mean '%s'?)", best);
+    return buf;
+}
+
+/* The same among c's subcommands. */
+static const char *subcommand_hint(const command *c, const char *name, char *buf, size_t n)
+{
+    const char *best = c->subs ? cli_nearest_name(name, c->subs, (size_t)-1) : NULL;
+    if (!best)
+        return "";
+    snprintf(buf, n, " (did you mean '%s %s'?)", c->name, best);
+    return buf;
+}
+
 static void print_overview(FILE *f)
 {
     fprintf(f, "tern %s: reinforcement fine-tuning for language models\n\nusage:\n",
@@ -373,7 +397,9 @@ static int subcommand(const command *c, int argc, char **argv, int *rc)
     for (size_t i = 0; i < n; i++)
         if (strcmp(argv[0], names[i]) == 0)
             return (int)i;
-    *rc = cli_usage_error(c->usage, "unknown subcommand '%s %s' (%s: %s)", c->name, argv[0],
+    char hint[160];
+    *rc = cli_usage_error(c->usage, "unknown subcommand '%s %s'%s (%s: %s)", c->name, argv[0],
+                          subcommand_hint(c, argv[0], hint, sizeof hint),
                           n == 1 ? "there is" : "there are", list);
     return -1;
 }
@@ -721,8 +747,10 @@ static int help_cmd(const command *c, int argc, char **argv)
         return TERN_EXIT_OK;
     }
     const command *h = find_command(argv[0]);
+    char hint[160];
     if (!h)
-        return cli_usage_error(NULL, "no command '%s'", argv[0]);
+        return cli_usage_error(NULL, "no command '%s'%s", argv[0],
+                               command_hint(argv[0], hint, sizeof hint));
     if (argc > 1) {
         size_t i = 0;
         while (h->subs && h->subs[i] && strcmp(h->subs[i], argv[1]) != 0)
@@ -731,8 +759,9 @@ static int help_cmd(const command *c, int argc, char **argv)
             return cli_usage_error(c->usage, "'%s' has no subcommands: tern help %s", h->name,
                                    h->name);
         if (!h->subs[i])
-            return cli_usage_error(c->usage, "no command '%s %s'; see tern help %s", h->name,
-                                   argv[1], h->name);
+            return cli_usage_error(c->usage, "no command '%s %s'%s; see tern help %s", h->name,
+                                   argv[1], subcommand_hint(h, argv[1], hint, sizeof hint),
+                                   h->name);
         if (argc > 2)
             return cli_usage_error(c->usage, "unexpected argument '%s'", argv[2]);
     }
@@ -777,7 +806,9 @@ int main(int argc, char **argv)
     if (strcmp(name, "--version") == 0)
         name = "version";
     const command *c = find_command(name);
+    char hint[160];
     if (!c)
-        return cli_usage_error(NULL, "unknown command '%s'", name);
+        return cli_usage_error(NULL, "unknown command '%s'%s", name,
+                               command_hint(name, hint, sizeof hint));
     return c->handler(c, argc - 2, argv + 2);
 }

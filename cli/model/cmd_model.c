@@ -162,8 +162,8 @@ static int check_model_dir(const tern_invocation *inv, const char *label, const 
         int e = errno;
         cmd_report(inv, label,
                    "%s: %s; give the directory of a saved model (`tern model init` "
-                   "writes a fresh one)",
-                   dir, e == ENOENT ? "no such directory" : strerror(e));
+                   "writes a fresh one) or a GGUF file",
+                   dir, e == ENOENT ? "no such file or directory" : strerror(e));
         return e == ENOENT || e == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
     }
     /* a regular file goes to the plugin, which reads model files of its own (GGUF) */

@@ -51,6 +51,26 @@ Test(cli, version_and_help)
     cr_expect(strstr(r.err, "unexpected argument 'extra'"), "%s", r.err);
 }
 
+/* a mistyped command or subcommand gets the nearest name, as config keys do */
+Test(cli, a_typo_gets_did_you_mean)
+{
+    result r;
+    run(&r, "%s chek a.cfg", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "tern: unknown command 'chek' (did you mean 'check'?)"), "%s", r.err);
+    run(&r, "%s model innit", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "unknown subcommand 'model innit' (did you mean 'model init'?)"), "%s",
+              r.err);
+    run(&r, "%s help tmieline", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "no command 'tmieline' (did you mean 'timeline'?)"), "%s", r.err);
+    run(&r, "%s help reward scroe", TERN);
+    cr_expect_eq(r.code, 2);
+    cr_expect(strstr(r.err, "no command 'reward scroe' (did you mean 'reward score'?)"), "%s",
+              r.err);
+}
+
 Test(cli, usage_errors_exit_2)
 {
     result r;
@@ -58,7 +78,7 @@ Test(cli, usage_errors_exit_2)
     cr_expect_eq(r.code, 2);
     run(&r, "%s frobnicate", TERN);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
+    cr_expect(strstr(r.err, "unknown command 'frobnicate'\n"), "no likely name: %s", r.err);
     run(&r, "%s run", TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "run needs a config file"), "%s", r.err);

@@ -277,10 +277,10 @@ Test(model_cli, bad_model_dir_and_prompt)
     result r;
     run(&r, T " generate no_such_dir --prompt hi " P);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "tern generate: no_such_dir: no such directory"), "%s", r.err);
+    cr_expect(strstr(r.err, "tern generate: no_such_dir: no such file or directory"), "%s", r.err);
     run(&r, T " score no_such_dir --text hi " P);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "no_such_dir: no such directory"), "%s", r.err);
+    cr_expect(strstr(r.err, "no_such_dir: no such file or directory"), "%s", r.err);
 
     /* a directory the plugin cannot load: its own message */
     run(&r, "rm -rf m_empty && mkdir m_empty && " T " generate m_empty --prompt hi " P);

@@ -28,6 +28,7 @@
 
 #define TERN TERN_TEST_BIN
 #define WORK TERN_TEST_WORK_DIR
+#define SRC TERN_TEST_SOURCE_DIR
 #define MICRO TERN_TEST_SOURCE_DIR "/tests/fixtures/gguf_micro"
 
 /* ---- a little GGUF writer ------------------------------------------------------ */
@@ -500,4 +501,35 @@ Test(cli, damaged_files_are_refused_naming_what)
     result r;
     run(&r, "%s generate /nonexistent.gguf --prompt x", TERN);
     cr_expect_eq(r.code, 2, "%s", r.err);
+}
+
+/* A path that is no GGUF file is named for what it is, never as a model
+ * directory ("X.gguf/config.json: cannot read: Not a directory" misled). */
+Test(cli, a_path_that_is_no_gguf_file_says_what_it_is)
+{
+    write_file(WORK "/empty.gguf", "");
+    refused("empty.gguf", "empty.gguf: too short to be a GGUF file (an empty or cut-short "
+                          "download?), and not a model directory");
+    write_file(WORK "/text.gguf", "not a model\n");
+    refused("text.gguf", "text.gguf: not a GGUF file (it does not start with \"GGUF\"), and not "
+                         "a model directory");
+    refused("absent.gguf", "absent.gguf: no such file or directory; give the directory of a "
+                           "saved model (`tern model init` writes a fresh one) or a GGUF file");
+    /* in a config: the plugin's words; for the example's model, not fetched
+     * yet, the script that fetches it */
+    result r;
+    run(&r, "%s check %s/etc/examples/smollm2-arith.cfg -o 'model.path=\"%s/absent.gguf\"'",
+        TERN, SRC, WORK);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "model.path: " WORK "/absent.gguf: no such file or directory "
+                            "(model.path names a Hugging Face model directory or a GGUF file)"),
+              "%s", r.err);
+    run(&r, "%s check %s/etc/examples/smollm2-arith.cfg -o 'model.path=\"%s/"
+        "SmolLM2-135M-Instruct.Q4_1.gguf\"'", TERN, SRC, WORK);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "SmolLM2-135M-Instruct.Q4_1.gguf: no such file or directory "
+                            "(scripts/fetch-smollm2.py --dir DIR fetches"), "%s", r.err);
+    run(&r, "%s generate %s --prompt x", TERN, WORK);
+    cr_expect_eq(r.code, 2, "a directory without a model: %s", r.err);
+    cr_expect(strstr(r.err, "config.json: cannot read"), "%s", r.err);
 }

@@ -6,10 +6,12 @@
  */
 #include "front.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gguf/gguf_model.h"
 #include "hf/checkpoint.h"
@@ -182,6 +184,34 @@ static int init_given(tern_ctx *ctx)
     return 0;
 }
 
+/* path names neither a GGUF file nor a directory: say which it is, not what
+ * a directory would hold ("X.gguf/config.json: cannot read: Not a directory"
+ * misled). TERN_OK when it is a directory. */
+static int check_model_path(transformer *t, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return host->setting_error(t->ctx, "path", "%s: %s", path, strerror(errno));
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        const char *hint = "model.path names a Hugging Face model directory or a GGUF file";
+        if (strncmp(base, "SmolLM2", 7) == 0 && strstr(base, ".gguf"))
+            hint = "scripts/fetch-smollm2.py --dir DIR fetches SmolLM2's GGUF file and prints its "
+                   "path; docs/models.md";
+        return host->setting_error(t->ctx, "path", "%s: no such file or directory (%s)", path,
+                                   hint);
+    }
+    if (S_ISDIR(st.st_mode))
+        return TERN_OK;
+    const char *what = "neither a GGUF file nor a model directory";
+    if (S_ISREG(st.st_mode) && st.st_size < 4)
+        what = "too short to be a GGUF file (an empty or cut-short download?), and not a model "
+               "directory";
+    else if (S_ISREG(st.st_mode))
+        what = "not a GGUF file (it does not start with \"GGUF\"), and not a model directory";
+    return host->setting_error(t->ctx, "path", "%s: %s", path, what);
+}
+
 /* The config and tokenizer of the model directory at path. */
 static int open_dir(transformer *t, const char *path, llama_config *c)
 {
@@ -207,8 +237,10 @@ static int make_model(transformer *t, const char *path)
     } else {
         llama_config c;
         uint64_t seed = 0;
-        if (path)
-            rc = open_dir(t, path, &c);
+        if (path) {
+            if ((rc = check_model_path(t, path)) == TERN_OK)
+                rc = open_dir(t, path, &c);
+        }
         else if ((rc = fresh_config(t, &c, &seed)) == TERN_OK && tokenizer_new_bytes(&t->tok) != 0)
             rc = host->fail(t->ctx, TERN_ENOMEM, "out of memory");
         if (rc == TERN_OK && tokenizer_vocab_size(t->tok) > c.vocab_size)
