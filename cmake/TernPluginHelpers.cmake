@@ -10,6 +10,9 @@
 #                            directory of the tern found (TernConfig.cmake);
 #                            in tern's tree, <libdir>/tern/abi-<major> of the
 #                            install prefix. A relative path is under the prefix.
+#
+# Each installed plugin (not NO_INSTALL) is added to the global property
+# TERN_RUNTIME_PLUGINS: in tern's tree, the target tern_runtime builds them.
 function(tern_add_plugin name)
   cmake_parse_arguments(ARG "NO_INSTALL" "" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
@@ -24,5 +27,6 @@ function(tern_add_plugin name)
   endif()
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${name} LIBRARY DESTINATION ${TERN_PLUGIN_INSTALL_DIR} COMPONENT runtime)
+    set_property(GLOBAL APPEND PROPERTY TERN_RUNTIME_PLUGINS ${name})
   endif()
 endfunction()

@@ -6,5 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build
+# the command and its plugins only (target tern_runtime): the test command
+# builds the tests and benchmarks
+cmake --build build --target tern_runtime
 build/bin/tern run etc/quickstart.cfg "$@"
