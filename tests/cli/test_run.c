@@ -308,6 +308,30 @@ Test(run, a_prompt_longer_than_the_context_names_file_and_line)
     cr_expect(strstr(r.err, "the model's context holds"), "%s", r.err);
 }
 
+/* One check reports every mistake it can: a mistyped key and both missing
+ * task files come in one pass, each on its line, not one run after another. */
+Test(run, a_typo_and_missing_files_in_one_pass)
+{
+    write_file(WORK "/three.cfg",
+               "model = { plugin = \"transformer\"; init = { preset = \"tiny\"; }; };\n"
+               "data = { train = \"no_train.jsonl\"; eval = \"no_eval.jsonl\"; };\n"
+               "explorer = { batch_taks = 4; };\n"
+               "buffer = { plugin = \"fifo\"; };\n"
+               "sync = { plugin = \"synchronous\"; };\n"
+               "rewards = ( { domain = \"math\"; plugin = \"math\"; } );\n");
+    result r;
+    run(&r, "%s check three.cfg", TERN);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "three.cfg:3: unknown key 'batch_taks' in explorer (did you mean "
+                            "'batch_tasks'?)"), "%s", r.err);
+    cr_expect(strstr(r.err, "three.cfg:2: data.train = \"no_train.jsonl\": no_train.jsonl: "
+                            "cannot open: No such file or directory (that is " WORK
+                            "/no_train.jsonl;"), "%s", r.err);
+    cr_expect(strstr(r.err, "three.cfg:2: data.eval = \"no_eval.jsonl\": no_eval.jsonl: cannot "
+                            "open"), "%s", r.err);
+    cr_expect_eq(count_lines(r.err), 3, "one line each: %s", r.err);
+}
+
 /* TERN_SIMD caps the transformer's vector paths (layers/simd.h): a value it
  * does not know is refused at start in one line, not run as something else */
 Test(run, an_unknown_tern_simd_is_refused)

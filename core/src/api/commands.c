@@ -58,6 +58,9 @@ static int open_session(const tern_invocation *inv, tern_session *s, int start)
     tern_diag_init(&d);
     tern_log_set_stream(err_of(inv));
     int rc = tern_session_open(s, inv->config_path, inv->overrides, inv->n_overrides, start, &d);
+    /* the task files too, in the same pass as the config's own mistakes */
+    if (s->have_config && tern_run_data_files_check(&s->config, &d) && rc == TERN_OK)
+        rc = TERN_ECONFIG;
     if (d.n) {
         tern_diag_print(&d, err_of(inv));
         if (rc == TERN_OK)

@@ -1,12 +1,14 @@
 /* run_settings.c: the loop sections' schema and reader (see run_settings.h). */
 #include "config/run_settings.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/errmsg.h"
 #include "config/schema.h"
@@ -247,6 +249,34 @@ static char *resolve_path(const tern_config *c, const char *p)
     if (asprintf(&full, "%s/%s", dirname(dir), p) < 0)
         return NULL;
     return full;
+}
+
+size_t tern_run_data_files_check(const tern_config *c, tern_diag *d)
+{
+    static const char *const keys[] = {"data.train", "data.eval"};
+    size_t added = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        config_setting_t *st = tern_config_lookup(config_root_setting(&c->cfg), keys[i]);
+        const char *given = st ? config_setting_get_string(st) : NULL;
+        if (!given || !*given)
+            continue;
+        char *path = resolve_path(c, given);
+        if (!path || access(path, R_OK) == 0) {
+            free(path);
+            continue;
+        }
+        int e = errno;
+        char where[600], cwd[PATH_MAX], that[PATH_MAX + 16] = "";
+        if (path[0] != '/' && getcwd(cwd, sizeof cwd))
+            snprintf(that, sizeof that, "that is %s/%s; ", cwd, path);
+        tern_diag_addf(d, "%s: %s = \"%s\": %s: cannot open: %s (%sa relative path is taken "
+                       "from the config's folder, out_dir from the working directory: "
+                       "docs/config.md)", tern_config_where(c, st, where, sizeof where), keys[i],
+                       given, path, strerror(e), that);
+        free(path);
+        added++;
+    }
+    return added;
 }
 
 int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)

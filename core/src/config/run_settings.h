@@ -69,6 +69,13 @@ typedef struct tern_run_settings {
 int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d);
 void tern_run_settings_free(tern_run_settings *s);
 
+/* Each of data.train and data.eval that the config names but that cannot be
+ * read (missing, no permission) as one "FILE:LINE: data.train = "GIVEN":
+ * PATH: cannot open: WHY (...)" line in `d`, whatever else is wrong with the
+ * config, so that one `tern check` reports a typo and a missing file
+ * together. Returns how many lines it added. */
+size_t tern_run_data_files_check(const tern_config *c, tern_diag *d);
+
 /* The learning rate of RL step `step` (0-based) under the schedule. */
 double tern_run_lr(const tern_run_settings *s, int64_t step);
 
