@@ -115,16 +115,27 @@ static void restore_stop_handlers(const struct sigaction *old, const int *have)
     atomic_store(&second_signal, 0);
 }
 
-/* Log, once, that a stop signal was seen and what comes next. */
-static void note_stop(int *noted)
+/* Log, once, that a stop signal was seen and what comes next. On MPI ranks
+ * a SIGTERM is also how mpirun ends the job after a rank died, and then
+ * kills every rank seconds later: the step in progress cannot finish, so
+ * the note says where a resume would start instead of promising a
+ * checkpoint. */
+static void note_stop(const tern_run *run, const master *ms, int *noted)
 {
     int sig = atomic_load(&first_signal);
     if (*noted || !sig)
         return;
     *noted = 1;
-    tern_logf(TERN_LOG_WARN, "run", "%s: stopping after the step in progress, with a "
-              "checkpoint, summary.json and trace.json; a second signal stops at once",
-              signal_name(sig));
+    if (run->ranks && sig == SIGTERM)
+        tern_logf(TERN_LOG_WARN, "run", "SIGTERM: stopping after the step in progress, with a "
+                  "checkpoint, if every rank is alive; if mpirun sent it because a rank died, "
+                  "mpirun ends every rank in seconds, no checkpoint follows, and `tern run "
+                  "CONFIG --resume` continues from %s",
+                  ms->last_checkpoint[0] ? ms->last_checkpoint : "the start");
+    else
+        tern_logf(TERN_LOG_WARN, "run", "%s: stopping after the step in progress, with a "
+                  "checkpoint, summary.json and trace.json; a second signal stops at once",
+                  signal_name(sig));
 }
 
 /* A second stop signal: the roles may be mid-step and are not waited for,
@@ -1046,7 +1057,7 @@ static int master_loop(tern_run *run, master *ms)
         /* waits in slices, to act on a second stop signal while the roles work */
         while (tern_queue_pop_wait(&run->inbox, STOP_POLL_MS, &msg) == TERN_ETIMEDOUT &&
                !atomic_load(&second_signal)) {
-            note_stop(&noted);
+            note_stop(run, ms, &noted);
 #ifdef TERN_HAVE_MPI
             /* the trainer rank has a stop flag of its own */
             if (run->ranks && atomic_load(&run->stop) && !stop_sent) {
@@ -1058,7 +1069,7 @@ static int master_loop(tern_run *run, master *ms)
                 return rc;
         }
         ms->master_wait += tern_run_now() - t0;
-        note_stop(&noted);
+        note_stop(run, ms, &noted);
 #ifdef TERN_HAVE_MPI
         if (run->ranks && atomic_load(&run->stop) && !stop_sent) {
             stop_sent = 1;

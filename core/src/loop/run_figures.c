@@ -173,6 +173,9 @@ int tern_run_load_checkpoint(tern_run *run, master *ms, const char *ckpt)
     ms->steps_done = r->step;
     ms->sft_done = r->sft_step;
     snprintf(r->checkpoint, sizeof r->checkpoint, "%s", ckpt);
+    /* until this invocation writes one, a stop resumes from this one (not
+     * "from the start") */
+    snprintf(ms->last_checkpoint, sizeof ms->last_checkpoint, "%s", ckpt);
     tern_logf(TERN_LOG_INFO, "run", "resuming from %s: %lld RL steps and %lld warm-up steps done",
               ckpt, (long long)r->step, (long long)r->sft_step);
     return TERN_OK;
