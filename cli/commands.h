@@ -1,7 +1,7 @@
 /* commands.h: the commands of the layer above libtern (cli/README.md):
  * `tern new-plugin`, `tern model init`, `tern generate`, `tern score`,
- * `tern data arith|shapes`, `tern timeline`, `tern plot` and `tern reward
- * score`. Each
+ * `tern data arith|shapes`, `tern timeline`, `tern plot`, `tern show` and
+ * `tern reward score`. Each
  * follows libtern's command convention (tern/libtern.h): it takes a
  * tern_invocation, prints what the user asked for to `out` and every problem
  * to `err` (one line each: what, where, how to fix), and returns the exit
@@ -316,6 +316,35 @@ typedef struct tern_plot_args {
  * written, or the PNG cannot be made (rsvg-convert missing or failing: the
  * SVG is kept). */
 int tern_cmd_plot(const tern_invocation *inv, const tern_plot_args *a);
+
+/* What `tern show` does; build it as
+ *   tern_show_args a = {.size = sizeof a, .run_dir = "runs/quickstart", .step = -1};
+ * Members are appended only; `size` tells which this caller knows. */
+typedef struct tern_show_args {
+    size_t size;         /* sizeof(tern_show_args) as built by the caller */
+    const char *run_dir; /* a run directory */
+    long long step;      /* the RL step shown; -1: the last that has what is shown */
+    int eval;            /* the evaluation at `step` (eval_responses.jsonl), not the
+                            training groups (rollouts.jsonl) */
+    long long limit;     /* groups or tasks shown at most; 0: all */
+    long long chars;     /* characters of a prompt or response shown at most; 0: all */
+} tern_show_args;
+
+/* `tern show RUN_DIR [--step N] [--eval] [--limit K] [--chars C]`: print, for
+ * a person, the groups of one RL step that rollouts.jsonl kept whole
+ * (run.keep_groups): the task's prompt and answer, then each response with
+ * its reward, verdict (right, wrong, or - where no reward gives an
+ * "accuracy"), length and how it ended; with `eval`, one evaluation from
+ * eval_responses.jsonl: the accuracy and mean reward, then each task's
+ * prompt, answer, greedy response, reward, verdict and the reward's reason.
+ * Texts are JSON strings (a newline shows as 
+), cut at `chars`
+ * characters. A last line cut short (a run killed mid-write) is skipped
+ * with a warning. 0 shown; 2 for a RUN_DIR that is not a directory, a file
+ * missing or malformed before its last line, or a step without what is
+ * asked (the message names the steps that have it); 1 when a file cannot be
+ * read. docs/run.md, "Looking at the responses". */
+int tern_cmd_show(const tern_invocation *inv, const tern_show_args *a);
 
 /* What `tern reward score` does; build it as
  *   tern_reward_score_args a = {.size = sizeof a, .plugin = "math"};

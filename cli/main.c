@@ -34,7 +34,7 @@ static const char *const data_subs[] = {"arith", "countdown", "shapes", NULL};
 static const char *const reward_subs[] = {"score", NULL};
 
 static command_fn engine_cmd, new_plugin_cmd, model_cmd, model_convert_cmd, generate_cmd, score_cmd, data_cmd,
-    timeline_cmd, plot_cmd, reward_cmd, version_cmd, help_cmd;
+    timeline_cmd, plot_cmd, show_cmd, reward_cmd, version_cmd, help_cmd;
 
 static const command commands[] = {
     {"run", "tern run CONFIG [--resume] [-o section.key=value]...",
@@ -43,8 +43,10 @@ static const command commands[] = {
      "supervised warm-up, then RL steps, with greedy evaluation before RL,\n"
      "every eval.every steps and at the end. The directory gets config.cfg\n"
      "(every value in force), log.txt, metrics.jsonl (a line per step),\n"
-     "rollouts.jsonl (a line per task trained on), checkpoints/, summary.json\n"
-     "and trace.json. The run directory's path is printed at the end.\n"
+     "rollouts.jsonl (a line per task trained on; run.keep_groups a step with\n"
+     "every response), eval_responses.jsonl (every evaluation response and its\n"
+     "verdict), checkpoints/, summary.json and trace.json; `tern show` prints the\n"
+     "responses. The run directory's path is printed at the end.\n"
      "  --resume  continue out_dir/name from its newest checkpoint\n"
      "-o overrides a setting, typed as in the file (-o run.seed=2,\n"
      "-o run.name=\"try2\", -o trainer.steps=50); repeat it as needed.\n"
@@ -230,6 +232,23 @@ static const command commands[] = {
      "Exit: 0 written, 1 a file could not be read or written or the PNG not\n"
      "made (the SVG is kept), 2 bad usage, a missing or malformed metrics.jsonl.",
      plot_cmd, NULL},
+    {"show", "tern show RUN_DIR [--step N] [--eval] [--limit K] [--chars C]",
+     "Print what a run's model answered, for a person to read. By default the\n"
+     "groups of the last RL step that rollouts.jsonl kept whole (run.keep_groups\n"
+     "a step): each task's prompt and answer, then every response with its\n"
+     "reward, verdict (right, wrong, or - where no reward gives an accuracy),\n"
+     "length in tokens and how it ended (stop or length).\n"
+     "  --step N    that RL step instead of the last\n"
+     "  --eval      the evaluation at the last step evaluated (or at --step N)\n"
+     "              from eval_responses.jsonl: its accuracy and mean reward, then\n"
+     "              each task's greedy response, reward, verdict and the reward's\n"
+     "              reason\n"
+     "  --limit K   groups or tasks shown at most (default 10; 0: all)\n"
+     "  --chars C   characters of a prompt or response shown (default 300; 0: all)\n"
+     "Texts are JSON strings, so a newline shows as \\n. The files: docs/run.md.\n"
+     "Exit: 0 shown, 1 a file could not be read, 2 bad usage, not a run\n"
+     "directory, or no such step.",
+     show_cmd, NULL},
     {"reward", "tern reward score --plugin NAME [-o key=value]... [--plugin-dir DIR] < CASES",
      "Score saved responses with one reward plugin. Each line of standard input\n"
      "is a task object with the response to score:\n"
@@ -725,6 +744,33 @@ static int plot_cmd(const command *c, int argc, char **argv)
     }
     free(dirs);
     free(labels);
+    return rc;
+}
+
+/* `tern show RUN_DIR [--step N] [--eval] [--limit K] [--chars C]` */
+static int show_cmd(const command *c, int argc, char **argv)
+{
+    const char *dir[2] = {0};
+    size_t n_dirs = 0;
+    tern_show_args sa = {.size = sizeof sa, .step = -1, .limit = 10, .chars = 300};
+    const tern_flag flags[] = {
+        {"--step", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.step), .min = 0, .max = LLONG_MAX},
+        {"--eval", .kind = TERN_FLAG_BOOL, TERN_FLAG_TO(sa.eval)},
+        {"--limit", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.limit), .min = 0, .max = LLONG_MAX},
+        {"--chars", .kind = TERN_FLAG_INT, TERN_FLAG_TO(sa.chars), .min = 0, .max = LLONG_MAX},
+        TERN_FLAGS_END,
+    };
+    const tern_flag_cmd fc = {.usage = c->usage, .help = c->help, .flags = flags, .pos = dir,
+                              .max_pos = 1, .n_pos = &n_dirs};
+    int rc = cli_flags_parse(&fc, argc, argv);
+    if (rc == TERN_FLAGS_GO_ON && n_dirs == 0)
+        rc = cli_usage_error(c->usage, "show needs RUN_DIR, a run directory (the path `tern "
+                             "run` prints at its end)");
+    if (rc == TERN_FLAGS_GO_ON) {
+        sa.run_dir = dir[0];
+        tern_invocation inv = {.size = sizeof inv};
+        rc = tern_cmd_show(&inv, &sa);
+    }
     return rc;
 }
 

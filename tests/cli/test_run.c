@@ -175,6 +175,13 @@ Test(run, sigint_then_resume_trains_on_the_same_tasks_as_an_unbroken_run)
     cr_expect_str_eq(b, a);
     free(a);
     free(b);
+    /* and the same evaluation responses, none written twice */
+    a = file_text(WORK "/runs_loop/whole/eval_responses.jsonl");
+    b = file_text(WORK "/runs_loop/parts/eval_responses.jsonl");
+    cr_expect_str_eq(b, a);
+    cr_expect(strstr(a, "\"step\":40,"), "the last evaluation's responses: %.300s", a);
+    free(a);
+    free(b);
 }
 
 /* ---- bad input ---------------------------------------------------------------- */

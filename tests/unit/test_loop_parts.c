@@ -21,6 +21,7 @@
 #include "config/diag.h"
 #include "base/errmsg.h"
 #include "channel/queue.h"
+#include "loop/kept_responses.h"
 #include "loop/run.h"
 #include "config/run_settings.h"
 #include "loop/run_state.h"
@@ -1270,4 +1271,40 @@ Test(utf8, clean_replaces_only_invalid_bytes)
     cr_expect_not_null(j, "jansson takes the cleaned text");
     json_decref(j);
     free(b);
+}
+
+/* run.keep_mb: a kept-responses file is full once it holds the cap, said
+ * once; a cap of 0 keeps nothing and says nothing (loop/kept_responses.h) */
+Test(kept_responses, the_cap_is_the_files_size)
+{
+    char path[] = "/tmp/tern_kept_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    FILE *f = fopen(path, "a");
+    cr_assert_not_null(f);
+    int said = 0;
+    const uint64_t cap = 1u << 20;
+    cr_expect_eq(tern_kept_full(f, cap, &said, "x.jsonl", "lines"), 0);
+    static char chunk[4096];
+    memset(chunk, 'x', sizeof chunk);
+    for (size_t n = 0; n + sizeof chunk < cap; n += sizeof chunk)
+        fwrite(chunk, 1, sizeof chunk, f);
+    cr_expect_eq(tern_kept_full(f, cap, &said, "x.jsonl", "lines"), 0, "just under the cap");
+    fwrite(chunk, 1, sizeof chunk, f);
+    cr_expect_eq(tern_kept_full(f, cap, &said, "x.jsonl", "lines"), 1);
+    cr_expect_eq(said, 1);
+    cr_expect_eq(tern_kept_full(f, cap, &said, "x.jsonl", "lines"), 1);
+    int quiet = 0;
+    cr_expect_eq(tern_kept_full(f, 0, &quiet, "x.jsonl", "lines"), 1);
+    cr_expect_eq(quiet, 0, "a cap of 0 is asked for: nothing said");
+    fclose(f);
+    unlink(path);
+
+    /* a whole group's extras come off, the line stays */
+    json_t *line = json_pack("{s:i, s:s, s:s, s:[]}", "step", 1, "prompt", "p", "answer", "a",
+                             "responses");
+    tern_kept_lean(line);
+    cr_expect_eq(json_object_size(line), 1);
+    json_decref(line);
 }

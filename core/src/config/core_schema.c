@@ -15,6 +15,12 @@ static const tern_setting_spec run_keys[] = {
     TERN_SETTING(.name = "log_level", .type = TERN_SETTING_STRING, .def = "\"info\"",
                  .choices = "error|warn|info|debug", .aka = "verbosity|loglevel",
                  .doc = "least severe log lines shown and written to log.txt"),
+    TERN_SETTING(.name = "keep_groups", .type = TERN_SETTING_INT, .def = "2", .min = 0,
+                 .max = 65536, .doc = "groups of each RL step whose every response, with the "
+                 "task's prompt, rollouts.jsonl keeps (the others keep their first response)"),
+    TERN_SETTING(.name = "keep_mb", .type = TERN_SETTING_INT, .def = "64", .min = 0,
+                 .max = 1048576, .doc = "MiB at most that rollouts.jsonl and eval_responses.jsonl "
+                 "each grow to with the responses kept; past it they keep no more (0: none)"),
     TERN_SETTINGS_END,
 };
 

@@ -317,6 +317,12 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     if (sys && *sys && !(s->system_prompt = strdup(sys)))
         return tern_errorf(TERN_ENOMEM, "out of memory");
 
+    config_setting_t *run = section(c, "run");
+    config_setting_t *kg = tern_config_lookup(run, "keep_groups");
+    config_setting_t *km = tern_config_lookup(run, "keep_mb");
+    s->keep_groups = kg ? (uint32_t)config_setting_get_int64(kg) : 2;
+    s->keep_bytes = (uint64_t)(km ? config_setting_get_int64(km) : 64) << 20;
+
     s->batch_tasks = (uint32_t)get_int(ex, "batch_tasks");
     s->group_size = (uint32_t)get_int(ex, "group_size");
     s->temperature = get_float(ex, "temperature");

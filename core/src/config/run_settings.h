@@ -60,6 +60,9 @@ typedef struct tern_run_settings {
     uint32_t rank_explorers;    /* explorer ranks; 0: every rank after the trainers' but the
                                    reward ranks */
     uint32_t rank_rewards;      /* reward-worker ranks (the last ones) */
+    /* what the run directory keeps of the responses (run section) */
+    uint32_t keep_groups;       /* groups per RL step kept with every response */
+    uint64_t keep_bytes;        /* rollouts.jsonl / eval_responses.jsonl: kept responses up to */
 } tern_run_settings;
 
 /* Make sure every loop section exists (with its defaults filled in, so the

@@ -1,6 +1,7 @@
 /* evaluate.c: greedy evaluation (see evaluate.h). */
 #include "loop/evaluate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,9 @@
 #include "reward/accuracy_tally.h"
 #include "reward/rewarder.h"
 #include "data/task.h"
+#include "data/task_file.h"
 #include "rundir/trace.h"
+#include "tern/support/utf8.h"
 
 #define CHUNK 64 /* tasks per generate() call: bounds the KV cache */
 
@@ -18,7 +21,40 @@
 typedef struct eval_tally {
     tern_accuracy_tally acc;
     double len_sum, reward_sum;
+    json_t *responses; /* tern_eval_result's */
 } eval_tally;
+
+/* Task t's eval_responses.jsonl entry (see evaluate.h), or NULL without
+ * memory. */
+static json_t *response_entry(const tern_task *t, const char *text, const tern_gen_output *o,
+                              const tern_verdict *v)
+{
+    char id[128];
+    const char *dom = tern_task_string(t, "domain"), *prompt = tern_task_string(t, "prompt");
+    char *task = tern_utf8_clean(tern_task_id_text(t, id, sizeof id)),
+         *p = tern_utf8_clean(prompt ? prompt : ""), *resp = tern_utf8_clean(text),
+         *reason = tern_utf8_clean(v->reason), *d = tern_utf8_clean(dom ? dom : "");
+    json_t *e = task && p && resp && reason && d
+                    ? json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:o, s:s}", "task", task,
+                                "domain", d, "prompt", p, "response", resp, "tokens",
+                                (json_int_t)o->len, "finish",
+                                o->finish == TERN_FINISH_LENGTH ? "length" : "stop", "reward",
+                                v->reward, "right",
+                                v->judged ? json_boolean(v->accuracy > 0) : json_null(),
+                                "reason", reason)
+                    : NULL;
+    json_t *answer = json_object_get(tern_task_object(t), "answer");
+    if (e && answer && json_object_set(e, "answer", answer) != 0) {
+        json_decref(e);
+        e = NULL;
+    }
+    if (e && v->failed && json_object_set_new(e, "failure", json_string(v->failure)) != 0) {
+        json_decref(e);
+        e = NULL;
+    }
+    free(task), free(p), free(resp), free(reason), free(d);
+    return e;
+}
 
 /* Evaluate tasks [from, to) into the tally. */
 static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, eval_tally *t)
@@ -93,6 +129,9 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, ev
         tern_accuracy_tally_add(&t->acc, tern_task_string(tasks[i], "domain"), v[i].judged,
                                 v[i].accuracy > 0);
         t->reward_sum += v[i].reward;
+        json_t *entry = response_entry(tasks[i], texts[i], &outs[i], &v[i]);
+        if (!entry || json_array_append_new(t->responses, entry) != 0)
+            rc = tern_errorf(TERN_ENOMEM, "evaluation: out of memory");
     }
     tern_model_release_outputs(m, outs, n);
     for (size_t i = 0; i < n; i++) {
@@ -112,8 +151,8 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     size_t n = run->eval.n;
     if (run->set.eval_limit > 0 && (size_t)run->set.eval_limit < n)
         n = (size_t)run->set.eval_limit;
-    eval_tally t = {0};
-    if (tern_accuracy_tally_init(&t.acc) != 0)
+    eval_tally t = {.responses = json_array()};
+    if (tern_accuracy_tally_init(&t.acc) != 0 || !t.responses)
         rc = tern_errorf(TERN_ENOMEM, "out of memory");
     for (size_t from = 0; rc == TERN_OK && from < n; from += CHUNK)
         rc = eval_chunk(run, tern_snapshot_version(w), from, from + CHUNK < n ? from + CHUNK : n,
@@ -130,6 +169,10 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
         out->mean_length = n ? t.len_sum / (double)n : 0;
     }
     tern_accuracy_tally_free(&t.acc);
+    if (rc == TERN_OK)
+        out->responses = t.responses;
+    else
+        json_decref(t.responses);
     out->seconds = tern_run_now() - t0;
     char args[96];
     snprintf(args, sizeof args, "{\"version\":%lld,\"tasks\":%zu}",

@@ -21,6 +21,11 @@ typedef struct tern_eval_result {
     double mean_length;     /* response tokens */
     double seconds;
     json_t *per_domain;     /* {"math": 0.42, ...}, domains with an accuracy; owned (json_decref) */
+    /* each task's response and verdict, in task order: {"task", "domain",
+     * "prompt", "answer" (when the task has one), "response", "tokens",
+     * "finish", "reward", "right" (true, false, or null where no reward gave
+     * an "accuracy"), "reason", "failure" (when it got no verdict)}; owned */
+    json_t *responses;
 } tern_eval_result;
 
 /* Load `w` into the evaluator and evaluate. TERN_OK or a status with a message. */

@@ -2,6 +2,7 @@
  * the warm-up to the trainer, rewards rollouts into the buffer, writes a
  * metrics line per step, evaluates, completes checkpoints, handles the stop
  * signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1). */
+#include "loop/kept_responses.h"
 #include "loop/master.h"
 #include "loop/master_state.h"
 
@@ -770,6 +771,13 @@ static int evaluate(tern_run *run, master *ms, tern_snapshot *w, json_t *line, i
 {
     tern_eval_result e;
     int rc = tern_evaluate(run, w, &e);
+    if (rc == TERN_OK &&
+        !tern_kept_full(ms->eval_responses, run->set.keep_bytes, &ms->eval_responses_said,
+                        "eval_responses.jsonl", "evaluation responses"))
+        rc = tern_kept_eval_lines(ms->eval_responses, &e,
+                                  json_integer_value(json_object_get(line, "step")),
+                                  tern_snapshot_version(w));
+    json_decref(e.responses);
     if (rc != TERN_OK) {
         json_decref(e.per_domain);
         return rc;
@@ -925,6 +933,11 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
     size_t i;
     json_t *g;
     json_array_foreach(m->groups, i, g) {
+        /* a whole group (run.keep_groups) while rollouts.jsonl is under run.keep_mb */
+        if (json_object_get(g, "responses") &&
+            tern_kept_full(ms->rollouts, run->set.keep_bytes, &ms->rollouts_said,
+                           "rollouts.jsonl", "whole groups (every response and the prompt)"))
+            tern_kept_lean(g);
         if (rc == TERN_OK)
             rc = write_line(ms->rollouts, g, "rollouts.jsonl");
     }
@@ -1319,6 +1332,8 @@ done:
         fclose(ms->metrics);
     if (ms->rollouts)
         fclose(ms->rollouts);
+    if (ms->eval_responses)
+        fclose(ms->eval_responses);
     tern_queue_destroy(&run->inbox, tern_msg_free);
     tern_queue_destroy(&run->explorer_jobs, tern_msg_free);
     tern_queue_destroy(&run->trainer_jobs, tern_msg_free);

@@ -43,6 +43,8 @@ typedef struct master {
     dealer train_deal, sft_deal;
     tern_ledger ledger; /* groups consumed, for commits and a resume's dealing */
     FILE *metrics, *rollouts;
+    FILE *eval_responses;           /* every evaluation response (loop/kept_responses.h) */
+    int rollouts_said, eval_responses_said; /* their run.keep_mb was reached and logged */
     int lock_fd; /* the run directory's lock (tern_rundir_lock), -1 for none */
     double t_start, master_wait;
     int64_t sft_pushed, batches_pushed;

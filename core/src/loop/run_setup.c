@@ -168,13 +168,17 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
         snprintf(path, sizeof path, "%s/rollouts.jsonl", run->dir);
         if ((rc = tern_jsonl_truncate(path, sft, step)) != TERN_OK)
             return rc;
+        snprintf(path, sizeof path, "%s/eval_responses.jsonl", run->dir);
+        if ((rc = tern_jsonl_truncate(path, sft, step)) != TERN_OK)
+            return rc;
     }
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
-    ms->metrics = fopen(path, "a");
-    snprintf(path, sizeof path, "%s/rollouts.jsonl", run->dir);
-    ms->rollouts = fopen(path, "a");
-    if (!ms->metrics || !ms->rollouts)
-        return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(errno));
+    FILE **files[] = {&ms->metrics, &ms->rollouts, &ms->eval_responses};
+    const char *names[] = {"metrics.jsonl", "rollouts.jsonl", "eval_responses.jsonl"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", run->dir, names[i]);
+        if (!(*files[i] = fopen(path, "a")))
+            return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(errno));
+    }
     return TERN_OK;
 }
 

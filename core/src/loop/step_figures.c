@@ -11,12 +11,10 @@
 #include "rundir/metrics.h"
 #include "tern/support/utf8.h"
 
-/* A rollouts.jsonl line: the group's rewards and its first response (and
- * its task's image, when it has one). */
-static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step, int *rc)
+/* Response r's text as the reward read it (without the EOS that ended it),
+ * cleaned to UTF-8 for JSON: a new string, or NULL with *rc set. */
+static char *response_text(tern_run *run, const tern_exp_response *r, int *rc)
 {
-    const tern_exp_response *r = &e->resp[0];
-    /* the text the reward read: without the EOS that ended it */
     size_t len = r->len;
     if (len && r->finish == TERN_FINISH_STOP && r->tokens[len - 1] == run->special.eos)
         len--;
@@ -24,12 +22,74 @@ static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step,
     *rc = tern_model_text(&run->policy, "trainer: detokenize", r->tokens, len, &text, NULL);
     if (*rc != TERN_OK)
         return NULL;
+    char *shown = tern_utf8_clean(text);
+    free(text);
+    if (!shown)
+        *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    return shown;
+}
+
+/* A kept group's whole story, added to its rollouts.jsonl line: the task's
+ * prompt and answer, and every response with its reward, verdict ("right":
+ * true or false where a reward gave an "accuracy", else null), components,
+ * length and how it ended. */
+static int add_whole_group(tern_run *run, const tern_experience *e, json_t *line)
+{
+    const tern_task *t = e->task_index < run->train.n ? run->train.tasks[e->task_index] : NULL;
+    const char *prompt = t ? tern_task_string(t, "prompt") : NULL;
+    json_t *answer = t ? json_object_get(tern_task_object(t), "answer") : NULL;
+    char *p = prompt ? tern_utf8_clean(prompt) : NULL;
+    if ((prompt && !p) || (p && json_object_set_new(line, "prompt", json_string(p)) != 0) ||
+        (answer && json_object_set(line, "answer", answer) != 0)) {
+        free(p);
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    }
+    free(p);
+    json_t *all = json_array();
+    int rc = all ? TERN_OK : tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    for (uint32_t s = 0; s < e->n && rc == TERN_OK; s++) {
+        const tern_exp_response *r = &e->resp[s];
+        char *text = response_text(run, r, &rc);
+        json_t *parts = json_object(), *one = NULL;
+        for (uint32_t c = 0; parts && c < r->n_parts; c++)
+            json_object_set_new(parts, r->parts[c].name, json_real(r->parts[c].value));
+        int judged = tern_parts_judged(r->parts, r->n_parts);
+        if (text && parts)
+            one = json_pack("{s:s, s:f, s:o, s:O, s:I, s:s}", "response", text, "reward",
+                            r->reward, "right", judged ? json_boolean(r->accuracy > 0)
+                                                       : json_null(),
+                            "parts", parts, "tokens", (json_int_t)r->len, "finish",
+                            r->finish == TERN_FINISH_LENGTH ? "length" : "stop");
+        if (one && r->failure)
+            json_object_set_new(one, "failure",
+                                json_string(tern_reward_failure_name(
+                                    (tern_reward_failure)r->failure)));
+        json_decref(parts);
+        free(text);
+        if (rc == TERN_OK && (!one || json_array_append_new(all, one) != 0))
+            rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    }
+    if (rc == TERN_OK && json_object_set_new(line, "responses", all) != 0)
+        return tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    if (rc != TERN_OK)
+        json_decref(all);
+    return rc;
+}
+
+/* A rollouts.jsonl line: the group's rewards and its first response (and
+ * its task's image, when it has one); `whole`: every response too
+ * (add_whole_group). */
+static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step, int whole,
+                          int *rc)
+{
+    char *shown = response_text(run, &e->resp[0], rc);
+    if (!shown)
+        return NULL;
     json_t *rewards = json_array();
     for (uint32_t s = 0; rewards && s < e->n; s++)
         json_array_append_new(rewards, json_real(e->resp[s].reward));
     /* model output and task ids are any bytes: JSON needs valid UTF-8 */
-    char *shown = tern_utf8_clean(text), *task = tern_utf8_clean(e->task_id);
-    free(text);
+    char *task = tern_utf8_clean(e->task_id);
     json_t *line = shown && task && rewards
                        ? json_pack("{s:s,s:I,s:I,s:I,s:I,s:s,s:O,s:s,s:I}", "stage", "rl",
                                    "step", (json_int_t)step, "batch", (json_int_t)e->batch,
@@ -53,8 +113,14 @@ static json_t *group_line(tern_run *run, const tern_experience *e, int64_t step,
         line = NULL;
     }
     free(image_shown);
-    if (!line)
+    if (!line) {
         *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        return NULL;
+    }
+    if (whole && (*rc = add_whole_group(run, e, line)) != TERN_OK) {
+        json_decref(line);
+        return NULL;
+    }
     return line;
 }
 
@@ -103,7 +169,7 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
                 tern_metrics_observe(parts, name, r->parts[c].value);
             }
         }
-        json_t *line = group_line(run, e, step, &rc);
+        json_t *line = group_line(run, e, step, i < run->set.keep_groups, &rc);
         if (!line)
             goto done;
         json_array_append_new(lines, line);
