@@ -184,6 +184,32 @@ Test(run, sigint_then_resume_trains_on_the_same_tasks_as_an_unbroken_run)
     free(b);
 }
 
+/* trainer.keep_checkpoints: the newest N step checkpoints stay, the older
+ * ones go once a new one is complete; the reference stays; the run resumes
+ * from what is kept. */
+Test(run, keep_checkpoints_keeps_the_newest)
+{
+    result r;
+    run(&r, "rm -rf runs_loop/keep");
+    write_config(WORK "/keep.cfg", "keep",
+                 "steps = 6; save_every = 2; keep_checkpoints = 2; sft = { steps = 4; };",
+                 "batch_tasks = 4; group_size = 4; max_tokens = 6;", NULL);
+    run(&r, "%s run keep.cfg", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "removed runs_loop/keep/checkpoints/step-2 (trainer.keep_checkpoints "
+                            "= 2)"), "%s", r.err);
+    cr_expect_not(path_exists(WORK "/runs_loop/keep/checkpoints/step-2"));
+    cr_expect(path_exists(WORK "/runs_loop/keep/checkpoints/step-4/state.json"));
+    cr_expect(path_exists(WORK "/runs_loop/keep/checkpoints/step-6/state.json"));
+    cr_expect(path_exists(WORK "/runs_loop/keep/checkpoints/reference"));
+    /* more steps on resume: from step-6, and step-4 goes when step-8 is in */
+    run(&r, "%s run keep.cfg --resume -o trainer.steps=8", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "resuming from runs_loop/keep/checkpoints/step-6"), "%s", r.err);
+    cr_expect_not(path_exists(WORK "/runs_loop/keep/checkpoints/step-4"));
+    cr_expect(path_exists(WORK "/runs_loop/keep/checkpoints/step-8/state.json"));
+}
+
 /* ---- bad input ---------------------------------------------------------------- */
 
 static const char *base =

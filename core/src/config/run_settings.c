@@ -87,6 +87,10 @@ const tern_setting_spec tern_trainer_keys[] = {
     TERN_SETTING(.name = "save_every", .type = TERN_SETTING_INT, .def = "50", .min = 0,
                  .max = BIG, .aka = "checkpoint_every|save_interval",
                  .doc = "checkpoint every this many RL steps (and always at the end); 0: end only"),
+    TERN_SETTING(.name = "keep_checkpoints", .type = TERN_SETTING_INT, .def = "0", .min = 0,
+                 .max = BIG, .aka = "save_total_limit|max_checkpoints",
+                 .doc = "keep the newest this many step and warm-up checkpoints, removing older "
+                 "ones once a new one is complete; 0: keep all"),
     TERN_SETTING(.name = "score_pass", .type = TERN_SETTING_STRING, .def = "\"auto\"",
                  .choices = "auto|always",
                  .doc = "auto: an on-policy step (every group from the current weights, "
@@ -349,6 +353,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->weight_decay = get_float(tr, "weight_decay");
     s->grad_clip = get_float(tr, "grad_clip");
     s->save_every = get_int(tr, "save_every");
+    s->keep_checkpoints = get_int(tr, "keep_checkpoints");
     s->score_always = strcmp(get_string(tr, "score_pass"), "always") == 0;
     s->sft_steps = get_int(tr, "sft.steps");
     s->sft_batch_tasks = (uint32_t)get_int(tr, "sft.batch_tasks");

@@ -39,6 +39,7 @@ typedef struct tern_run_settings {
     int32_t top_k;
     /* trainer */
     int64_t steps, save_every, warmup_steps;
+    int64_t keep_checkpoints;     /* newest step/sft checkpoints kept; 0: all */
     double lr, min_lr_ratio, beta1, beta2, adam_eps, weight_decay, grad_clip;
     tern_lr_schedule schedule;
     int score_always;             /* trainer.score_pass = "always": never skip score() */

@@ -228,6 +228,28 @@ static json_t *state_json(const tern_run *run, const master *ms, int64_t sft_ste
     return st;
 }
 
+/* trainer.keep_checkpoints: remove the step and warm-up checkpoints older
+ * than the newest N, now that a new one is complete (the reference stays,
+ * and so do the ones set aside as damaged). A removal that fails is a
+ * warning: the disk keeps more than asked, the run goes on. */
+static void prune_checkpoints(tern_run *run)
+{
+    char **ck = NULL;
+    size_t n = 0;
+    if (tern_checkpoint_list(run->dir, &ck, &n) != TERN_OK)
+        return;
+    for (size_t i = (size_t)run->set.keep_checkpoints; i < n; i++) {
+        if (tern_remove_tree(ck[i]) == 0)
+            tern_logf(TERN_LOG_INFO, "run", "removed %s (trainer.keep_checkpoints = %lld)", ck[i],
+                      (long long)run->set.keep_checkpoints);
+        else
+            tern_logf(TERN_LOG_WARN, "run", "%s: cannot remove it (trainer.keep_checkpoints = "
+                      "%lld): %s; it stays", ck[i], (long long)run->set.keep_checkpoints,
+                      strerror(errno));
+    }
+    tern_checkpoint_list_free(ck, n);
+}
+
 int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int64_t sft_step,
                                int64_t step, int rl_started)
 {
@@ -240,6 +262,8 @@ int tern_run_complete_checkpoint(tern_run *run, master *ms, const char *tmp, int
     json_decref(st);
     if (rc == TERN_OK)
         tern_logf(TERN_LOG_INFO, "run", "checkpoint %s", ms->last_checkpoint);
+    if (rc == TERN_OK && run->set.keep_checkpoints > 0)
+        prune_checkpoints(run);
     return rc;
 }
 
