@@ -230,10 +230,14 @@ static double tick_step(double span, double px)
 /* ---- the legend ------------------------------------------------------- */
 
 enum { LEG_ROLLOUT, LEG_TRAIN, LEG_SYNC, LEG_SYNC_CKPT, LEG_WAIT, LEG_BUFFER, LEG_PUBLISH,
-       LEG_SKIP, LEG_N };
+       LEG_SKIP, LEG_SURPLUS, LEG_N };
 static const char *const legend_text[LEG_N] = {
     "Rollout", "Train", "Sync. weight (memory/MPI/NCCL)", "Sync. weight (checkpoint)", "Wait",
-    "In buffer", "Publish", "Skipped (stale)"};
+    "In buffer", "Publish", "Skipped (stale)", "Dropped (surplus of dynamic sampling)"};
+
+/* A dropped surplus group's mark: a grey ring, not the stale skip's cross
+ * (the group was not too old: its step was full). */
+#define C_SURPLUS "#888888"
 
 static void legend_swatch(FILE *f, int item, double x, double y)
 {
@@ -264,6 +268,10 @@ static void legend_swatch(FILE *f, int item, double x, double y)
     case LEG_PUBLISH:
         fprintf(f, "<path class=\"legend\" d=\"M%.1f %.1fh10l-5 8z\" fill=\"#444444\"/>\n",
                 x + 6, y + 2);
+        break;
+    case LEG_SURPLUS:
+        fprintf(f, "<circle class=\"legend\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" "
+                "stroke=\"" C_SURPLUS "\" stroke-width=\"2\"/>\n", x + 11, y + 6);
         break;
     default:
         fprintf(f, "<path class=\"legend\" d=\"M%.1f %.1fl8 8m0 -8l-8 8\" stroke=\"" C_SYNC_CKPT
@@ -453,6 +461,12 @@ static void draw_instants(FILE *f, const tl_trace *t, const layout *L)
             snprintf(tip, sizeof tip, "publish version %lld at %.3f s", e->version, e->t0);
             fprintf(f, "<path class=\"publish\" d=\"M%.2f %.2fh8l-4 6z\" fill=\"#444444\">",
                     x - 4, y);
+        } else if (e->surplus) {
+            snprintf(tip, sizeof tip, "drop a surplus group of batch %lld (version %lld): its "
+                     "step was full, at %.3f s", e->batch, e->version, e->t0);
+            fprintf(f, "<circle class=\"surplus\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" "
+                    "fill=\"none\" stroke=\"" C_SURPLUS "\" stroke-width=\"2\">", x,
+                    y + h - 7);
         } else {
             snprintf(tip, sizeof tip, "skip batch %lld (version %lld, too stale) at %.3f s",
                      e->batch, e->version, e->t0);
@@ -460,7 +474,7 @@ static void draw_instants(FILE *f, const tl_trace *t, const layout *L)
                     C_SYNC_CKPT "\" stroke-width=\"2\">", x - 4, y + h - 11);
         }
         tooltip(f, tip);
-        fputs("</path>\n", f);
+        fputs(e->kind == TL_SKIP && e->surplus ? "</circle>\n" : "</path>\n", f);
     }
 }
 

@@ -259,6 +259,7 @@ static int read_event(const char *path, size_t i, const json_t *e, const lanes *
     get_int(args, "batch", &ev.batch);
     get_int(args, "version", &ev.version);
     get_int(args, "step", &ev.step);
+    ev.surplus = ev.kind == TL_SKIP && json_is_true(json_object_get(args, "surplus"));
     if (ev.kind == TL_SYNC)
         ev.method = method_of(json_string_value(json_object_get(args, "method")));
     if (ev.kind == TL_WAIT) {

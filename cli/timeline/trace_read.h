@@ -32,6 +32,8 @@ typedef struct tl_event {
     size_t n_batches;
     tl_method method;     /* sync */
     char what[80];        /* wait: what it waited for ("" when not given) */
+    int surplus;          /* skip: a group of a stand-in batch dropped because its step was
+                             full (dynamic sampling: "surplus": true), not for staleness */
 } tl_event;
 
 typedef struct tl_trace {

@@ -22,6 +22,7 @@ typedef struct scenario {
     int batches;         /* rollouts, one batch each */
     int per_train;       /* batches per train step */
     int skip_last;       /* the last batch is skipped as stale, not trained */
+    int surplus_last;    /* ... or dropped as surplus of dynamic sampling ("surplus": true) */
     const char *method;  /* sync method */
     double sync_s;       /* a sync's duration */
     /* what was written */
@@ -114,8 +115,9 @@ static char *make_trace(scenario *s)
     }
     if (s->skip_last) {
         fprintf(f, "{\"name\":\"skip\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.1f,\"pid\":1,"
-                   "\"tid\":5,\"args\":{\"batch\":%d,\"version\":0}},\n",
-                (tr_free + 0.2) * 1e6, s->batches - 1);
+                   "\"tid\":%d,\"args\":{\"batch\":%d,\"version\":0%s}},\n",
+                (tr_free + 0.2) * 1e6, s->surplus_last ? 1 : 5, s->batches - 1,
+                s->surplus_last ? ",\"group\":3,\"step\":5,\"surplus\":true" : "");
         s->n_skip++;
     }
     fprintf(f, "{\"name\":\"evaluate\",\"ph\":\"X\",\"ts\":%.1f,\"dur\":%.1f,\"pid\":1,"
@@ -234,6 +236,27 @@ Test(timeline, one_explorer_memory)
     run(&r, "ls -A tl_one");
     cr_expect_str_eq(r.out, "config.cfg\ntimeline.svg\ntrace.json\n");
     run(&r, "rm -rf tl_one");
+}
+
+/* A group dropped as surplus (dynamic sampling in a synchronous run: the
+ * master's skip with "surplus": true) has its own mark, a grey ring, not the
+ * red cross of a batch too stale to train. */
+Test(timeline, a_surplus_group_is_not_drawn_as_stale)
+{
+    result r;
+    scenario s = two_explorers();
+    s.surplus_last = 1;
+    make_run("tl_surplus", &s);
+    run(&r, "%s timeline tl_surplus/", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    read_svg("tl_surplus/timeline.svg");
+    expect_whole_svg(svg);
+    cr_expect_eq(svg_count(svg, "<path class=\"skip\""), 0);
+    cr_expect_eq(svg_count(svg, "<circle class=\"surplus\""), 1);
+    cr_expect(strstr(svg, "drop a surplus group of batch 8 (version 0): its step was full"),
+              "its tooltip");
+    cr_expect(strstr(svg, ">Dropped (surplus of dynamic sampling)</text>"), "the legend");
+    run(&r, "rm -rf tl_surplus");
 }
 
 Test(timeline, two_explorers_checkpoint)
