@@ -139,14 +139,25 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Train steps drawn when no --steps, --from or --to says otherwise: at the
+ * default width a step of a few boxes and marks stays readable up to about
+ * this many; a longer run is drawn from its start, and the picture says so. */
+#define DEFAULT_STEPS 30
+
+static size_t train_events(const tl_trace *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_ev; i++)
+        n += t->ev[i].kind == TL_TRAIN;
+    return n;
+}
+
 /* The end of the steps-th train event (by start time); the trace's end when
  * it has fewer. -1 (after the message) when it has none. */
 static double steps_end(const tern_invocation *inv, const tl_trace *t, const char *trace,
                         long long steps, int *code)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_ev; i++)
-        n += t->ev[i].kind == TL_TRAIN;
+    size_t n = train_events(t);
     if (n == 0) {
         *code = cmd_fail(inv, LABEL, TERN_EXIT_USAGE,
                          "%s: --steps counts train events and this trace "
@@ -175,14 +186,22 @@ static double steps_end(const tern_invocation *inv, const tl_trace *t, const cha
     return end;
 }
 
-/* The seconds shown: the whole trace, narrowed by --steps, --from, --to. */
+/* The seconds shown: the whole trace, narrowed by --steps, --from, --to, or
+ * by default to its first DEFAULT_STEPS train steps (*cut gets how many of
+ * how many steps then, else 0). */
 static int window(const tern_invocation *inv, const tern_timeline_args *a, const tl_trace *t,
-                  const char *trace, double *from, double *to)
+                  const char *trace, double *from, double *to, size_t *cut)
 {
     int code = TERN_EXIT_OK;
+    long long steps = a->steps;
+    *cut = 0;
+    if (steps == 0 && !a->has_from && !a->has_to && train_events(t) > DEFAULT_STEPS) {
+        steps = DEFAULT_STEPS;
+        *cut = train_events(t);
+    }
     *from = a->has_from ? a->from_s : t->t_first;
     *to = a->has_to ? a->to_s : t->t_last;
-    if (a->steps > 0 && (*to = steps_end(inv, t, trace, a->steps, &code)) < 0)
+    if (steps > 0 && (*to = steps_end(inv, t, trace, steps, &code)) < 0)
         return code;
     /* a trace of one instant: give it some room */
     if (*to - *from < 1e-6 && !a->has_from && !a->has_to) {
@@ -242,11 +261,16 @@ int tern_cmd_timeline(const tern_invocation *inv, const tern_timeline_args *a)
                             "%s", tern_error_message());
     }
     double from = 0, to = 0;
+    size_t cut = 0;
     if (code == TERN_EXIT_OK)
-        code = window(inv, a, &t, trace_path, &from, &to);
+        code = window(inv, a, &t, trace_path, &from, &to, &cut);
     if (code == TERN_EXIT_OK) {
-        char title[512];
+        char title[640];
         make_title(dir, title, sizeof title);
+        size_t len = strlen(title);
+        if (cut)
+            snprintf(title + len, sizeof title - len, " \xc2\xb7 the first %d of %zu train "
+                     "steps (--steps N, --from S and --to S draw others)", DEFAULT_STEPS, cut);
         tl_view v = {.from = from, .to = to, .width = a->width ? a->width : TL_WIDTH_DEFAULT,
                      .title = title};
         FILE *mem = open_memstream(&svg, &svg_len);

@@ -52,6 +52,7 @@ static char *make_trace(scenario *s)
                "\"pid\":1,\"tid\":1,\"args\":{\"plugin\":\"fifo\"}},\n");
 
     double ex_free[8] = {0}, put[64];
+    cr_assert_leq(s->batches, 64);
     for (int b = 0; b < s->batches; b++) {
         int e = b % s->explorers;
         double t = ex_free[e] + 0.4 + (b < s->explorers ? 0.9 * e : 0);
@@ -236,6 +237,29 @@ Test(timeline, one_explorer_memory)
     run(&r, "ls -A tl_one");
     cr_expect_str_eq(r.out, "config.cfg\ntimeline.svg\ntrace.json\n");
     run(&r, "rm -rf tl_one");
+}
+
+/* A long run is drawn from its start, 30 train steps, and the picture says
+ * so; --steps draws them all. */
+Test(timeline, a_long_run_is_drawn_readably_by_default)
+{
+    result r;
+    scenario s = one_explorer();
+    s.batches = 40;
+    make_run("tl_long", &s);
+    run(&r, "%s timeline tl_long/", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    read_svg("tl_long/timeline.svg");
+    expect_whole_svg(svg);
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), 30);
+    cr_expect(strstr(svg, "the first 30 of 40 train steps (--steps N, --from S and --to S draw "
+                          "others)"), "the picture says what it shows");
+    run(&r, "%s timeline tl_long/ --steps 40", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    read_svg("tl_long/timeline.svg");
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), 40);
+    cr_expect_null(strstr(svg, "the first 30"));
+    run(&r, "rm -rf tl_long");
 }
 
 /* A group dropped as surplus (dynamic sampling in a synchronous run: the
