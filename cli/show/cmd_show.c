@@ -174,9 +174,16 @@ static void steps_held(json_t *lines, const char *with, char *buf, size_t cap, l
                                steps[x]);
 }
 
-static const char *plural(size_t n, const char *one, const char *many)
+/* Whether `shown` of `total` things (`one`, `many` of them) reached --limit:
+ * then it says how many more there are. */
+static int at_limit(FILE *out, const tern_show_args *a, size_t shown, size_t total,
+                    const char *one, const char *many)
 {
-    return n == 1 ? one : many;
+    if (a->limit <= 0 || shown < (size_t)a->limit)
+        return 0;
+    fprintf(out, "\n(%zu more %s; --limit 0 shows all)\n", total - shown,
+            total - shown == 1 ? one : many);
+    return 1;
 }
 
 static int show_groups(const tern_invocation *inv, const tern_show_args *a, json_t *lines,
@@ -204,18 +211,14 @@ static int show_groups(const tern_invocation *inv, const tern_show_args *a, json
     if (kept == 0)
         return cmd_fail(inv, LABEL, TERN_EXIT_USAGE, "%s: step %lld kept no whole group; these "
                         "steps did: %s (--step N)", path, step, held);
+    fprintf(out, "step %lld: %zu of the %zu groups it trained on, with every response\n", step,
+            kept, trained);
     size_t shown = 0;
     json_array_foreach(lines, i, o) {
         if (int_of(o, "step") != step || !json_object_get(o, "responses"))
             continue;
-        if (shown == 0)
-            fprintf(out, "step %lld: %zu of the %zu groups it trained on, with every response\n",
-                    step, kept, trained);
-        if (a->limit > 0 && shown == (size_t)a->limit) {
-            fprintf(out, "\n(%zu more %s; --limit 0 shows all)\n", kept - shown,
-                    plural(kept - shown, "group", "groups"));
+        if (at_limit(out, a, shown, kept, "group", "groups"))
             break;
-        }
         shown++;
         fputc('\n', out);
         put_task(out, o, a->chars);
@@ -280,11 +283,8 @@ static int show_eval(const tern_invocation *inv, const tern_show_args *a, json_t
     json_array_foreach(lines, i, o) {
         if (int_of(o, "step") != step)
             continue;
-        if (a->limit > 0 && shown == (size_t)a->limit) {
-            fprintf(out, "\n(%zu more %s; --limit 0 shows all)\n", tasks - shown,
-                    plural(tasks - shown, "task", "tasks"));
+        if (at_limit(out, a, shown, tasks, "task", "tasks"))
             break;
-        }
         shown++;
         fputc('\n', out);
         put_task(out, o, a->chars);
