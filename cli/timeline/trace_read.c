@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +21,45 @@
 /* What a thread id ("tid") is, from its thread_name metadata. */
 typedef struct lane {
     long long tid;
+    size_t order; /* its place in the file: the first of a tid's names wins */
     int kind;     /* -1 not drawn, else a tl_row */
     int explorer; /* TL_ROW_EXPLORER: its number */
 } lane;
 
+/* The reading's own state: the lanes (sorted by tid once read, for a binary
+ * search per event), the capacities of the arrays grown as events come (by
+ * doubling: a trace of many lanes or events is read in linear time), and
+ * which explorer numbers have a lane already. */
 typedef struct lanes {
     lane *v;
-    size_t n;
+    size_t n, cap;
+    size_t ev_cap, explorers_cap; /* of tl_trace's ev and explorers */
+    unsigned char explorer_seen[MAX_EXPLORER + 1];
 } lanes;
+
+/* Room in *v (of *cap elements of `elem` bytes) for element n: doubling. */
+static int grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return TERN_OK;
+    size_t want = *cap ? 2 * *cap : 16;
+    if (want > SIZE_MAX / elem)
+        return TERN_ENOMEM;
+    void *nv = realloc(*v, want * elem);
+    if (!nv)
+        return TERN_ENOMEM;
+    *v = nv;
+    *cap = want;
+    return TERN_OK;
+}
+
+static int by_tid(const void *a, const void *b)
+{
+    const lane *x = a, *y = b;
+    if (x->tid != y->tid)
+        return (x->tid > y->tid) - (x->tid < y->tid);
+    return (x->order > y->order) - (x->order < y->order);
+}
 
 /* An integral number (a JSON integer, or a real with no fraction). */
 static int int_value(const json_t *v, long long *out)
@@ -93,22 +125,25 @@ static int explorer_number(const char *name)
 
 static const lane *find_lane(const lanes *ls, long long tid)
 {
-    for (size_t i = 0; i < ls->n; i++)
-        if (ls->v[i].tid == tid)
-            return &ls->v[i];
-    return NULL;
+    size_t lo = 0, hi = ls->n; /* the first lane whose tid is >= tid */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ls->v[mid].tid < tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ls->n && ls->v[lo].tid == tid ? &ls->v[lo] : NULL;
 }
 
 /* Remember explorer number `e` (a lane of its own, even with no events). */
-static int add_explorer(tl_trace *t, int e)
+static int add_explorer(tl_trace *t, lanes *ls, int e)
 {
-    for (size_t i = 0; i < t->n_explorers; i++)
-        if (t->explorers[i] == e)
-            return TERN_OK;
-    int *nv = realloc(t->explorers, (t->n_explorers + 1) * sizeof *nv);
-    if (!nv)
+    if (ls->explorer_seen[e])
+        return TERN_OK;
+    if (grow((void **)&t->explorers, &ls->explorers_cap, t->n_explorers, sizeof *t->explorers))
         return TERN_ENOMEM;
-    t->explorers = nv;
+    ls->explorer_seen[e] = 1;
     t->explorers[t->n_explorers++] = e;
     return TERN_OK;
 }
@@ -135,12 +170,11 @@ static int read_lanes(const json_t *events, lanes *ls, tl_trace *t)
             l.kind = TL_ROW_BUFFER;
         else if (lane_is(lname, "trainer"))
             l.kind = TL_ROW_TRAINER;
-        lane *nv = realloc(ls->v, (ls->n + 1) * sizeof *nv);
-        if (!nv)
+        l.order = ls->n;
+        if (grow((void **)&ls->v, &ls->cap, ls->n, sizeof *ls->v) != TERN_OK)
             return TERN_ENOMEM;
-        ls->v = nv;
         ls->v[ls->n++] = l;
-        if (l.kind == TL_ROW_EXPLORER && add_explorer(t, l.explorer) != TERN_OK)
+        if (l.kind == TL_ROW_EXPLORER && add_explorer(t, ls, l.explorer) != TERN_OK)
             return TERN_ENOMEM;
     }
     return TERN_OK;
@@ -229,7 +263,7 @@ static tl_method method_of(const char *m)
 }
 
 /* Event `i` of the array, if it is one the timeline draws. */
-static int read_event(const char *path, size_t i, const json_t *e, const lanes *ls,
+static int read_event(const char *path, size_t i, const json_t *e, lanes *ls,
                       tl_trace *t)
 {
     const char *name = json_string_value(json_object_get(e, "name"));
@@ -266,16 +300,14 @@ static int read_event(const char *path, size_t i, const json_t *e, const lanes *
         const char *w = json_string_value(json_object_get(args, "for"));
         snprintf(ev.what, sizeof ev.what, "%s", w ? w : "");
     }
-    if (ev.row == TL_ROW_EXPLORER && add_explorer(t, ev.explorer) != TERN_OK)
+    if (ev.row == TL_ROW_EXPLORER && add_explorer(t, ls, ev.explorer) != TERN_OK)
         return TERN_ENOMEM;
     if (ev.kind == TL_TRAIN && read_batches(&ev, args) != TERN_OK)
         return TERN_ENOMEM;
-    tl_event *nv = realloc(t->ev, (t->n_ev + 1) * sizeof *nv);
-    if (!nv) {
+    if (grow((void **)&t->ev, &ls->ev_cap, t->n_ev, sizeof *t->ev) != TERN_OK) {
         free(ev.batches);
         return TERN_ENOMEM;
     }
-    t->ev = nv;
     t->ev[t->n_ev++] = ev;
     return TERN_OK;
 }
@@ -323,8 +355,10 @@ int tl_trace_load(const char *path, tl_trace *t)
                            "%s: no \"traceEvents\" array; this is not a trace as `tern run` "
                            "writes it (an object {\"traceEvents\": [...]})", path);
     }
-    lanes ls = {0};
-    rc = read_lanes(events, &ls, t);
+    lanes *ls = calloc(1, sizeof *ls); /* its explorer_seen is 10 KB */
+    rc = ls ? read_lanes(events, ls, t) : TERN_ENOMEM;
+    if (rc == TERN_OK && ls->n > 1)
+        qsort(ls->v, ls->n, sizeof *ls->v, by_tid);
     size_t i;
     const json_t *e;
     json_array_foreach(events, i, e) {
@@ -335,9 +369,11 @@ int tl_trace_load(const char *path, tl_trace *t)
                              "%s: event %zu is not an object; the trace is damaged: run "
                              "`tern run` again for a new one", path, i);
         else
-            rc = read_event(path, i, e, &ls, t);
+            rc = read_event(path, i, e, ls, t);
     }
-    free(ls.v);
+    if (ls)
+        free(ls->v);
+    free(ls);
     json_decref(root);
     if (rc == TERN_OK && t->n_ev == 0)
         rc = tern_errorf(TERN_EINVAL,

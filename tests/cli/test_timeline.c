@@ -239,6 +239,40 @@ Test(timeline, one_explorer_memory)
     run(&r, "rm -rf tl_one");
 }
 
+/* Many lanes (a trace with thousands of threads named, most of them not
+ * drawn) and a thread named twice: the first name holds, as before the
+ * lanes were sorted for their look-up. */
+Test(timeline, many_lanes_and_a_lane_named_twice)
+{
+    result r;
+    run(&r, "rm -rf tl_many && mkdir tl_many");
+    FILE *f = fopen(WORK "/tl_many/trace.json", "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"traceEvents\": [\n");
+    for (int i = 0; i < 5000; i++)
+        fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"name\":\"worker %d\"}},\n", 1000 + i, i);
+    fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":7,"
+               "\"args\":{\"name\":\"explorer 2\"}},\n"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":7,"
+               "\"args\":{\"name\":\"buffer\"}},\n"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":5,"
+               "\"args\":{\"name\":\"trainer\"}},\n"
+               "{\"name\":\"wait\",\"ph\":\"X\",\"ts\":0,\"dur\":1e6,\"pid\":1,"
+               "\"tid\":7,\"args\":{\"for\":\"weights\"}},\n"
+               "{\"name\":\"train\",\"ph\":\"X\",\"ts\":1e6,\"dur\":1e6,\"pid\":1,"
+               "\"tid\":5,\"args\":{\"step\":0,\"batches\":[0]}}\n]}\n");
+    fclose(f);
+    run(&r, "%s timeline tl_many/", TERN);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    read_svg("tl_many/timeline.svg");
+    cr_expect(strstr(svg, ">Explorer</text>"), "tid 7 is explorer 2, its first name, not the "
+              "buffer: the one explorer lane");
+    cr_expect_eq(svg_count(svg, "<rect class=\"wait\""), 1, "its wait, on its lane");
+    cr_expect_eq(svg_count(svg, "<rect class=\"train\""), 1);
+    run(&r, "rm -rf tl_many");
+}
+
 /* A long run is drawn from its start, 30 train steps, and the picture says
  * so; --steps draws them all. */
 Test(timeline, a_long_run_is_drawn_readably_by_default)
