@@ -274,6 +274,43 @@ Test(recovery, leftovers_of_a_killed_run_are_removed_on_resume)
     run(&r, "rm -rf " RUNS "/left");
 }
 
+/* A symbolic link planted in the run directory is never written through
+ * (log.txt once appended where it pointed): log.txt, which a resume appends
+ * to, is refused, naming it; the JSON Lines files a resume cuts back
+ * (metrics.jsonl, eval_responses.jsonl, ...) are rewritten as files of their
+ * own in the link's place. Either way the file it pointed to is untouched. */
+Test(recovery, a_symbolic_link_in_the_run_directory_is_not_followed)
+{
+    const char *files[] = {"log.txt", "eval_responses.jsonl"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        result r;
+        run(&r, "rm -rf " RUNS "/link outside.txt && printf 'mine\\n' > outside.txt");
+        write_tasks("link", 40);
+        write_config("link", 2, 0, 0);
+        run(&r, "%s run link.cfg", TERN);
+        cr_assert_eq(r.code, 0, "%s", r.err);
+        run(&r, "cd " RUNS "/link && rm -f %s && ln -s %s/outside.txt %s", files[i], WORK,
+            files[i]);
+        run(&r, "%s run link.cfg --resume -o trainer.steps=3", TERN);
+        if (i == 0) {
+            cr_expect_neq(r.code, 0, "%s", r.err);
+            cr_expect(strstr(r.err, "log.txt: cannot open the log file: it is a symbolic link, "
+                                    "and a run directory's files are written only as files of "
+                                    "their own (remove the link)"), "%s", r.err);
+        } else {
+            cr_expect_eq(r.code, 0, "%s", r.err);
+            struct stat st;
+            cr_expect(lstat(RUNS "/link/eval_responses.jsonl", &st) == 0 && S_ISREG(st.st_mode),
+                      "a file of its own");
+        }
+        char text[64];
+        slurp(WORK "/outside.txt", text, sizeof text);
+        cr_expect_str_eq(text, "mine\n", "%s: nothing written through the link", files[i]);
+    }
+    result r;
+    run(&r, "rm -rf " RUNS "/link outside.txt");
+}
+
 /* ---- other task files ------------------------------------------------------ */
 
 Test(recovery, a_resume_with_changed_task_files_is_refused)

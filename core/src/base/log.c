@@ -1,4 +1,5 @@
 /* log.c: leveled logging to stderr and log.txt (see log.h). */
+#include "base/append_file.h"
 #include "base/log.h"
 
 #include <errno.h>
@@ -41,9 +42,9 @@ int tern_log_level_parse(const char *name)
 
 int tern_log_open_file(const char *path)
 {
-    FILE *f = fopen(path, "a");
+    FILE *f = tern_append_open(path, "the log file");
     if (!f)
-        return tern_errorf(TERN_EIO, "%s: cannot open log file: %s", path, strerror(errno));
+        return TERN_EIO;
     pthread_mutex_lock(&log_lock);
     atomic_store(&log_fd, -1);
     if (log_file)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/append_file.h"
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "loop/run_state.h"
@@ -163,9 +164,9 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
     for (size_t i = 0; i < n && rc == TERN_OK && !fl->broken; i++) {
         if (!v[i].failed || v[i].failed_route >= fl->n_routes)
             continue;
-        if (!fl->f && !(fl->f = fopen(fl->path, "a"))) {
-            rc = tern_errorf(TERN_EIO, "%s: cannot open: %s; the responses that got no verdict "
-                             "are not kept", fl->path, strerror(errno));
+        if (!fl->f && !(fl->f = tern_append_open(fl->path, FILE_NAME))) {
+            rc = tern_errorf(TERN_EIO, "%s; the responses that got no verdict are not kept",
+                             tern_error_message());
             break;
         }
         json_t *o = failure_line(rw, tasks[i], texts[i], ntok[i], &v[i], stage, at);

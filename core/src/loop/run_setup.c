@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/append_file.h"
 #include "base/errmsg.h"
 #include "host/host_table.h"
 #include "base/log.h"
@@ -176,8 +177,8 @@ int tern_run_open_dir(tern_run *run, master *ms, const tern_loop_options *o)
     const char *names[] = {"metrics.jsonl", "rollouts.jsonl", "eval_responses.jsonl"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", run->dir, names[i]);
-        if (!(*files[i] = fopen(path, "a")))
-            return tern_errorf(TERN_EIO, "%s: cannot write: %s", path, strerror(errno));
+        if (!(*files[i] = tern_append_open(path, names[i])))
+            return TERN_EIO;
     }
     return TERN_OK;
 }
