@@ -209,6 +209,24 @@ Test(reward_isolation, the_worker_is_another_process_and_none_is_left, .timeout 
     cr_expect(a > 1 && b > 1 && a != b, "a restarted worker is a new process: %g, %g", a, b);
 }
 
+/* A reward too large to sum (1e308) is refused as its response's failure,
+ * never summed into figures that overflow; 1e9 itself is taken. */
+Test(reward_isolation, a_reward_beyond_the_bound_is_no_verdict)
+{
+    const char *cases[] = {"ok:1e308", "ok:-2e9", "ok:1e9"};
+    write_cases("huge.jsonl", cases, 3);
+    result r;
+    run(&r, FAULTY " < %s/huge.jsonl", WORK);
+    cr_assert_eq(r.code, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "2 of 3 responses got no verdict"), "%s", r.err);
+    char b[1024];
+    cr_expect(strstr(line_of(r.out, 0, b, sizeof b), "\"failed\":\"nonfinite\",\"reason\":\"the "
+                     "plugin gave a reward of 1e+308, beyond the 1e+09 either way the core takes "
+                     "(TERN_REWARD_MAGNITUDE_MAX)\""), "%s", b);
+    cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "\"failed\":\"nonfinite\""), "%s", b);
+    cr_expect_eq(reward_on(r.out, 2), 1e9);
+}
+
 Test(reward_isolation, in_process_failures_are_verdicts_too)
 {
     const char *cases[] = {"nan", "garbage", "ok:1", "overlong"};

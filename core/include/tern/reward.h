@@ -36,6 +36,10 @@ extern "C" {
 #define TERN_REWARD_MAX_COMPONENTS 8
 /* Bytes of tern_reward_result.reason, the terminating NUL included. */
 #define TERN_REWARD_REASON_MAX 160
+/* The largest |reward| the core takes: beyond it (1e308, say) a batch's sums
+ * and squares would overflow its figures, so the response gets no verdict
+ * ("nonfinite"). Far above any reward in use; it may grow, never shrink. */
+#define TERN_REWARD_MAGNITUDE_MAX 1e9
 
 /* Why a response got no verdict (tern_reward_result.failure, ABI 1.10), as
  * the metrics count it: reward/failed/<name> with the names in comments. */
@@ -43,7 +47,8 @@ typedef enum tern_reward_failure {
     TERN_REWARD_OK = 0,    /* "ok": judged, the result holds the verdict */
     TERN_REWARD_ERROR,     /* "error": the plugin could not judge it (a user
                               function raised; score() returned a failure) */
-    TERN_REWARD_NONFINITE, /* "nonfinite": the reward was NaN or infinite (the core) */
+    TERN_REWARD_NONFINITE, /* "nonfinite": the reward was NaN, infinite or beyond
+                              ±TERN_REWARD_MAGNITUDE_MAX (the core) */
     TERN_REWARD_CRASH,     /* "crash": what judges it died (a worker, a child process) */
     TERN_REWARD_TIMEOUT,   /* "timeout": no verdict in time */
     TERN_REWARD_GARBAGE,   /* "garbage": what judges it answered something malformed */

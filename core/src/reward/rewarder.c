@@ -220,6 +220,12 @@ judged:
             fail[k] = TERN_REWARD_NONFINITE;
             snprintf(res[k].reason, sizeof res[k].reason, "the plugin gave a non-finite "
                      "reward");
+        } else if (fail[k] == TERN_REWARD_OK &&
+                   fabs(res[k].reward) > TERN_REWARD_MAGNITUDE_MAX) {
+            fail[k] = TERN_REWARD_NONFINITE; /* its sums would overflow the figures */
+            snprintf(res[k].reason, sizeof res[k].reason, "the plugin gave a reward of %g, "
+                     "beyond the %g either way the core takes (TERN_REWARD_MAGNITUDE_MAX)",
+                     res[k].reward, TERN_REWARD_MAGNITUDE_MAX);
         }
     return rc;
 }
