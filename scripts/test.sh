@@ -24,13 +24,16 @@ logs="build=build/Testing/Temporary/LastTest.log"
 # AVX2. On one with AVX-512 the same tests run again as an AVX2-only CPU runs
 # them: tern's vector paths capped at AVX2 (TERN_SIMD, docs/models.md) and
 # OpenBLAS's Haswell kernels (unless OPENBLAS_CORETYPE is set already, for a
-# reason of this machine's). The packaging tests compute nothing and stay out.
+# reason of this machine's). Tests that compute nothing the vector paths or
+# OpenBLAS touch stay out: packaging, the buffer plugins, the reward plugins
+# and their sandbox, the kill tests of exactly-once.
 if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
   echo "== the same tests as an AVX2-only CPU runs them (TERN_SIMD=avx2, OpenBLAS ${OPENBLAS_CORETYPE:-Haswell})"
   cp build/Testing/Temporary/LastTest.log build/Testing/Temporary/LastTest-native.log
   logs="build=build/Testing/Temporary/LastTest-native.log build(avx2)=build/Testing/Temporary/LastTest.log"
   TERN_SIMD=avx2 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} \
-    ctest --test-dir build --output-on-failure -j "$jobs" -E '^packaging_'
+    ctest --test-dir build --output-on-failure -j "$jobs" \
+    -E '^(packaging_.*|test_(sqlite|fifo|priority|run_kills|code_text|reward_score)|test_[a-z0-9]+_reward)$'
 fi
 
 echo "== build and test under ASan + UBSan"
