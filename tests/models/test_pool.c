@@ -1,7 +1,8 @@
 /* test_pool.c: the transformer's thread team (layers/pool.c), whose workers
  * spin a while after each call and then sleep: every call runs every share
  * exactly once and returns after all of them, back to back (the spinning
- * path), after pauses longer than the spin (the sleeping path), and mixed. */
+ * path), after pauses longer than the spin (the sleeping path), and mixed;
+ * and with no spin at all (spin_us = 0). */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -82,4 +83,28 @@ Test(pool, freed_while_its_workers_sleep_or_spin)
             pause_us(300); /* asleep at the free; else still spinning */
         pool_free(p);
     }
+}
+
+/* spin_us = 0: every waiter sleeps at once, and every share still runs once */
+Test(pool, never_spinning_runs_every_share_once, .timeout = 60)
+{
+    pool *p = pool_new(WORKERS);
+    cr_assert_not_null(p);
+    pool_set_spin(p, 0);
+    count_job j;
+    memset(&j, 0, sizeof j);
+    const int calls = 3000;
+    for (int c = 0; c < calls; c++) {
+        if (c % 500 == 0)
+            pause_us(300);
+        atomic_store(&j.in_call, 0);
+        pool_run(p, count_part, &j);
+        cr_assert_eq(atomic_load(&j.in_call), WORKERS, "call %d", c);
+    }
+    for (int w = 0; w < WORKERS; w++)
+        cr_expect_eq(j.calls[w], calls);
+    pool_set_spin(p, 100000); /* and back */
+    pool_run(p, count_part, &j);
+    cr_expect_eq(j.calls[0], calls + 1);
+    pool_free(p);
 }

@@ -26,6 +26,7 @@
 #include "front.h"
 #include "layers/fastexp.h"
 #include "layers/gemm.h"
+#include "layers/pool.h"
 #include "layers/simd.h"
 
 /* OpenBLAS's thread control and identity (openblas_config.h is not always
@@ -68,6 +69,10 @@ static int cpu_open(const tern_host *host, tern_ctx *ctx, llama_model *m, void *
     openblas_set_num_threads(1);
     if (llama_model_set_threads(m, (int)threads) != 0)
         return host->fail(ctx, TERN_ERR, "cannot start %d threads", (int)threads);
+    int64_t spin_us = 100;
+    if ((rc = host->get_int(ctx, "spin_us", &spin_us)) != TERN_OK && rc != TERN_ENOTFOUND)
+        return rc;
+    pool_set_spin(m->gx.tp, (long)spin_us * 1000);
     char why[256];
     if (simd_env_check(why, sizeof why) != 0)
         return host->fail(ctx, TERN_EINVAL, "%s", why);
@@ -153,6 +158,11 @@ static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "threads", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 256,
                  .aka = "num_threads|n_threads",
                  .doc = "threads of this instance (its own, whatever other instances use)"),
+    TERN_SETTING(.name = "spin_us", .type = TERN_SETTING_INT, .def = "100", .min = 0,
+                 .max = 100000, .aka = "spin",
+                 .doc = "microseconds a thread of this instance waiting for the others spins "
+                        "before it sleeps, at most (less when the cores are busy); 0: never "
+                        "spin"),
     TERN_SETTING(.name = "compute", .type = TERN_SETTING_STRING, .def = "\"fp32\"",
                  .choices = "fp32|bf16", .aka = "precision|matmul_precision",
                  .doc = "precision of the matrix products: fp32, or bf16 (operands rounded to "

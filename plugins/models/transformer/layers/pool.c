@@ -13,6 +13,10 @@
  * `pending` as long before it sleeps; a wait longer than that (the pool idle
  * between passes, or a long share) costs one wake-up as before, and the
  * spinning never holds a core longer than SPIN_NS past the last work.
+ * pool_set_spin (the plugin's `spin_us`) changes that bound: on a machine
+ * whose cores other work needs, a spinner takes the core from it (measured:
+ * the quickstart beside one CPU-bound process took 101 s spinning 100 us,
+ * 64 s not spinning; docs/models.md).
  *
  * Sleeping without lost wake-ups: a sleeper announces itself (`sleepers`,
  * `caller_asleep`) before it checks its condition under the lock, and the
@@ -39,6 +43,7 @@ struct pool {
     atomic_int pending, stop;
     atomic_int sleepers;      /* workers asleep (or about to be) on `work` */
     atomic_int caller_asleep; /* the caller asleep (or about to be) on `done` */
+    atomic_long spin_ns;      /* how long a waiter spins before it sleeps; 0: never */
     void (*fn)(void *, int, int);
     void *arg;
 };
@@ -76,16 +81,19 @@ static int shares_done(pool *p, unsigned long unused)
     return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
 }
 
-/* Spin until ready(p, arg), for at most SPIN_NS; 1 if it came. The clock is
- * read once every 64 turns. */
+/* Spin until ready(p, arg), for at most the pool's spin_ns; 1 if it came.
+ * The clock is read once every 64 turns. */
 static int spin(pool *p, int (*ready)(pool *, unsigned long), unsigned long arg)
 {
+    long limit = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
+    if (limit <= 0)
+        return ready(p, arg);
     long t0 = now_ns();
     for (unsigned turn = 1;; turn++) {
         if (ready(p, arg))
             return 1;
         cpu_relax();
-        if (turn % 64 == 0 && now_ns() - t0 > SPIN_NS)
+        if (turn % 64 == 0 && now_ns() - t0 > limit)
             return 0;
     }
 }
@@ -135,6 +143,7 @@ pool *pool_new(int n)
     atomic_init(&p->stop, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_asleep, 0);
+    atomic_init(&p->spin_ns, SPIN_NS);
     p->threads = calloc((size_t)n, sizeof *p->threads);
     if (!p->threads) {
         pool_free(p);
@@ -172,6 +181,12 @@ void pool_free(pool *p)
 }
 
 int pool_size(const pool *p) { return p ? p->n : 1; }
+
+void pool_set_spin(pool *p, long ns)
+{
+    if (p)
+        atomic_store(&p->spin_ns, ns > 0 ? ns : 0);
+}
 
 void pool_share(int total, int w, int n, int *lo, int *hi)
 {

@@ -11,6 +11,9 @@ pool *pool_new(int n);
 void pool_free(pool *p);
 /* Workers in the team (1 for a NULL pool). */
 int pool_size(const pool *p);
+/* How long a waiting thread spins before it sleeps (ns; default 100000, 0:
+ * it sleeps at once). Safe between pool_run calls; no-op for a NULL pool. */
+void pool_set_spin(pool *p, long ns);
 /* Run fn(arg, w, n) for w = 0..n-1 concurrently (w = 0 on the caller) and
  * wait for all. With a NULL pool, runs fn(arg, 0, 1) inline. Not reentrant. */
 void pool_run(pool *p, void (*fn)(void *arg, int w, int n), void *arg);
