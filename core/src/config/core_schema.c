@@ -2,6 +2,7 @@
 #include "config/core_schema.h"
 
 #include "config/run_settings.h"
+#include "tern/environment.h"
 
 static const tern_setting_spec run_keys[] = {
     TERN_SETTING(.name = "name", .type = TERN_SETTING_STRING, .def = "\"run\"",
@@ -45,6 +46,16 @@ static const tern_setting_spec plugin_slot_keys[] = {
     TERN_SETTINGS_END,
 };
 
+/* Keys the core owns in the environment slot (docs/agents.md). */
+static const tern_setting_spec environment_slot_keys[] = {
+    TERN_SETTING(.name = "plugin", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
+                 .doc = "name of the environment plugin (see `tern plugins`)"),
+    TERN_SETTING(.name = "max_turns", .type = TERN_SETTING_INT, .def = "8", .min = 1,
+                 .max = TERN_ENV_MAX_TURNS, .aka = "turns|max_steps",
+                 .doc = "the model's turns in one trajectory at most; then it ends, unfinished"),
+    TERN_SETTINGS_END,
+};
+
 static const tern_setting_spec reward_slot_keys[] = {
     TERN_SETTING(.name = "plugin", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
                  .doc = "name of the reward plugin (see `tern plugins`)"),
@@ -79,6 +90,9 @@ const tern_setting_spec tern_core_schema[] = {
                  .doc = "the synchronisation strategy plugin and its settings"),
     TERN_SETTING(.name = "transport", .type = TERN_SETTING_GROUP, .aka = "weight_transport",
                  .doc = "a weight transport plugin (sync's method names it: nccl)"),
+    TERN_SETTING(.name = "environment", .type = TERN_SETTING_GROUP, .aka = "env|environments",
+                 .doc = "what the policy talks to for many turns: trajectories, not single "
+                 "answers (docs/agents.md)"),
     TERN_SETTING(.name = "rewards", .type = TERN_SETTING_LIST, .aka = "reward",
                  .doc = "reward plugins, each routed by task domain"),
     TERN_SETTING(.name = "data", .type = TERN_SETTING_GROUP, .children = tern_data_keys,
@@ -103,6 +117,7 @@ const tern_slot_def tern_slots[] = {
     {"sync", TERN_KIND_SYNC, 0, plugin_slot_keys},
     {"transport", TERN_KIND_TRANSPORT, 0, plugin_slot_keys},
     {"rewards", TERN_KIND_REWARD, 1, reward_slot_keys},
+    {"environment", TERN_KIND_ENVIRONMENT, 0, environment_slot_keys},
 };
 const size_t tern_n_slots = sizeof tern_slots / sizeof tern_slots[0];
 
@@ -114,6 +129,7 @@ const char *tern_kind_name(uint32_t kind)
     case TERN_KIND_BUFFER: return "buffer";
     case TERN_KIND_SYNC: return "sync";
     case TERN_KIND_TRANSPORT: return "transport";
+    case TERN_KIND_ENVIRONMENT: return "environment";
     default: return "unknown";
     }
 }

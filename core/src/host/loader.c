@@ -9,6 +9,7 @@
 #include "base/errmsg.h"
 #include "config/schema.h"
 #include "tern/buffer.h"
+#include "tern/environment.h"
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
@@ -28,6 +29,7 @@ size_t tern_ops_min_size(uint32_t kind)
     case TERN_KIND_BUFFER: return offsetof(tern_buffer_ops, advance); /* 1.2 appended it */
     case TERN_KIND_SYNC: return sizeof(tern_sync_ops);
     case TERN_KIND_TRANSPORT: return sizeof(tern_transport_ops);
+    case TERN_KIND_ENVIRONMENT: return sizeof(tern_environment_ops);
     default: return 0;
     }
 }
@@ -60,6 +62,10 @@ static const op_def transport_ops[] = {
     OP(tern_transport_ops, finish),   OP(tern_transport_ops, receive),
     OP(tern_transport_ops, copy_out), OP(tern_transport_ops, release),
     OP(tern_transport_ops, cancel),   {0, NULL}};
+static const op_def environment_ops[] = {
+    OP(tern_environment_ops, create), OP(tern_environment_ops, destroy),
+    OP(tern_environment_ops, reset),  OP(tern_environment_ops, step),
+    OP(tern_environment_ops, close),  {0, NULL}};
 #undef OP
 
 static const op_def *required_ops(uint32_t kind)
@@ -70,6 +76,7 @@ static const op_def *required_ops(uint32_t kind)
     case TERN_KIND_BUFFER: return buffer_ops;
     case TERN_KIND_SYNC: return sync_ops;
     case TERN_KIND_TRANSPORT: return transport_ops;
+    case TERN_KIND_ENVIRONMENT: return environment_ops;
     default: return NULL;
     }
 }
