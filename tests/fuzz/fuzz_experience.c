@@ -2,12 +2,13 @@
  * fuzz_experience.c: libFuzzer target for the experience decoder
  * (core/src/experience), the code that reads what a buffer hands back,
  * including a durable buffer's file written by another process. The input
- * is one record: a group (format 4, with its image's path and digest, or
- * format 3 without), its prompt and responses. Nothing may crash, leak or
- * read out of bounds; a record the decoder accepts must encode back to
- * exactly the same bytes (the encoding is canonical, so an accepted record
- * is never a misread one; a format 3 record encodes as format 4, the same
- * bytes but for the format number and the checksum), which also reads every
+ * is one record: a group (format 5, each response a trajectory of segments;
+ * format 4, one-answer responses; format 3, without the image either), its
+ * prompt and responses. Nothing may crash, leak or read out of bounds; a
+ * format 5 record the decoder accepts must encode back to exactly the same
+ * bytes (the encoding is canonical, so an accepted record is never a misread
+ * one); an older one encodes as format 5, which must decode and encode again
+ * to those same bytes; and either check reads every
  * array and name the decoded pointers point at. Each input is decoded twice: as it
  * is, and "resealed" (its length and checksum fields made right), so that
  * the fuzzer reaches the checks behind the checksum (sizes, names, finite
@@ -33,17 +34,27 @@ static void decode_and_check(const uint8_t *copy, size_t size)
     tern_experience e;
     if (tern_experience_decode(copy, size, &e) == 0) {
         size_t n = tern_experience_bytes(&e);
-        if (n != size)
+        int current = copy[4] == TERN_EXPERIENCE_FORMAT;
+        if (n == 0 || (current && n != size))
             abort();
         uint8_t *again = malloc(n);
         if (again) {
             tern_experience_encode(&e, again);
-            if (copy[4] == TERN_EXPERIENCE_FORMAT_NO_IMAGE) { /* read as format 4 */
-                put_le32(again + 4, TERN_EXPERIENCE_FORMAT_NO_IMAGE);
-                put_le32(again + 12, tern_crc32c(0, again + 16, n - 16));
-            }
-            if (memcmp(again, copy, n) != 0)
+            if (current && memcmp(again, copy, n) != 0)
                 abort();
+            if (!current) { /* an older format, written again as format 5 */
+                tern_experience f;
+                if (tern_experience_decode(again, n, &f) != 0 || tern_experience_bytes(&f) != n)
+                    abort();
+                uint8_t *third = malloc(n);
+                if (third) {
+                    tern_experience_encode(&f, third);
+                    if (memcmp(third, again, n) != 0)
+                        abort();
+                    free(third);
+                }
+                tern_experience_clear(&f);
+            }
             free(again);
         }
         tern_experience_clear(&e);

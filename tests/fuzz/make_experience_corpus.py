@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed records of the experience decoder's fuzz target
-(tests/fuzz/corpus_experience/): valid format-4 groups of a few shapes (one
-with an image's path and digest), encoded as core/src/experience/experience.h
-lays them out, one format-3 group (before images, still read), and one
+(tests/fuzz/corpus_experience/): valid format-5 groups of a few shapes (one
+with an image's path and digest, one with multi-turn trajectories), encoded as
+core/src/experience/experience.h lays them out, one format-4 group (before
+trajectories) and one format-3 group (before images), still read, and one
 format-2 record (one response, as an older tern wrote it) that the decoder
 refuses.
 
@@ -36,13 +37,19 @@ def stats(responses):
     return mean, math.sqrt(var if var > 0 else 0.0), acc / g
 
 
-def response(version, finish, failure, reward, accuracy, parts, tokens, logp):
+def response(version, finish, failure, reward, accuracy, parts, tokens, logp, segments=None,
+             turns=(), end=0, env_failure=0):
+    """segments: [(tokens, kind 1 model / 2 context, version)]; None: one model
+    segment of every token at `version` (a one-answer response)."""
+    if segments is None:
+        segments = [(len(tokens), 1, version)]
     return dict(version=version, finish=finish, failure=failure, reward=reward,
-                accuracy=accuracy, parts=parts, tokens=tokens, logp=logp)
+                accuracy=accuracy, parts=parts, tokens=tokens, logp=logp, segments=segments,
+                turns=list(turns), end=end, env_failure=env_failure)
 
 
 def group(batch, version, domain, task_id, prompt, responses, image=b"", digest=b"",
-          fmt=4):
+          fmt=5):
     mean, std, acc = stats(responses)
     body = struct.pack("<qqIIIIQQdddHHHH", batch, version, 7, 1, len(responses), len(prompt),
                        1795000000 * 10**9, 1795000001 * 10**9, mean, std, acc,
@@ -58,6 +65,12 @@ def group(batch, version, domain, task_id, prompt, responses, image=b"", digest=
             body += struct.pack("<B", len(name)) + name + struct.pack("<d", value)
         body += struct.pack("<%di" % len(r["tokens"]), *r["tokens"])
         body += struct.pack("<%df" % len(r["logp"]), *r["logp"])
+        if fmt >= 5:
+            body += struct.pack("<HHHH", len(r["segments"]), len(r["turns"]), r["end"],
+                                r["env_failure"])
+            for n, kind, version in r["segments"]:
+                body += struct.pack("<IIq", n, kind, version)
+            body += struct.pack("<%dd" % len(r["turns"]), *r["turns"])
     total = 16 + len(body)
     return struct.pack("<4sIII", b"TXP1", fmt, total, crc32c(body)) + body
 
@@ -86,6 +99,18 @@ code_group = [
              list(range(100 * i, 100 * i + 24)), [-0.0625 * k for k in range(24)])
     for i in range(8)
 ]
+# a game of three turns (model, observation, model, observation, model),
+# one that its environment ended early, one cut short by max_turns
+agent_group = [
+    response(4, 1, 0, 1.0, 1.0, [], [5, 2, 90, 91, 92, 6, 2, 93, 94, 7, 2],
+             [-0.5, -0.01, 0, 0, 0, -0.75, -0.02, 0, 0, -0.1, -0.03],
+             segments=[(2, 1, 4), (3, 2, 4), (2, 1, 4), (2, 2, 4), (2, 1, 5)],
+             turns=[0.0, 0.0, 1.0], end=1),
+    response(4, 1, 0, 0.0, 0.0, [], [8, 2], [-1.0, -0.05], segments=[(2, 1, 4)], turns=[0.0],
+             end=4, env_failure=3),
+    response(4, 2, 0, 0.0, 0.0, [], [9, 95, 10], [-2.0, 0, -1.5],
+             segments=[(1, 1, 4), (1, 2, 4), (1, 1, 4)], turns=[0.0, 0.0], end=2),
+]
 
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_experience")
 os.makedirs(here, exist_ok=True)
@@ -97,6 +122,8 @@ seeds = {
     "code8.bin": group(3, 2, b"code", b"x" * 40, list(range(32)), code_group),
     "image.bin": group(5, 5, b"vision", b"shapes-00001-counting", [1, 258, 258, 258, 258, 9],
                        math_group, b"data/shapes/images/shape-00001.png", bytes(range(32))),
+    "agent.bin": group(4, 4, b"game", b"guess-7", [1, 2, 3], agent_group),
+    "format4.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group, fmt=4),
     "format3.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group, fmt=3),
     "format2.bin": format2(b"math", b"gsm8k-42", [1, 2, 3], [5, 6], [-0.5, -1.25]),
 }

@@ -1,8 +1,9 @@
 /* test_experience.c: the experience encoding every buffer carries
- * (core/src/experience), format 4: one record per group, with its image's
- * path and digest. The round trip of every field for groups of several
- * shapes, with an image and without, the byte layout (little-endian, so a
- * durable buffer reads the same anywhere), format 3 records still read, the
+ * (core/src/experience), format 5: one record per group, with its image's
+ * path and digest, each response a trajectory of segments. The round trip of
+ * every field for groups of several shapes, with an image and without, with
+ * trajectories, the byte layout (little-endian, so a durable buffer reads the
+ * same anywhere), format 4 and 3 records still read, the
  * group statistics, the limits, and the refusal of truncated, joined,
  * corrupt, old-format and inconsistent records. */
 #include <criterion/criterion.h>
@@ -57,7 +58,7 @@ static void sample(group *g)
                              .n = 3, .resp = g->resp};
     tern_experience_finish_stats(&g->e);
 }
-#define SAMPLE_BYTES 295u /* 96 + 14 text + 12 prompt + 82 + 34 + 57 responses */
+#define SAMPLE_BYTES 367u /* 96 + 14 text + 12 prompt + 106 + 58 + 81 responses */
 
 /* A group of G responses, response i of i % (MAX_R + 1) tokens, every value
  * derived from `seed`; no domain, no task id, no prompt when `bare`. */
@@ -245,10 +246,10 @@ Test(experience, groups_of_several_shapes_round_trip)
         }
     /* G = 1 with nothing but the header and one empty response */
     shaped(&g, 1, 9, 1);
-    round_trip(&g.e, TERN_EXPERIENCE_HEADER + 34);
+    round_trip(&g.e, TERN_EXPERIENCE_HEADER + 34 + 24);
     /* G = 8, every response empty (R = 0), no parts */
     shaped(&g, 8, 4, 1);
-    round_trip(&g.e, TERN_EXPERIENCE_HEADER + 8 * 34);
+    round_trip(&g.e, TERN_EXPERIENCE_HEADER + 8 * (34 + 24));
 }
 
 Test(experience, the_limits_exactly_round_trip)
@@ -352,7 +353,7 @@ Test(experience, layout_is_little_endian_whatever_the_host)
     unsigned char *b = encode(&g.e, &n);
     cr_assert_eq(n, SAMPLE_BYTES);
     cr_expect_eq(memcmp(b, "TXP1", 4), 0);
-    cr_expect_eq(le32(b + 4), 4);
+    cr_expect_eq(le32(b + 4), 5);
     cr_expect_eq(le32(b + 8), SAMPLE_BYTES);
     cr_expect_eq(le32(b + 12), tern_crc32c(0, b + 16, n - 16));
     cr_expect_eq(le64(b + 16), 1234567890123ull);
@@ -391,20 +392,32 @@ Test(experience, layout_is_little_endian_whatever_the_host)
     cr_expect_eq(le32(b + 192), 6);
     cr_expect_eq(le32(b + 196), 0xbe800000u); /* -0.25f */
     cr_expect_eq(le32(b + 200), 0xc0600000u); /* -3.5f */
-    /* response 1 at 204: no tokens, no parts, a failed verdict */
-    cr_expect_eq(le64(b + 204), 10);
-    cr_expect_eq(le32(b + 212), 0);
-    cr_expect_eq(le16(b + 216), 2);
-    cr_expect_eq(le16(b + 218), 4);
-    cr_expect_eq(le16(b + 236), 0);
-    /* response 2 at 238 */
-    cr_expect_eq(le32(b + 246), 1);
-    cr_expect_eq(lef64(b + 254), 0.5);
-    cr_expect_eq(le16(b + 270), 1);
-    cr_expect_eq(b[272], 6);
-    cr_expect_eq(lef64(b + 279), 0.5);
-    cr_expect_eq(le32(b + 287), (uint32_t)-7);
-    cr_expect_eq(le32(b + 291), 0xbe000000u); /* -0.125f */
+    /* response 0's trajectory at 204: one model segment of its 2 tokens */
+    cr_expect_eq(le16(b + 204), 1);  /* S */
+    cr_expect_eq(le16(b + 206), 0);  /* K */
+    cr_expect_eq(le16(b + 208), 0);  /* end: an answer */
+    cr_expect_eq(le16(b + 210), 0);  /* no environment failure */
+    cr_expect_eq(le32(b + 212), 2);  /* its tokens */
+    cr_expect_eq(le32(b + 216), 1);  /* model */
+    cr_expect_eq(le64(b + 220), 11); /* the response's version */
+    /* response 1 at 228: no tokens, no parts, a failed verdict */
+    cr_expect_eq(le64(b + 228), 10);
+    cr_expect_eq(le32(b + 236), 0);
+    cr_expect_eq(le16(b + 240), 2);
+    cr_expect_eq(le16(b + 242), 4);
+    cr_expect_eq(le16(b + 260), 0);
+    cr_expect_eq(le16(b + 262), 1);  /* one model segment of no tokens */
+    cr_expect_eq(le32(b + 270), 0);
+    /* response 2 at 286 */
+    cr_expect_eq(le32(b + 294), 1);
+    cr_expect_eq(lef64(b + 302), 0.5);
+    cr_expect_eq(le16(b + 318), 1);
+    cr_expect_eq(b[320], 6);
+    cr_expect_eq(lef64(b + 327), 0.5);
+    cr_expect_eq(le32(b + 335), (uint32_t)-7);
+    cr_expect_eq(le32(b + 339), 0xbe000000u); /* -0.125f */
+    cr_expect_eq(le16(b + 343), 1);
+    cr_expect_eq(le32(b + 351), 1);
     free(b);
 }
 
@@ -514,10 +527,10 @@ Test(experience, wrong_magic_and_unknown_formats_are_refused)
     expect_refused(buf, n, WORDS("not a tern experience", "magic"));
     memcpy(buf, "TXP1", 4);
     buf[4] = 1; /* format 1: native order, never stored */
-    expect_refused(buf, n, WORDS("format 1", "not known", "reads formats 3 and 4"));
-    buf[4] = 5;
-    expect_refused(buf, n, WORDS("format 5 is not known to this tern (it reads formats 3 and "
-                                 "4)"));
+    expect_refused(buf, n, WORDS("format 1", "not known", "reads formats 3 to 5"));
+    buf[4] = 6;
+    expect_refused(buf, n, WORDS("format 6 is not known to this tern (it reads formats 3 to "
+                                 "5)"));
     free(buf);
 }
 
@@ -534,7 +547,7 @@ Test(experience, format_2_is_refused_with_what_to_do)
     put32(old + 12, tern_crc32c(0, old + 16, sizeof old - 16));
     expect_refused(old, sizeof old,
                    WORDS("format 2", "one record per response", "older tern",
-                         "reads formats 3 and 4", "one record per group", "finish the run",
+                         "reads formats 3 to 5", "one record per group", "finish the run",
                          "remove the buffer's file"));
 }
 
@@ -554,11 +567,11 @@ Test(experience, every_truncation_and_joined_record_is_refused)
         cr_assert_null(d.owned);
         free(cut);
     }
-    expect_refused(buf, n - 4, WORDS("has 291 bytes", "header says 295", "truncated"));
+    expect_refused(buf, n - 4, WORDS("has 363 bytes", "header says 367", "truncated"));
     expect_refused(buf, 10, WORDS("10 bytes is too short"));
     unsigned char *two = malloc(2 * n);
     memcpy(two, buf, n), memcpy(two + n, buf, n);
-    expect_refused(two, 2 * n, WORDS("has 590 bytes", "header says 295", "joined"));
+    expect_refused(two, 2 * n, WORDS("has 734 bytes", "header says 367", "joined"));
     free(two);
     free(buf);
 }
@@ -667,7 +680,7 @@ Test(experience, a_bad_image_field_is_refused)
     expect_refused(b, n, WORDS("image path holds a NUL byte"));
     free(b);
     b = encode(&g.e, &n);
-    b[92] = 200; /* a path longer than the record */
+    b[92] = 94, b[93] = 1; /* a path of 350 bytes, longer than the record */
     reseal(b, n);
     expect_refused(b, n, WORDS("ends inside its image path or digest"));
     free(b);
@@ -677,20 +690,80 @@ Test(experience, a_bad_image_field_is_refused)
     expect_over(&g.e, "image path is 4097 bytes");
 }
 
-/* Format 3, written before images: the same record as format 4 without an
- * image but for its format number and a u32 zero at 92. Still read. */
+/* The sample as format 4 wrote it (before trajectories): its format 5
+ * encoding without each response's trajectory part (the one-segment
+ * trajectories at 204, 262 and 343, 24 bytes each), resealed. *n: its bytes. */
+static unsigned char *sample_as_format_4(size_t *n)
+{
+    group g;
+    sample(&g);
+    size_t len;
+    unsigned char *b = encode(&g.e, &len);
+    static const size_t cut[3] = {204, 262, 343};
+    unsigned char *old = malloc(len);
+    size_t m = 0, from = 0;
+    for (int k = 0; k < 3; k++) {
+        memcpy(old + m, b + from, cut[k] - from);
+        m += cut[k] - from;
+        from = cut[k] + 24;
+    }
+    memcpy(old + m, b + from, len - from);
+    m += len - from;
+    free(b);
+    put32(old + 4, 4);
+    put32(old + 8, (uint32_t)m);
+    reseal(old, m);
+    *n = m;
+    return old;
+}
+
+/* Format 4, written before trajectories: every response is read as one
+ * model segment at its version, without turn rewards. */
+Test(experience, format_4_records_are_read_as_one_answer_responses)
+{
+    group g;
+    sample(&g);
+    size_t n;
+    unsigned char *b = sample_as_format_4(&n);
+    cr_assert_eq(n, SAMPLE_BYTES - 72);
+    tern_experience d;
+    cr_assert_eq(tern_experience_decode(b, n, &d), TERN_OK, "%s", tern_error_message());
+    expect_same(&g.e, &d);
+    for (uint32_t i = 0; i < d.n; i++) {
+        const tern_exp_response *r = &d.resp[i];
+        cr_assert_eq(r->n_segments, 1, "response %u", i);
+        cr_expect_eq(r->segments[0].len, r->len);
+        cr_expect_eq(r->segments[0].kind, TERN_SEGMENT_MODEL);
+        cr_expect_eq(r->segments[0].version, r->version);
+        cr_expect_eq(r->n_turns, 0);
+        cr_expect_eq(r->end, TERN_END_ANSWER);
+    }
+    /* written again, it is format 5: the sample's bytes */
+    size_t m;
+    unsigned char *again = encode(&d, &m);
+    cr_expect_eq(m, SAMPLE_BYTES);
+    unsigned char *want = encode(&g.e, &m);
+    cr_expect_eq(memcmp(again, want, m), 0);
+    free(again), free(want);
+    tern_experience_clear(&d);
+    free(b);
+}
+
+/* Format 3, written before images: format 4 without an image but for its
+ * format number and a u32 zero at 92. Still read. */
 Test(experience, format_3_records_are_read_as_groups_without_an_image)
 {
     group g;
     sample(&g);
     size_t n;
-    unsigned char *b = encode(&g.e, &n);
+    unsigned char *b = sample_as_format_4(&n);
     put32(b + 4, 3);
     reseal(b, n);
     tern_experience d;
     cr_assert_eq(tern_experience_decode(b, n, &d), TERN_OK, "%s", tern_error_message());
     expect_same(&g.e, &d);
     cr_expect_null(d.image);
+    cr_expect_eq(d.resp[0].n_segments, 1);
     tern_experience_clear(&d);
     /* its offset 92 is a u32 zero: an image count there is no format 3 */
     b[92] = 14;
@@ -699,6 +772,108 @@ Test(experience, format_3_records_are_read_as_groups_without_an_image)
     b[92] = 0, b[94] = 1;
     reseal(b, n);
     expect_refused(b, n, WORDS("reserved field (offset 92)"));
+    free(b);
+}
+
+/* ---- trajectories (format 5) ---------------------------------------------------- */
+
+/* The sample with response 0 a trajectory of three turns: model 1 token
+ * (version 11), context 2, model 1 (version 12)... kept in g's arrays. */
+typedef struct traj {
+    group g;
+    tern_exp_segment seg[3];
+    double turn[2];
+} traj;
+
+static void sample_trajectory(traj *t)
+{
+    sample(&t->g);
+    tern_exp_response *r = &t->g.resp[0];
+    r->len = 4;
+    t->g.tokens[0][2] = 77, t->g.tokens[0][3] = 78;
+    t->g.logp[0][1] = 0.0f, t->g.logp[0][2] = 0.0f, t->g.logp[0][3] = -0.5f;
+    t->seg[0] = (tern_exp_segment){1, TERN_SEGMENT_MODEL, 11};
+    t->seg[1] = (tern_exp_segment){2, TERN_SEGMENT_CONTEXT, 11};
+    t->seg[2] = (tern_exp_segment){1, TERN_SEGMENT_MODEL, 12};
+    t->turn[0] = 0.25, t->turn[1] = 0.75;
+    r->segments = t->seg;
+    r->n_segments = 3;
+    r->turn_reward = t->turn;
+    r->n_turns = 2;
+    r->end = TERN_END_DONE;
+    r->reward = 1.0;
+    t->g.resp[2].end = TERN_END_FAILED;
+    t->g.resp[2].env_failure = 3;
+    tern_experience_finish_stats(&t->g.e);
+}
+
+Test(experience, a_trajectory_round_trips_with_its_segments_and_turn_rewards)
+{
+    traj t;
+    sample_trajectory(&t);
+    /* response 0: 2 more tokens (16 bytes), 2 more segments (32), 2 turn rewards (16) */
+    round_trip(&t.g.e, SAMPLE_BYTES + 64);
+    size_t n;
+    unsigned char *b = encode(&t.g.e, &n);
+    tern_experience d;
+    cr_assert_eq(tern_experience_decode(b, n, &d), TERN_OK, "%s", tern_error_message());
+    const tern_exp_response *r = &d.resp[0];
+    cr_assert_eq(r->n_segments, 3);
+    for (int k = 0; k < 3; k++) {
+        cr_expect_eq(r->segments[k].len, t.seg[k].len, "segment %d", k);
+        cr_expect_eq(r->segments[k].kind, t.seg[k].kind, "segment %d", k);
+        cr_expect_eq(r->segments[k].version, t.seg[k].version, "segment %d", k);
+    }
+    cr_assert_eq(r->n_turns, 2);
+    cr_expect(r->turn_reward[0] == 0.25 && r->turn_reward[1] == 0.75);
+    cr_expect_eq(r->end, TERN_END_DONE);
+    cr_expect_eq(d.resp[2].end, TERN_END_FAILED);
+    cr_expect_eq(d.resp[2].env_failure, 3);
+    cr_expect_eq((uintptr_t)r->segments % _Alignof(tern_exp_segment), 0);
+    cr_expect_eq((uintptr_t)r->turn_reward % _Alignof(double), 0);
+    tern_experience_clear(&d);
+    free(b);
+}
+
+Test(experience, a_trajectory_that_does_not_add_up_is_refused)
+{
+    traj t;
+    sample_trajectory(&t);
+    t.seg[1].len = 3;
+    expect_over(&t.g.e, "segments hold 5 tokens, the response 4");
+    sample_trajectory(&t);
+    t.seg[1].kind = 9;
+    expect_over(&t.g.e, "segment 1 has kind 9");
+    sample_trajectory(&t);
+    t.g.resp[0].n_turns = 1;
+    expect_over(&t.g.e, "1 turn rewards for 2 model turns");
+    sample_trajectory(&t);
+    t.turn[1] = NAN;
+    expect_over(&t.g.e, "turn reward 1 is nan");
+    sample_trajectory(&t);
+    t.g.resp[1].end = 99;
+    expect_over(&t.g.e, "end is 99");
+    sample_trajectory(&t);
+    t.g.resp[1].env_failure = 7;
+    expect_over(&t.g.e, "environment failure is 7");
+    /* the decoder refuses the same, from the bytes: response 0's segments
+     * start at 204 + 16 (its 2 more tokens) + 8 */
+    sample_trajectory(&t);
+    size_t n;
+    unsigned char *b = encode(&t.g.e, &n);
+    put32(b + 228 + 16, 5); /* segment 1: 5 tokens */
+    reseal(b, n);
+    expect_refused(b, n, WORDS("response 0", "no trajectory", "segments hold 7 tokens"));
+    free(b);
+    b = encode(&t.g.e, &n);
+    b[220] = 0, b[221] = 0; /* S = 0 */
+    reseal(b, n);
+    expect_refused(b, n, WORDS("response 0", "no segments"));
+    free(b);
+    b = encode(&t.g.e, &n);
+    b[220] = 0xff; /* S = 255: past the end */
+    reseal(b, n);
+    expect_refused(b, n, WORDS("ends inside the segments of response 0"));
     free(b);
 }
 
@@ -716,7 +891,7 @@ Test(experience, inner_sizes_too_large_are_refused)
 {
     /* more responses than the record holds; fewer */
     patched32(40, 4, WORDS("ends inside response 3 of its 4"));
-    patched32(40, 2, WORDS("57 bytes after its last response"));
+    patched32(40, 2, WORDS("81 bytes after its last response"));
     /* the domain past the end of the record */
     patched16(88, 300, WORDS("ends inside its domain"));
     /* a prompt of 2^32 - 1 tokens: counted in 64 bits, refused */
@@ -726,7 +901,7 @@ Test(experience, inner_sizes_too_large_are_refused)
     patched32(130, UINT32_MAX, WORDS("ends inside response 0", "4294967295 tokens"));
     /* too many parts, and parts that run past the end */
     patched16(154, TERN_EXPERIENCE_MAX_PARTS + 1, WORDS("response 0", "17 reward parts"));
-    patched(272, "\x3f", 1, WORDS("ends inside reward part 0 of response 2"));
+    patched(320, "\x3f", 1, WORDS("ends inside reward part 0 of response 2"));
 }
 
 Test(experience, bad_names_and_text_are_refused)
@@ -741,10 +916,10 @@ Test(experience, bad_names_and_text_are_refused)
 Test(experience, non_finite_values_are_refused)
 {
     patchedf64(138, NAN, WORDS("response 0", "reward nan", "finite"));
-    patchedf64(254, -INFINITY, WORDS("response 2", "reward -inf"));
+    patchedf64(302, -INFINITY, WORDS("response 2", "reward -inf"));
     patchedf64(146, INFINITY, WORDS("response 0", "accuracy inf"));
     patchedf64(165, NAN, WORDS("reward part 0 (accuracy) of response 0", "nan"));
-    patchedf64(279, INFINITY, WORDS("reward part 0 (format) of response 2", "inf"));
+    patchedf64(327, INFINITY, WORDS("reward part 0 (format) of response 2", "inf"));
 }
 
 Test(experience, statistics_that_disagree_with_the_responses_are_refused)
@@ -754,7 +929,7 @@ Test(experience, statistics_that_disagree_with_the_responses_are_refused)
     patchedf64(72, 0.0, w);                     /* the std */
     patchedf64(80, 1.0 / 3 + 1e-6, w);          /* the accuracy mean */
     patchedf64(138, 0.75, w);                   /* a reward the mean no longer matches */
-    patchedf64(228, 1.0, w);                    /* response 1's accuracy */
+    patchedf64(252, 1.0, w);                    /* response 1's accuracy */
     patchedf64(64, NAN, w);
 }
 

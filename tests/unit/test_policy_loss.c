@@ -802,3 +802,129 @@ Test(policy_loss, error_params)
     p.kl = 5;
     expect_error(tern_policy_loss(&p, &s, 1, NULL), "unknown KL estimator 5");
 }
+
+/* ---- masks: context tokens inside a trajectory count nowhere ---- */
+
+/* Two trajectories whose model tokens are interleaved with context tokens
+ * (mask 0) give the same loss, statistics and model-token gradients as the
+ * same two responses holding only their model tokens, for every loss and
+ * aggregation; every context token gets zero gradients. */
+static void expect_mask_is_removal(tern_loss_params p)
+{
+    /* trajectory 0: 7 tokens, model at 0,1 and 4,5,6; trajectory 1: 5 tokens,
+     * model at 2,3 (a first turn of context, then the model) */
+    static const unsigned char m0[7] = {1, 1, 0, 0, 1, 1, 1}, m1[5] = {0, 0, 1, 1, 0};
+    static const float lp0[7] = {-0.5f, -1.0f, -3.0f, -2.0f, -0.2f, -0.7f, -1.3f};
+    static const float old0[7] = {-0.6f, -0.8f, 0.0f, 0.0f, -0.3f, -0.5f, -1.1f};
+    static const float ref0[7] = {-0.4f, -1.1f, -9.0f, -9.0f, -0.1f, -0.9f, -1.0f};
+    static const float h0[7] = {1.0f, 2.0f, 5.0f, 5.0f, 0.5f, 0.7f, 1.5f};
+    static const float lp1[5] = {-4.0f, -4.0f, -0.9f, -0.4f, -6.0f};
+    static const float old1[5] = {0.0f, 0.0f, -1.0f, -0.35f, 0.0f};
+    static const float ref1[5] = {-1.0f, -1.0f, -0.8f, -0.5f, -1.0f};
+    static const float h1[5] = {9.0f, 9.0f, 1.2f, 0.8f, 9.0f};
+    float d0[7], d1[5], e0[7], e1[5];
+    tern_loss_seq masked[2] = {
+        {.n = 7, .logp = lp0, .logp_old = old0, .logp_ref = ref0, .entropy = h0,
+         .advantage = 0.8, .dlogp = d0, .dentropy = e0, .mask = m0},
+        {.n = 5, .logp = lp1, .logp_old = old1, .logp_ref = ref1, .entropy = h1,
+         .advantage = -0.6, .dlogp = d1, .dentropy = e1, .mask = m1}};
+    /* the same model tokens, packed */
+    float clp0[5], cold0[5], cref0[5], ch0[5], clp1[2], cold1[2], cref1[2], ch1[2];
+    float cd0[5], cd1[2], ce0[5], ce1[2];
+    size_t k = 0;
+    for (size_t t = 0; t < 7; t++)
+        if (m0[t])
+            clp0[k] = lp0[t], cold0[k] = old0[t], cref0[k] = ref0[t], ch0[k] = h0[t], k++;
+    k = 0;
+    for (size_t t = 0; t < 5; t++)
+        if (m1[t])
+            clp1[k] = lp1[t], cold1[k] = old1[t], cref1[k] = ref1[t], ch1[k] = h1[t], k++;
+    tern_loss_seq packed[2] = {
+        {.n = 5, .logp = clp0, .logp_old = cold0, .logp_ref = cref0, .entropy = ch0,
+         .advantage = 0.8, .dlogp = cd0, .dentropy = ce0},
+        {.n = 2, .logp = clp1, .logp_old = cold1, .logp_ref = cref1, .entropy = ch1,
+         .advantage = -0.6, .dlogp = cd1, .dentropy = ce1}};
+    memset(d0, 0x7f, sizeof d0), memset(d1, 0x7f, sizeof d1); /* garbage: must be overwritten */
+    tern_loss_stats sm, sp;
+    cr_assert_eq(tern_policy_loss(&p, masked, 2, &sm), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(tern_policy_loss(&p, packed, 2, &sp), TERN_OK, "%s", tern_error_message());
+    expect_near(sm.loss, sp.loss, 1e-12, "loss");
+    expect_near(sm.pg_loss, sp.pg_loss, 1e-12, "pg_loss");
+    expect_near(sm.kl, sp.kl, 1e-12, "kl");
+    expect_near(sm.entropy, sp.entropy, 1e-12, "entropy");
+    expect_near(sm.clip_frac, sp.clip_frac, 1e-12, "clip_frac");
+    expect_near(sm.ratio_mean, sp.ratio_mean, 1e-12, "ratio_mean");
+    expect_near(sm.mismatch_kl, sp.mismatch_kl, 1e-12, "mismatch_kl");
+    cr_expect_eq(sm.tokens, 7, "tokens %zu: only the model's count", sm.tokens);
+    k = 0;
+    for (size_t t = 0; t < 7; t++) {
+        if (m0[t]) {
+            expect_near(d0[t], cd0[k], 1e-7, "dlogp of a model token (trajectory 0)");
+            expect_near(e0[t], ce0[k], 1e-7, "dentropy of a model token (trajectory 0)");
+            k++;
+        } else {
+            cr_expect_eq(d0[t], 0.0f, "context token %zu has dlogp %g", t, (double)d0[t]);
+            cr_expect_eq(e0[t], 0.0f, "context token %zu has dentropy %g", t, (double)e0[t]);
+        }
+    }
+    k = 0;
+    for (size_t t = 0; t < 5; t++) {
+        if (m1[t]) {
+            expect_near(d1[t], cd1[k], 1e-7, "dlogp of a model token (trajectory 1)");
+            k++;
+        } else {
+            cr_expect_eq(d1[t], 0.0f, "context token %zu has dlogp %g", t, (double)d1[t]);
+        }
+    }
+}
+
+Test(policy_loss, masked_context_counts_nowhere)
+{
+    static const tern_loss_kind kinds[] = {TERN_LOSS_PPO, TERN_LOSS_KIMI, TERN_LOSS_GSPO,
+                                           TERN_LOSS_SFT};
+    static const tern_loss_agg aggs[] = {TERN_AGG_TOKEN_MEAN, TERN_AGG_SEQ_MEAN,
+                                         TERN_AGG_TOKEN_SUM_NORM};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t k = 0; k < 4; k++) {
+            tern_loss_params p = ppo_params();
+            p.kind = kinds[k];
+            p.agg = aggs[a];
+            p.norm_len = 16;
+            p.kimi_tau = 0.3;
+            p.kl = TERN_KL_K3;
+            p.kl_coef = 0.05;
+            p.kl_in_loss = 1;
+            p.entropy_coef = 0.01;
+            expect_mask_is_removal(p);
+            p.kind = TERN_LOSS_PPO;
+            p.off_policy = TERN_OFF_POLICY_TIS;
+            p.tis_cap = 2;
+            expect_mask_is_removal(p);
+        }
+}
+
+/* A trajectory whose every token is context adds nothing: not to N (seq_mean),
+ * not a gradient. */
+Test(policy_loss, a_trajectory_of_context_only_adds_nothing)
+{
+    static const unsigned char none[2] = {0, 0};
+    float lp[2] = {-1, -2}, old[2] = {-1, -2}, d[2] = {5, 5}, lp1[1] = {-0.5f}, old1[1] = {-0.7f},
+          d1[1];
+    tern_loss_params p = ppo_params();
+    p.agg = TERN_AGG_SEQ_MEAN;
+    tern_loss_seq two[2] = {{.n = 2, .logp = lp, .logp_old = old, .advantage = 1, .dlogp = d,
+                             .mask = none},
+                            {.n = 1, .logp = lp1, .logp_old = old1, .advantage = 1, .dlogp = d1}};
+    tern_loss_stats st;
+    cr_assert_eq(tern_policy_loss(&p, two, 2, &st), TERN_OK, "%s", tern_error_message());
+    float d_alone[1];
+    tern_loss_seq one = two[1];
+    one.dlogp = d_alone;
+    tern_loss_stats st1;
+    cr_assert_eq(tern_policy_loss(&p, &one, 1, &st1), TERN_OK, "%s", tern_error_message());
+    expect_near(st.loss, st1.loss, 1e-12, "loss");
+    expect_near(d1[0], d_alone[0], 1e-9, "dlogp");
+    cr_expect(d[0] == 0.0f && d[1] == 0.0f, "context-only trajectory got gradients");
+    tern_loss_seq only = two[0];
+    expect_error(tern_policy_loss(&p, &only, 1, &st), "no response tokens");
+}

@@ -135,6 +135,20 @@ static double ppo_token(const tern_loss_params *p, double lr, double A, double *
     return pg;
 }
 
+/* Token t of s is the model's (it counts in the loss), not context. */
+static int counts(const tern_loss_seq *s, size_t t) { return !s->mask || s->mask[t]; }
+
+/* n_i: the tokens of s that count. */
+static size_t model_tokens(const tern_loss_seq *s)
+{
+    if (!s->mask)
+        return s->n;
+    size_t k = 0;
+    for (size_t t = 0; t < s->n; t++)
+        k += s->mask[t] != 0;
+    return k;
+}
+
 /* GSPO per response, m = (1/n) sum_t (logp - logp_old):
  *   r = exp(clamp(m)),  u = -A r,  c = -A clip(r, 1 - clip_low, 1 + clip_high)
  *   pg = max(u, c): d pg/d logp_t = -A (dr/dm) / n on u (ties take u), 0 on c */
@@ -142,15 +156,17 @@ static double gspo_seq(const tern_loss_params *p, const tern_loss_seq *s, double
                        double *r_out, int *clipped)
 {
     double m = 0.0;
+    size_t n_i = model_tokens(s);
     for (size_t t = 0; t < s->n; t++)
-        m += (double)s->logp[t] - (double)s->logp_old[t];
-    m /= (double)s->n;
+        if (counts(s, t))
+            m += (double)s->logp[t] - (double)s->logp_old[t];
+    m /= (double)n_i;
     double dr;
     double r = exp_clamped(m, &dr);
     double u = -A * r;
     double c = -A * clamp(r, 1.0 - p->clip_low, 1.0 + p->clip_high);
     *clipped = c > u;
-    *dpg_t = *clipped ? 0.0 : -A * dr / (double)s->n;
+    *dpg_t = *clipped ? 0.0 : -A * dr / (double)n_i;
     *r_out = r;
     return *clipped ? c : u;
 }
@@ -305,17 +321,19 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
     int rc = check_params(p);
     if (rc != TERN_OK)
         return rc;
-    size_t T = 0, N = 0; /* tokens, non-empty responses */
+    size_t T = 0, N = 0; /* the model's tokens, responses with any */
     for (size_t i = 0; i < n; i++) {
         if ((rc = check_seq(p, &seqs[i], i)) != TERN_OK)
             return rc;
-        T += seqs[i].n;
-        N += seqs[i].n > 0;
+        size_t n_i = model_tokens(&seqs[i]);
+        T += n_i;
+        N += n_i > 0;
     }
     if (T == 0)
         return tern_errorf(TERN_EINVAL,
-                           "the batch has no response tokens (%zu responses, all empty): there "
-                           "is nothing to train on; check that generation produced tokens",
+                           "the batch has no response tokens (%zu responses, all empty or only "
+                           "context): there is nothing to train on; check that generation "
+                           "produced tokens",
                            n);
 
     int kl_loss = kl_in_loss(p);
@@ -325,14 +343,21 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
     size_t kl_tokens = 0, h_tokens = 0, clipped_tokens = 0;
     for (size_t i = 0; i < n; i++) {
         tern_loss_seq *s = &seqs[i];
-        if (s->n == 0)
+        size_t n_i = model_tokens(s);
+        if (n_i == 0) { /* nothing of it counts: no gradient anywhere */
+            for (size_t t = 0; t < s->n; t++) {
+                s->dlogp[t] = 0.0f;
+                if (s->dentropy != NULL)
+                    s->dentropy[t] = 0.0f;
+            }
             continue;
+        }
         double A = s->advantage;
         /* w: weight of one token's l_it in L; w_seq: weight of a whole-response term */
         double w_seq = p->agg == TERN_AGG_TOKEN_MEAN ? 1.0 / (double)T
                        : p->agg == TERN_AGG_SEQ_MEAN ? 1.0 / (double)N
                                                      : 1.0 / ((double)N * p->norm_len);
-        double w = p->agg == TERN_AGG_SEQ_MEAN ? w_seq / (double)s->n : w_seq;
+        double w = p->agg == TERN_AGG_SEQ_MEAN ? w_seq / (double)n_i : w_seq;
         int with_kl = s->logp_ref != NULL && p->kl != TERN_KL_NONE;
 
         /* Kimi: s_i = sum_t (logp - logp_old) (unclamped), pg_i = -A sum_t logp + tau/2 s_i^2,
@@ -340,10 +365,11 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
         double seq_grad = 0.0; /* a sequence term's d/dlogp_t (Kimi, GSPO), weighted */
         if (p->kind == TERN_LOSS_KIMI) {
             double s_i = 0.0, sum_logp = 0.0;
-            for (size_t t = 0; t < s->n; t++) {
-                s_i += (double)s->logp[t] - (double)s->logp_old[t];
-                sum_logp += s->logp[t];
-            }
+            for (size_t t = 0; t < s->n; t++)
+                if (counts(s, t)) {
+                    s_i += (double)s->logp[t] - (double)s->logp_old[t];
+                    sum_logp += s->logp[t];
+                }
             double pg_i = -A * sum_logp + 0.5 * p->kimi_tau * s_i * s_i;
             L_pg += w_seq * pg_i;
             L += w_seq * pg_i;
@@ -361,6 +387,12 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
         }
 
         for (size_t t = 0; t < s->n; t++) {
+            if (!counts(s, t)) { /* context: no loss, no gradient */
+                s->dlogp[t] = 0.0f;
+                if (s->dentropy != NULL)
+                    s->dentropy[t] = 0.0f;
+                continue;
+            }
             double logp = s->logp[t];
             double l = 0.0, g = 0.0; /* l_it without the Kimi sequence term; dl/dlogp */
             if (p->kind != TERN_LOSS_SFT) { /* the trainer-vs-explorer mismatch, k3 */

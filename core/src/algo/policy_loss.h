@@ -38,6 +38,10 @@
  *                   k1 = x,  k2 = x^2 / 2,  k3 = exp(-x) - 1 + x
  *   per-token loss  l = pg + [kl_in_loss] kl_coef * k(x) - entropy_coef * H
  *
+ * Only the model's own tokens count (tern_loss_seq.mask): in a multi-turn
+ * trajectory n_i is the number of tokens the model sampled, and observation
+ * and template tokens between its turns are neither losses nor counted.
+ *
  * Aggregation over the batch (N responses, T = sum n_i tokens):
  *   TOKEN_MEAN  L = sum_i sum_t l_it / T
  *   SEQ_MEAN    L = 1/N sum_i (1/n_i) sum_t l_it
@@ -112,6 +116,12 @@ typedef struct tern_loss_seq {
     double advantage;      /* A_i (PPO, Kimi) */
     float *dlogp;          /* out [n]: dL/dlogp_t */
     float *dentropy;       /* out [n] or NULL: dL/dH_t */
+    /* [n] or NULL (every token counts): 1 where the model sampled the token,
+     * 0 for context inside a trajectory (an environment's observation, a
+     * tool's result, the template tokens between turns), which gets no
+     * loss, zero gradients and counts nowhere: not in T, not in n_i, not in
+     * any statistic (docs/agents.md, "Masks") */
+    const unsigned char *mask;
 } tern_loss_seq;
 
 /* Batch statistics for the metrics (means over the batch's tokens unless said). */

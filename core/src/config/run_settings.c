@@ -333,6 +333,10 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->top_k = (int32_t)get_int(ex, "top_k");
     s->top_p = get_float(ex, "top_p");
     s->max_tokens = (uint32_t)get_int(ex, "max_tokens");
+    config_setting_t *env = config_setting_get_member(config_root_setting(&c->cfg), "environment");
+    s->has_environment = env != NULL;
+    config_setting_t *mt = env ? tern_config_lookup(env, "max_turns") : NULL;
+    s->max_turns = !env ? 1 : mt ? (uint32_t)config_setting_get_int64(mt) : 8;
     if (s->temperature == 0)
         tern_diag_addf(d, "%s: explorer.temperature = 0 samples greedily: every response of a "
                        "group would be the same and RL would learn nothing; use e.g. 1.0",
@@ -384,7 +388,9 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
                        "widens the upper bound, so clip_high >= clip (e.g. 0.28 with 0.2)",
                        tern_config_where(c, tern_config_lookup(al, "clip_high"), where,
                                          sizeof where), s->loss.clip_high, s->loss.clip_low);
-    s->loss.norm_len = (double)s->max_tokens;
+    /* Dr. GRPO's constant: the most tokens the model samples in one
+     * trajectory (docs/algorithms.md, "Masks") */
+    s->loss.norm_len = (double)s->max_tokens * (double)s->max_turns;
     s->loss.off_policy = (tern_off_policy)tern_off_policy_parse(get_string(al, "off_policy"));
     s->loss.tis_cap = get_float(al, "tis_cap");
     if (s->loss.off_policy != TERN_OFF_POLICY_NONE && s->loss.kind != TERN_LOSS_PPO)

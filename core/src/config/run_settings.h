@@ -35,6 +35,10 @@ typedef struct tern_run_settings {
     char *system_prompt;          /* data.system_prompt, or NULL */
     /* explorer */
     uint32_t batch_tasks, group_size, max_tokens;
+    /* environment section (docs/agents.md): there is one, and its max_turns
+     * (1 without one: every response is one answer) */
+    int has_environment;
+    uint32_t max_turns;
     double temperature, top_p;
     int32_t top_k;
     /* trainer */

@@ -1,16 +1,19 @@
-/* experience.c: the experience encoding, format 4: one record per group
- * with its image's path and digest (see experience.h); format 3 read too. Fields are written byte by byte in little-endian
+/* experience.c: the experience encoding, format 5: one record per group
+ * with its image's path and digest, each response a trajectory of segments
+ * (see experience.h); formats 3 and 4 read too. Fields are written byte by byte in little-endian
  * order; the decoder trusts nothing in the record until its length and
  * checksum agree, then checks every inner size against the bytes left before
  * reading it, and the group statistics against the responses. */
 #include "experience/experience.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/errmsg.h"
 #include "experience/crc32c.h"
+#include "tern/environment.h"
 
 /* ---- little-endian fields ---------------------------------------------------- */
 
@@ -120,6 +123,54 @@ void tern_experience_finish_stats(tern_experience *e)
 /* A response entry's fixed part: version, R, finish, failure, reward,
  * accuracy, C. */
 #define RESPONSE_FIXED 34u
+/* After its logp (format 5): S, K, end, environment failure. */
+#define TRAJECTORY_FIXED 8u
+#define SEGMENT_BYTES 16u
+
+/* The segments a response's encoding holds: its own, or the one model
+ * segment a one-answer response is. */
+static uint32_t segments_of(const tern_exp_response *r)
+{
+    return r->n_segments ? r->n_segments : 1;
+}
+
+/* Check a trajectory's segments, turn rewards, end and failure (response i):
+ * NULL when they hold, else what is wrong (a static string or buf). */
+static const char *trajectory_problem(uint32_t R, uint32_t S, const tern_exp_segment *seg,
+                                      uint32_t K, const double *turn, uint32_t end,
+                                      uint32_t env_failure, char *buf, size_t n)
+{
+    uint64_t sum = 0;
+    uint32_t model = 0;
+    for (uint32_t k = 0; k < S; k++) {
+        if (seg[k].kind != TERN_SEGMENT_MODEL && seg[k].kind != TERN_SEGMENT_CONTEXT) {
+            snprintf(buf, n, "segment %u has kind %u (1 model, 2 context)", k, seg[k].kind);
+            return buf;
+        }
+        sum += seg[k].len;
+        model += seg[k].kind == TERN_SEGMENT_MODEL;
+    }
+    if (sum != R) {
+        snprintf(buf, n, "its segments hold %llu tokens, the response %u",
+                 (unsigned long long)sum, R);
+        return buf;
+    }
+    if (K != 0 && K != model) {
+        snprintf(buf, n, "it has %u turn rewards for %u model turns (0 or one each)", K, model);
+        return buf;
+    }
+    for (uint32_t k = 0; k < K; k++)
+        if (!isfinite(turn[k])) {
+            snprintf(buf, n, "turn reward %u is %g, not finite", k, turn[k]);
+            return buf;
+        }
+    if (end > TERN_END_LAST || env_failure > TERN_ENV_START) {
+        snprintf(buf, n, "its %s is %u, which names nothing", end > TERN_END_LAST ? "end" :
+                 "environment failure", end > TERN_END_LAST ? end : env_failure);
+        return buf;
+    }
+    return NULL;
+}
 
 static const char *text_or_empty(const char *s) { return s ? s : ""; }
 
@@ -168,7 +219,26 @@ size_t tern_experience_bytes(const tern_experience *e)
                         isfinite(r->reward) ? r->accuracy : r->reward);
             return 0;
         }
-        n += RESPONSE_FIXED + 8 * (uint64_t)r->len;
+        uint32_t S = segments_of(r);
+        if (r->n_segments > TERN_EXPERIENCE_MAX_SEGMENTS ||
+            r->n_turns > TERN_EXPERIENCE_MAX_SEGMENTS) {
+            tern_errorf(TERN_EINVAL, "response %u of an experience has %u %s, over the %u it "
+                        "keeps", i, r->n_segments > TERN_EXPERIENCE_MAX_SEGMENTS ?
+                        r->n_segments : r->n_turns, r->n_segments > TERN_EXPERIENCE_MAX_SEGMENTS
+                        ? "segments" : "turn rewards", TERN_EXPERIENCE_MAX_SEGMENTS);
+            return 0;
+        }
+        tern_exp_segment one = {.len = r->len, .kind = TERN_SEGMENT_MODEL, .version = r->version};
+        char why[160];
+        const char *bad = trajectory_problem(r->len, S, r->n_segments ? r->segments : &one,
+                                             r->n_turns, r->turn_reward, r->end, r->env_failure,
+                                             why, sizeof why);
+        if (bad) {
+            tern_errorf(TERN_EINVAL, "response %u of an experience is no trajectory: %s", i, bad);
+            return 0;
+        }
+        n += RESPONSE_FIXED + 8 * (uint64_t)r->len + TRAJECTORY_FIXED +
+             SEGMENT_BYTES * (uint64_t)S + 8 * (uint64_t)r->n_turns;
         for (uint32_t c = 0; c < r->n_parts; c++) {
             size_t len = strlen(text_or_empty(r->parts[c].name));
             if (len == 0 || len > TERN_EXPERIENCE_NAME_MAX) {
@@ -264,6 +334,22 @@ void tern_experience_encode(const tern_experience *e, void *buf)
             memcpy(&u, &r->logp[k], sizeof u);
             put_u32(q, u);
         }
+        uint32_t S = segments_of(r);
+        put_u16(q, (uint16_t)S);
+        put_u16(q + 2, (uint16_t)r->n_turns);
+        put_u16(q + 4, (uint16_t)r->end);
+        put_u16(q + 6, (uint16_t)r->env_failure);
+        q += TRAJECTORY_FIXED;
+        for (uint32_t k = 0; k < S; k++, q += SEGMENT_BYTES) {
+            tern_exp_segment g = r->n_segments ? r->segments[k]
+                                               : (tern_exp_segment){r->len, TERN_SEGMENT_MODEL,
+                                                                    r->version};
+            put_u32(q, g.len);
+            put_u32(q + 4, g.kind);
+            put_u64(q + 8, (uint64_t)g.version);
+        }
+        for (uint32_t k = 0; k < r->n_turns; k++, q += 8)
+            put_f64(q, r->turn_reward[k]);
     }
     size_t n = (size_t)(q - p);
     put_u32(p + 8, (uint32_t)n);
@@ -274,10 +360,14 @@ void tern_experience_encode(const tern_experience *e, void *buf)
 
 #define REFUSE(...) (memset(e, 0, sizeof *e), tern_errorf(TERN_EINVAL, __VA_ARGS__))
 
-/* The arrays follow the response array in the one block: 4-byte aligned */
-_Static_assert(sizeof(tern_exp_response) % _Alignof(int32_t) == 0 &&
+/* The segments and turn rewards follow the response array in the one
+ * block, then the 4-byte arrays: all aligned */
+_Static_assert(sizeof(tern_exp_response) % _Alignof(tern_exp_segment) == 0 &&
+               sizeof(tern_exp_segment) % _Alignof(double) == 0 &&
+               sizeof(tern_exp_response) % _Alignof(double) == 0 &&
+               sizeof(tern_exp_response) % _Alignof(int32_t) == 0 &&
                sizeof(tern_exp_response) % _Alignof(float) == 0,
-               "int32 and float arrays after the responses stay aligned");
+               "the arrays after the responses stay aligned");
 
 static void get_i32s(const unsigned char *q, int32_t *v, uint32_t n)
 {
@@ -297,13 +387,14 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
         return REFUSE("a buffer record is not a tern experience (magic %08x)", magic);
     if (format == 2)
         return REFUSE("experience format 2 (one record per response) was written by an older "
-                      "tern; this tern reads formats %u and %u (one record per group) only: "
+                      "tern; this tern reads formats %u to %u (one record per group) only: "
                       "finish the run that filled this buffer with the tern that started it, or "
                       "remove the buffer's file (its experiences are lost) and start again",
                       TERN_EXPERIENCE_FORMAT_NO_IMAGE, TERN_EXPERIENCE_FORMAT);
-    if (format != TERN_EXPERIENCE_FORMAT && format != TERN_EXPERIENCE_FORMAT_NO_IMAGE)
+    if (format != TERN_EXPERIENCE_FORMAT && format != TERN_EXPERIENCE_FORMAT_NO_SEGMENTS &&
+        format != TERN_EXPERIENCE_FORMAT_NO_IMAGE)
         return REFUSE("experience format %u is not known to this tern (it reads formats %u "
-                      "and %u)", format, TERN_EXPERIENCE_FORMAT_NO_IMAGE,
+                      "to %u)", format, TERN_EXPERIENCE_FORMAT_NO_IMAGE,
                       TERN_EXPERIENCE_FORMAT);
     if (total != len)
         return REFUSE("an experience record has %zu bytes, its header says %u: truncated or "
@@ -318,8 +409,9 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
 
     uint32_t G = get_u32(p + 40), P = get_u32(p + 44);
     size_t d = get_u16(p + 88), t = get_u16(p + 90);
-    /* format 3 has no image: its offset 92 is a u32 zero */
-    int has_image_field = format == TERN_EXPERIENCE_FORMAT;
+    /* format 3 has no image: its offset 92 is a u32 zero; format 4 no segments */
+    int has_image_field = format >= TERN_EXPERIENCE_FORMAT_NO_SEGMENTS;
+    int has_segments = format >= TERN_EXPERIENCE_FORMAT;
     size_t im = has_image_field ? get_u16(p + 92) : 0;
     uint32_t zero = has_image_field ? get_u16(p + 94) : get_u32(p + 92);
     if (zero != 0)
@@ -358,6 +450,7 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
     at += 4 * (size_t)P;
     uint64_t words = P; /* 4-byte values: the prompt, each response's tokens and logp */
     size_t names = 0;   /* bytes of the part names, NULs included */
+    uint64_t segs = 0, turns = 0; /* segments and turn rewards, all responses */
     stats_sum s = {0, 0, 0};
     for (uint32_t i = 0; i < G; i++) {
         if (RESPONSE_FIXED > len - at)
@@ -399,6 +492,24 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
                           "%llu bytes, %zu are left", i, R, 8 * (unsigned long long)R, len - at);
         at += 8 * (size_t)R;
         words += 2 * (uint64_t)R;
+        if (has_segments) {
+            if (TRAJECTORY_FIXED > len - at)
+                return REFUSE("an experience record ends inside the trajectory of response %u",
+                              i);
+            uint32_t S = get_u16(p + at), K = get_u16(p + at + 2);
+            at += TRAJECTORY_FIXED;
+            if (S == 0)
+                return REFUSE("response %u of an experience record has no segments", i);
+            if ((uint64_t)SEGMENT_BYTES * S + 8 * (uint64_t)K > len - at)
+                return REFUSE("an experience record ends inside the segments of response %u", i);
+            /* their rules are checked once decoded (trajectory_problem, as the
+             * encoder checks them) */
+            at += SEGMENT_BYTES * (size_t)S + 8 * (size_t)K;
+            segs += S;
+            turns += K;
+        } else {
+            segs += 1;
+        }
         stats_add(&s, reward, accuracy);
     }
     if (at != len)
@@ -415,7 +526,8 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
      * response's tokens and logp), then the NUL-terminated strings (counted
      * in 64 bits: only a 32-bit host could overflow a size_t) */
     size_t arrays = (size_t)G * sizeof(tern_exp_response);
-    uint64_t need = (uint64_t)arrays + 4 * words + (d + 1) + (t + 1) + (im + 1) + names;
+    uint64_t need = (uint64_t)arrays + sizeof(tern_exp_segment) * segs + 8 * turns + 4 * words +
+                    (d + 1) + (t + 1) + (im + 1) + names;
     size_t block = (size_t)need;
     unsigned char *own = need <= SIZE_MAX ? malloc(block) : NULL;
     if (!own) {
@@ -425,7 +537,9 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
     }
     tern_exp_response *resp = (tern_exp_response *)(void *)own;
     memset(resp, 0, arrays);
-    unsigned char *arr = own + arrays;
+    tern_exp_segment *seg = (tern_exp_segment *)(void *)(own + arrays);
+    double *turn = (double *)(void *)(seg + segs);
+    unsigned char *arr = (unsigned char *)(turn + turns);
     char *str = (char *)arr + 4 * (size_t)words;
 
     e->owned = own;
@@ -476,6 +590,32 @@ int tern_experience_decode(const void *buf, size_t len, tern_experience *e)
             memcpy(&r->logp[k], &u, sizeof u);
         }
         arr += 4 * (size_t)r->len;
+        r->segments = seg;
+        if (!has_segments) { /* a one-answer response */
+            r->n_segments = 1;
+            *seg++ = (tern_exp_segment){r->len, TERN_SEGMENT_MODEL, r->version};
+            r->turn_reward = turn;
+            continue;
+        }
+        r->n_segments = get_u16(p + at);
+        r->n_turns = get_u16(p + at + 2);
+        r->end = get_u16(p + at + 4);
+        r->env_failure = get_u16(p + at + 6);
+        at += TRAJECTORY_FIXED;
+        for (uint32_t k = 0; k < r->n_segments; k++, at += SEGMENT_BYTES)
+            *seg++ = (tern_exp_segment){get_u32(p + at), get_u32(p + at + 4),
+                                        (int64_t)get_u64(p + at + 8)};
+        r->turn_reward = turn;
+        for (uint32_t k = 0; k < r->n_turns; k++, at += 8)
+            *turn++ = get_f64(p + at);
+        char why[160];
+        const char *bad = trajectory_problem(r->len, r->n_segments, r->segments, r->n_turns,
+                                             r->turn_reward, r->end, r->env_failure, why,
+                                             sizeof why);
+        if (bad) {
+            free(own);
+            return REFUSE("response %u of an experience record is no trajectory: %s", i, bad);
+        }
     }
     return TERN_OK;
 }

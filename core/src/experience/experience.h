@@ -10,9 +10,9 @@
  * ages a group as a whole, and a step trains whole groups. The prompt is
  * stored once.
  *
- * Layout, format 4. Every number is little-endian whatever the host, so a
+ * Layout, format 5. Every number is little-endian whatever the host, so a
  * durable buffer's file reads the same on any machine:
- *   off   0  u32 magic "TXP1"        off   4  u32 format (4)
+ *   off   0  u32 magic "TXP1"        off   4  u32 format (5)
  *   off   8  u32 record bytes        off  12  u32 CRC-32C of bytes [16, end)
  *   off  16  i64 batch               off  24  i64 weight version (the group's)
  *   off  32  u32 task index          off  36  u32 group (task slot in its batch)
@@ -32,7 +32,19 @@
  *              f64 reward             f64 accuracy (1 right, 0 wrong)
  *              u16 reward parts C     C x { u8 name bytes N (1..64), name[N], f64 value }
  *              i32 tokens[R]          f32 behaviour logp[R]
+ *              u16 segments S (>= 1)  u16 turn rewards K (0, or S's model segments)
+ *              u16 end (a tern_traj_end)  u16 environment failure (0, else a
+ *                                          tern_env_failure)
+ *              S x { u32 tokens, u32 kind (a tern_segment_kind), i64 weight version }
+ *              K x f64 turn reward
  *            }
+ * A response is a trajectory (issue 57, docs/agents.md): its R tokens are
+ * segments in order, the model's own (sampled at that weight version, with
+ * their behaviour log-probs) and context (an environment's observation, a
+ * tool's result, the template tokens between turns: logp 0, never trained
+ * on); the segments' tokens add up to R. A one-answer response is one model
+ * segment and no turn rewards. Its reward is the trajectory's return: the
+ * sum of its turn rewards, plus any `rewards` section's verdict on it.
  * The group statistics are those of the G responses' rewards and
  * accuracies as scored (before any trainer-side term such as a KL penalty);
  * the decoder checks them against the responses. There is no advantage
@@ -56,7 +68,8 @@
 #include <stdint.h>
 
 #define TERN_EXPERIENCE_MAGIC 0x31505854u /* "TXP1" read as little-endian u32 */
-#define TERN_EXPERIENCE_FORMAT 4u
+#define TERN_EXPERIENCE_FORMAT 5u
+#define TERN_EXPERIENCE_FORMAT_NO_SEGMENTS 4u /* still read: one-answer responses */
 #define TERN_EXPERIENCE_FORMAT_NO_IMAGE 3u /* still read: groups without an image */
 #define TERN_EXPERIENCE_HEADER 96u        /* bytes before the domain */
 #define TERN_EXPERIENCE_MAX_PARTS 16u     /* reward components kept per response */
@@ -64,6 +77,31 @@
 #define TERN_EXPERIENCE_TEXT_MAX 1024u    /* bytes of the domain, of the task id */
 #define TERN_EXPERIENCE_PATH_MAX 4096u    /* bytes of the image path */
 #define TERN_EXPERIENCE_MAX_RESPONSES 65536u /* responses in one group */
+#define TERN_EXPERIENCE_MAX_SEGMENTS 65535u  /* segments of one response */
+
+/* What a run of a trajectory's tokens is (tern_exp_segment.kind). */
+typedef enum tern_segment_kind {
+    TERN_SEGMENT_MODEL = 1,  /* sampled by the policy: trained on */
+    TERN_SEGMENT_CONTEXT = 2 /* an observation, a tool result, template tokens: not */
+} tern_segment_kind;
+
+/* Why a trajectory ended (tern_exp_response.end). */
+typedef enum tern_traj_end {
+    TERN_END_ANSWER = 0,    /* one answer, no environment */
+    TERN_END_DONE = 1,      /* the environment said done */
+    TERN_END_MAX_TURNS = 2, /* the environment's max_turns were used up */
+    TERN_END_CONTEXT = 3,   /* no room left in the model's context for another turn */
+    TERN_END_FAILED = 4     /* the environment failed (env_failure says how) */
+} tern_traj_end;
+#define TERN_END_LAST TERN_END_FAILED
+
+/* One run of a trajectory's tokens. */
+typedef struct tern_exp_segment {
+    uint32_t len;    /* tokens */
+    uint32_t kind;   /* a tern_segment_kind */
+    int64_t version; /* the weight version that sampled a model segment (context: the same
+                        as the turn before it) */
+} tern_exp_segment;
 
 /* One named reward component ("accuracy", "format", ...). */
 typedef struct tern_reward_part {
@@ -81,7 +119,16 @@ typedef struct tern_exp_response {
     tern_reward_part parts[TERN_EXPERIENCE_MAX_PARTS];
     uint32_t len;        /* response tokens R */
     int32_t *tokens;     /* [len] */
-    float *logp;         /* [len]: behaviour log-probs of the tokens */
+    float *logp;         /* [len]: behaviour log-probs of the tokens (context: 0) */
+    /* the trajectory (format 5): its segments in order, their tokens adding
+     * up to len; encoding 0 and NULL: one model segment at `version` (a
+     * one-answer response). Decode always sets them. */
+    uint32_t n_segments;
+    tern_exp_segment *segments;
+    uint32_t n_turns;    /* 0, or the model segments: one reward per model turn */
+    double *turn_reward; /* [n_turns] */
+    uint32_t end;        /* a tern_traj_end */
+    uint32_t env_failure; /* 0, or the tern_env_failure that ended it */
 } tern_exp_response;
 
 /* One group: a task and its responses. */
@@ -115,7 +162,10 @@ typedef struct tern_experience {
  * inf - inf counts as 0). All 0 when there is no response. */
 void tern_experience_finish_stats(tern_experience *e);
 /* Bytes the encoding of `e` takes, or 0 (with a message) when a field is over
- * its limit: a domain or task id over TERN_EXPERIENCE_TEXT_MAX bytes, no
+ * its limit: segments whose tokens do not add up to the response's, of no
+ * known kind, turn rewards neither 0 nor one per model segment or not finite,
+ * an end or environment failure of no known name,
+ * a domain or task id over TERN_EXPERIENCE_TEXT_MAX bytes, no
  * response or over TERN_EXPERIENCE_MAX_RESPONSES, more than
  * TERN_EXPERIENCE_MAX_PARTS parts, a part name empty or over the limit, a
  * finish or failure over 65535, an image path over TERN_EXPERIENCE_PATH_MAX
@@ -129,7 +179,8 @@ size_t tern_experience_bytes(const tern_experience *e);
 void tern_experience_encode(const tern_experience *e, void *buf);
 /* Decode `len` bytes into *e, which then owns copies of everything (free
  * with tern_experience_clear; the struct may be copied, the copy then owns
- * them). Format 4, and format 3 as groups without an image (e->image NULL).
+ * them). Format 5; format 4 as one-answer responses (one model segment each,
+ * no turn rewards); format 3 as those and without an image (e->image NULL).
  * TERN_EINVAL with a message for bytes that are not a complete, intact
  * group of a known format (*e is then empty), TERN_ENOMEM. */
 int tern_experience_decode(const void *buf, size_t len, tern_experience *e);
