@@ -151,6 +151,17 @@ static tern_rollout_msg *make_rollout(uint32_t n, uint32_t G)
             r->logp[k] = specials[(i + k) % 5];
         }
         r->text = dup_or_null(i % 3 == 0 ? "" : "The answer is 4.");
+        if (r->len == 5) { /* a trajectory: model 2, context 2, model 1 */
+            r->n_segments = 3;
+            r->seg_len = zalloc(3, sizeof *r->seg_len);
+            r->seg_len[0] = 2, r->seg_len[1] = 2, r->seg_len[2] = 1;
+            r->n_turns = 2;
+            r->turn_reward = zalloc(2, sizeof *r->turn_reward);
+            r->turn_reward[0] = -0.0, r->turn_reward[1] = 1e-300;
+            r->end = 1 + i % 4;
+            r->env_failure = r->end == 4 ? 3 : 0;
+            r->env_reason = dup_or_null(i % 2 ? NULL : "solved in 2 guesses");
+        }
     }
     m->gen_seconds = 0.1;
     m->wait_seconds = 1e-300;
@@ -430,6 +441,16 @@ static void expect_same(const void *x, const void *y)
                 cr_expect(same_bits_f(ra->logp[k], rb->logp[k]), "response %zu logp %u", i, k);
             }
             cr_expect(same_str(ra->text, rb->text), "response %zu text", i);
+            cr_assert_eq(ra->n_segments, rb->n_segments, "response %zu segments", i);
+            for (uint32_t k = 0; k < ra->n_segments; k++)
+                cr_expect_eq(ra->seg_len[k], rb->seg_len[k], "response %zu segment %u", i, k);
+            cr_assert_eq(ra->n_turns, rb->n_turns, "response %zu turns", i);
+            for (uint32_t k = 0; k < ra->n_turns; k++)
+                cr_expect(memcmp(&ra->turn_reward[k], &rb->turn_reward[k], sizeof(double)) == 0,
+                          "response %zu turn reward %u", i, k);
+            cr_expect_eq(ra->end, rb->end, "response %zu end", i);
+            cr_expect_eq(ra->env_failure, rb->env_failure, "response %zu env failure", i);
+            cr_expect(same_str(ra->env_reason, rb->env_reason), "response %zu reason", i);
         }
     } else if (kind == TERN_MSG_REWARD_ASK) {
         const tern_reward_ask *a = x, *b = y;
@@ -662,6 +683,22 @@ Test(wire, the_encoder_refuses_what_the_decoder_would)
     free(r->resp[1].text);
     r->resp[1].text = NULL;
     cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    tern_msg_free(r);
+
+    /* a trajectory whose segments do not add up, or whose turns do not match */
+    r = make_rollout(1, 3); /* response 2 is a trajectory of 5 tokens */
+    r->resp[2].seg_len[1] = 3;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    cr_expect(strstr(tern_error_message(), "response 2") &&
+              strstr(tern_error_message(), "do not add up"), "%s", tern_error_message());
+    r->resp[2].seg_len[1] = 2;
+    r->resp[2].n_turns = 1;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    cr_expect(strstr(tern_error_message(), "turn rewards"), "%s", tern_error_message());
+    r->resp[2].n_turns = 2;
+    r->resp[2].n_segments = 2;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    cr_expect(strstr(tern_error_message(), "even segment count"), "%s", tern_error_message());
     tern_msg_free(r);
 
     /* an image without its digest */

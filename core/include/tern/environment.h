@@ -69,6 +69,16 @@ typedef enum tern_env_failure {
     TERN_ENV_START = 6       /* "start": what runs it could not be (re)started */
 } tern_env_failure;
 
+/* Why a trajectory ended, as the experience records it (docs/buffers.md). */
+typedef enum tern_traj_end {
+    TERN_END_ANSWER = 0,    /* one answer, no environment */
+    TERN_END_DONE = 1,      /* the environment said done */
+    TERN_END_MAX_TURNS = 2, /* the environment's max_turns were used up */
+    TERN_END_CONTEXT = 3,   /* no room left in the model's context for another turn */
+    TERN_END_FAILED = 4     /* the environment failed (a tern_env_failure says how) */
+} tern_traj_end;
+#define TERN_END_LAST TERN_END_FAILED
+
 /* What reset() and step() answer. The core zeroes it and sets `size`. */
 typedef struct tern_env_result {
     size_t size;             /* sizeof(tern_env_result) as built by the core */

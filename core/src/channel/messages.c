@@ -1,6 +1,8 @@
 /* messages.c: freeing the roles' messages (messages.h). */
 #include "channel/messages.h"
+#include "tern/environment.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static void free_strings(char **s, uint32_t n)
@@ -66,6 +68,9 @@ void tern_msg_free(void *msg)
             free(r->resp[i].tokens);
             free(r->resp[i].logp);
             free(r->resp[i].text);
+            free(r->resp[i].seg_len);
+            free(r->resp[i].turn_reward);
+            free(r->resp[i].env_reason);
         }
         free(r->prompt_tokens);
         free(r->prompt_len);
@@ -89,3 +94,25 @@ void tern_msg_free(void *msg)
     free(msg);
 }
 
+const char *tern_response_trajectory_problem(const tern_response *r)
+{
+    if (r->n_segments % 2 == 0 && r->n_segments != 0)
+        return "an even segment count (a trajectory starts and ends with the model's turn)";
+    if (r->n_segments && !r->seg_len)
+        return "segments without their lengths";
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < r->n_segments; k++)
+        sum += r->seg_len[k];
+    if (r->n_segments && sum != r->len)
+        return "its segments do not add up to its tokens";
+    if (r->n_turns != 0 && r->n_turns != (r->n_segments + 1) / 2)
+        return "turn rewards neither 0 nor one per model turn";
+    if (r->n_turns && !r->turn_reward)
+        return "turn rewards without their values";
+    for (uint32_t k = 0; k < r->n_turns; k++)
+        if (!isfinite(r->turn_reward[k]))
+            return "a turn reward that is not finite";
+    if (r->end > TERN_END_LAST || r->env_failure > TERN_ENV_START)
+        return "an end or environment failure that names nothing";
+    return NULL;
+}

@@ -60,14 +60,32 @@ typedef struct tern_sft_job {
     char **image;            /* [n] image files as tern_explore_job.image; NULL: none */
 } tern_sft_job;
 
-/* One response of a rollout. */
+/* One response of a rollout: one answer, or a trajectory of turns (an
+ * environment's, docs/agents.md). */
 typedef struct tern_response {
-    int32_t *tokens;
-    float *logp;
+    int32_t *tokens;         /* every token: the model's turns and the context between */
+    float *logp;             /* behaviour log-probs; 0 for context tokens */
     uint32_t len;
-    uint32_t finish;         /* a tern_finish */
-    char *text;
+    uint32_t finish;         /* a tern_finish (of the last turn) */
+    char *text;              /* what the rewards read: the last turn's text */
+    /* A trajectory: the tokens are n_segments runs, alternately the model's
+     * and context, the model's first and last, run k seg_len[k] tokens long;
+     * 0 and NULL: one answer, all the model's. */
+    uint32_t n_segments;
+    uint32_t *seg_len;
+    uint32_t n_turns;        /* the model's turns ((n_segments + 1) / 2), or 0 */
+    double *turn_reward;     /* [n_turns] the environment's reward for each */
+    uint32_t end;            /* why it ended: a tern_traj_end (tern/environment.h) */
+    uint32_t env_failure;    /* 0, or the tern_env_failure that ended it */
+    char *env_reason;        /* the environment's reason (done or failed), or NULL */
 } tern_response;
+
+/* What is wrong with r's trajectory fields, or NULL when they hold: a
+ * segment count that is neither 0 nor odd, segments that do not add up to
+ * len (or none given), turn rewards neither 0 nor one per model turn (or
+ * none given) or not finite, an end past TERN_END_LAST or an environment
+ * failure past TERN_ENV_START (tern/environment.h). A static string. */
+const char *tern_response_trajectory_problem(const tern_response *r);
 
 /* explorer -> master */
 typedef struct tern_rollout_msg {

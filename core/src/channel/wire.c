@@ -1,4 +1,4 @@
-/* wire.c: the roles' messages as bytes (wire.h), format 3.
+/* wire.c: the roles' messages as bytes (wire.h), format 4.
  *
  * The encoder appends the fields to a growable buffer and refuses what the
  * decoder would refuse, where the bug is. The decoder reads through a
@@ -26,7 +26,11 @@
  *               n x (u32 task_index, u32 prompt_len, i32 prompt_tokens[prompt_len],
  *                    str image, when it is not NULL u8 image_sha256[32]),
  *               n * group_size x (u32 len, u32 finish, i32 tokens[len],
- *                                 f32 logp[len], str text (not NULL))
+ *                                 f32 logp[len], str text (not NULL),
+ *                                 u32 n_segments (0 or odd), u32 seg_len[n_segments]
+ *                                 (adding up to len), u32 n_turns (0 or
+ *                                 (n_segments + 1) / 2), f64 turn_reward[n_turns],
+ *                                 u32 end, u32 env_failure, str env_reason)
  *   the others  i64 step, i64 version, i64 batch, i64 rollout_version,
  *   (step)      u64 n_consumed, u64 consumed[n_consumed],
  *               json figures (an object), json groups (an array),
@@ -80,7 +84,8 @@
 #define NULLABLE_MIN 1u /* a string that may be NULL: its tag */
 #define EXPLORE_TASK_MIN (4u + STR_MIN + 2 * NULLABLE_MIN)
 #define SFT_PAIR_MIN (2 * STR_MIN + 2 * NULLABLE_MIN)
-#define RESPONSE_MIN (RESPONSE_FIXED + STR_MIN)
+#define TRAJECTORY_MIN 17u /* n_segments, n_turns, end, env_failure, env_reason's tag */
+#define RESPONSE_MIN (RESPONSE_FIXED + STR_MIN + TRAJECTORY_MIN)
 #define TENSOR_MIN (STR_MIN + TENSOR_FIXED)
 
 /* The roles a step message may name; a decoded one points at these. */
@@ -294,6 +299,20 @@ static void encode_rollout(writer *w, const tern_rollout_msg *m)
         for (uint32_t k = 0; k < r->len && w->rc == TERN_OK; k++)
             w_f32(w, r->logp[k]);
         w_str(w, r->text, 1, "a rollout's response text");
+        const char *bad = tern_response_trajectory_problem(r);
+        if (bad) {
+            w_fail(w, TERN_EINVAL, "cannot encode response %zu of a rollout: %s", i, bad);
+            return;
+        }
+        w_u32(w, r->n_segments);
+        for (uint32_t k = 0; k < r->n_segments; k++)
+            w_u32(w, r->seg_len[k]);
+        w_u32(w, r->n_turns);
+        for (uint32_t k = 0; k < r->n_turns; k++)
+            w_f64(w, r->turn_reward[k]);
+        w_u32(w, r->end);
+        w_u32(w, r->env_failure);
+        w_str(w, r->env_reason, 0, "a rollout's environment reason");
     }
 }
 
@@ -739,6 +758,28 @@ static int decode_rollout(reader *r, tern_rollout_msg *m)
         for (uint32_t k = 0; k < p->len; k++)
             p->logp[k] = ld_f32(&q);
         TRY(r_str(r, 1, "rollout response text", &p->text));
+        TRY(take(r, 4, "a rollout's response segments", &q));
+        p->n_segments = ld_u32(&q);
+        TRY(take(r, 4 * (uint64_t)p->n_segments, "a rollout's response segments", &q));
+        if (p->n_segments && !(p->seg_len = malloc(p->n_segments * sizeof *p->seg_len)))
+            return out_of_memory();
+        for (uint32_t k = 0; k < p->n_segments; k++)
+            p->seg_len[k] = ld_u32(&q);
+        TRY(take(r, 4, "a rollout's turn rewards", &q));
+        p->n_turns = ld_u32(&q);
+        TRY(take(r, 8 * (uint64_t)p->n_turns, "a rollout's turn rewards", &q));
+        if (p->n_turns && !(p->turn_reward = malloc(p->n_turns * sizeof *p->turn_reward)))
+            return out_of_memory();
+        for (uint32_t k = 0; k < p->n_turns; k++)
+            p->turn_reward[k] = ld_f64(&q);
+        TRY(take(r, 8, "a rollout's trajectory end", &q));
+        p->end = ld_u32(&q);
+        p->env_failure = ld_u32(&q);
+        TRY(r_str(r, 0, "rollout environment reason", &p->env_reason));
+        const char *bad = tern_response_trajectory_problem(p);
+        if (bad)
+            return tern_errorf(TERN_EINVAL, "a role message is malformed: response %zu of a "
+                               "rollout: %s", i, bad);
     }
     return TERN_OK;
 }

@@ -67,6 +67,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tern/environment.h" /* tern_traj_end, tern_env_failure */
+
 #define TERN_EXPERIENCE_MAGIC 0x31505854u /* "TXP1" read as little-endian u32 */
 #define TERN_EXPERIENCE_FORMAT 5u
 #define TERN_EXPERIENCE_FORMAT_NO_SEGMENTS 4u /* still read: one-answer responses */
@@ -85,15 +87,6 @@ typedef enum tern_segment_kind {
     TERN_SEGMENT_CONTEXT = 2 /* an observation, a tool result, template tokens: not */
 } tern_segment_kind;
 
-/* Why a trajectory ended (tern_exp_response.end). */
-typedef enum tern_traj_end {
-    TERN_END_ANSWER = 0,    /* one answer, no environment */
-    TERN_END_DONE = 1,      /* the environment said done */
-    TERN_END_MAX_TURNS = 2, /* the environment's max_turns were used up */
-    TERN_END_CONTEXT = 3,   /* no room left in the model's context for another turn */
-    TERN_END_FAILED = 4     /* the environment failed (env_failure says how) */
-} tern_traj_end;
-#define TERN_END_LAST TERN_END_FAILED
 
 /* One run of a trajectory's tokens. */
 typedef struct tern_exp_segment {

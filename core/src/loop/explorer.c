@@ -14,6 +14,7 @@
 #include "base/errmsg.h"
 #include "image/task_image.h"
 #include "loop/run.h"
+#include "loop/trajectories.h"
 #include "rundir/trace.h"
 
 /* Which weights batch `batch` uses, loaded into this explorer's model;
@@ -248,7 +249,8 @@ void *tern_explorer_main(void *arg)
         }
         uint64_t span = tern_trace_begin(tr, "rollout");
         if (rc == TERN_OK)
-            rc = generate(run, id, job, out);
+            rc = run->env_ops ? tern_explore_trajectories(run, id, job, out)
+                              : generate(run, id, job, out);
         char args[160];
         snprintf(args, sizeof args, "{\"explorer\":%u,\"batch\":%lld,\"version\":%lld}", id,
                  (long long)job->batch, (long long)out->version);

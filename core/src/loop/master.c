@@ -27,6 +27,7 @@
 #include "image/task_image.h"
 #include "reward/rewarder.h"
 #include "loop/run.h"
+#include "loop/trajectories.h"
 #include "loop/run_checks.h"
 #include "loop/ranks.h"
 #include "loop/run_state.h"
@@ -629,21 +630,39 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e, uint6
 }
 
 /* Build group g of rollout r as a record (its responses' tokens and
- * log-probs are borrowed from r) and put it. */
+ * log-probs are borrowed from r) and put it. A trajectory's runs become
+ * segments, alternately the model's and context, at the rollout's version. */
 static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint32_t g,
                      const tern_verdict *v, const tern_task *t, uint64_t rewarded_ns,
                      tern_exp_response *resp, uint64_t *put_ns)
 {
     uint32_t G = r->group_size;
+    size_t n_seg = 0;
+    for (uint32_t s = 0; s < G; s++)
+        n_seg += r->resp[(size_t)g * G + s].n_segments;
+    tern_exp_segment *seg = n_seg ? malloc(n_seg * sizeof *seg) : NULL;
+    if (n_seg && !seg)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    tern_exp_segment *next = seg;
     for (uint32_t s = 0; s < G; s++) {
         const tern_response *x = &r->resp[(size_t)g * G + s];
         const tern_verdict *vs = &v[(size_t)g * G + s];
         resp[s] = (tern_exp_response){.version = r->version, .finish = x->finish,
                                       .failure = vs->failure_code, .reward = vs->reward,
                                       .accuracy = vs->accuracy, .n_parts = vs->n_parts,
-                                      .len = x->len, .tokens = x->tokens, .logp = x->logp};
+                                      .len = x->len, .tokens = x->tokens, .logp = x->logp,
+                                      .n_turns = x->n_turns, .turn_reward = x->turn_reward,
+                                      .end = x->end, .env_failure = x->env_failure};
         for (uint32_t c = 0; c < vs->n_parts; c++)
             resp[s].parts[c] = (tern_reward_part){vs->part_name[c], vs->part_value[c]};
+        if (x->n_segments) {
+            resp[s].segments = next;
+            resp[s].n_segments = x->n_segments;
+            for (uint32_t k = 0; k < x->n_segments; k++)
+                *next++ = (tern_exp_segment){x->seg_len[k],
+                                             k % 2 ? TERN_SEGMENT_CONTEXT : TERN_SEGMENT_MODEL,
+                                             r->version};
+        }
     }
     const char *dom = tern_task_string(t, "domain");
     char id[128];
@@ -660,7 +679,32 @@ static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint3
         memcpy(e.image_sha256, r->image_sha256 + 32 * (size_t)g, sizeof e.image_sha256);
     }
     tern_experience_finish_stats(&e);
-    return put_record(run, ms, &e, put_ns);
+    int rc = put_record(run, ms, &e, put_ns);
+    free(seg);
+    return rc;
+}
+
+/* A trajectory's reward is its return: the sum of its turns' rewards, plus
+ * what a rewards section gave its last turn (docs/agents.md, "Rewards").
+ * It is solved (accuracy 1) when a reward plugin's "accuracy" says so, or,
+ * without one, when the environment said done with a return above 0. A
+ * trajectory its environment failed is kept in reward_failures.jsonl. */
+static void add_returns(tern_run *run, const tern_rollout_msg *r, const tern_task **tasks,
+                        tern_verdict *v, size_t total)
+{
+    for (size_t i = 0; i < total; i++) {
+        const tern_response *x = &r->resp[i];
+        double ret = 0;
+        for (uint32_t k = 0; k < x->n_turns; k++)
+            ret += x->turn_reward[k];
+        v[i].reward += ret;
+        if (!v[i].judged)
+            v[i].accuracy = x->end == TERN_END_DONE && v[i].reward > 0 ? 1.0 : 0.0;
+        if (x->end == TERN_END_FAILED)
+            tern_failure_log_keep_episode(&run->failures, run->env_plugin, tasks[i], x->text,
+                                          x->len, tern_env_failure_name(x->env_failure),
+                                          x->env_reason, x->n_turns, r->batch);
+    }
 }
 
 static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
@@ -696,6 +740,8 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     if (failures)
         tern_failure_log_keep(&run->failures, &run->rewards, tasks, texts, ntok, v, total, "rl",
                               r->batch);
+    if (run->env_ops)
+        add_returns(run, r, tasks, v, total);
     uint64_t rewarded_ns = tern_run_unix_ns();
     int put_any = 0;
     for (uint32_t g = 0; g < r->n; g++) {

@@ -195,3 +195,53 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
     }
     pthread_mutex_unlock(&fl->lock);
 }
+
+void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
+                                   const tern_task *task, const char *text, uint32_t ntok,
+                                   const char *failure, const char *reason, uint32_t turns,
+                                   int64_t batch)
+{
+    if (!fl->said)
+        return; /* not opened: a run that failed before its directory existed */
+    pthread_mutex_lock(&fl->lock);
+    int rc = TERN_OK;
+    if (!fl->broken && !fl->f && !(fl->f = tern_append_open(fl->path, FILE_NAME)))
+        rc = tern_errorf(TERN_EIO, "%s; the trajectories their environment failed are not kept",
+                         tern_error_message());
+    if (rc == TERN_OK && !fl->broken) {
+        json_t *o = json_deep_copy(tern_task_object(task));
+        char *shown = tern_utf8_clean(text ? text : ""), *why = tern_utf8_clean(reason ? reason
+                                                                                 : "");
+        json_t *f = o && shown && why
+                        ? json_pack("{s:s, s:s, s:s, s:i, s:s, s:I}", "environment", plugin,
+                                    "failure", failure, "reason", why, "turns", (int)turns,
+                                    "stage", "rl", "batch", (json_int_t)batch)
+                        : NULL;
+        int ok = f && json_object_set_new(o, "response", json_string(shown)) == 0 &&
+                 json_object_set_new(o, "response_tokens", json_integer(ntok)) == 0;
+        if (ok)
+            ok = json_object_set_new(o, "tern_failure", f) == 0; /* takes f, even failing */
+        else
+            json_decref(f);
+        rc = ok ? tern_jsonl_append(fl->f, o, FILE_NAME)
+                : tern_errorf(TERN_ENOMEM, "out of memory keeping an environment failure");
+        if (rc == TERN_OK) {
+            fl->kept++;
+            if (!fl->said_episode) {
+                fl->said_episode = 1;
+                tern_logf(TERN_LOG_WARN, "environment",
+                          "'%s' ended a trajectory with a failure (%s: %s); it and every later "
+                          "one are kept in %s, and the run goes on", plugin, failure,
+                          why ? why : "", fl->path);
+            }
+        }
+        json_decref(o);
+        free(shown), free(why);
+    }
+    if (rc != TERN_OK && !fl->broken) {
+        fl->broken = 1;
+        tern_logf(TERN_LOG_WARN, "environment", "%s; the run goes on without keeping them",
+                  tern_error_message());
+    }
+    pthread_mutex_unlock(&fl->lock);
+}

@@ -31,6 +31,7 @@ typedef struct tern_failure_log {
     size_t n_routes;
     uint64_t kept;        /* lines written */
     int broken;           /* a write failed (warned once): no more lines */
+    int said_episode;     /* the first environment failure was logged */
     pthread_mutex_t lock; /* the master and its evaluation may both write */
 } tern_failure_log;
 
@@ -45,6 +46,16 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
                           const tern_task *const *tasks, const char *const *texts,
                           const uint32_t *ntok, const tern_verdict *v, size_t n,
                           const char *stage, int64_t at);
+/* Keep one trajectory that its environment ended with a failure
+ * (docs/agents.md, "Failures"): the task, the last turn's text
+ * ("response"), and under "tern_failure" {"environment": PLUGIN,
+ * "failure": NAME, "reason": ..., "turns": N, "stage": "rl", "batch": N}.
+ * The first one of a run is also logged as a warning. A file that cannot be
+ * written costs one warning, never the run. */
+void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
+                                   const tern_task *task, const char *text, uint32_t ntok,
+                                   const char *failure, const char *reason, uint32_t turns,
+                                   int64_t batch);
 /* Close the file and free; a zeroed log is fine. */
 void tern_failure_log_close(tern_failure_log *fl);
 

@@ -10,6 +10,7 @@
 #define TERN_LOOP_RUN_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "base/op_watch.h"
 #include "model/model.h"
 #include "tern/buffer.h"
+#include "tern/environment.h"
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
@@ -78,6 +80,14 @@ typedef struct tern_run {
     int async;               /* the explorers never wait for weights (USE_NEWEST plans) */
     tern_rewarder rewards;
     tern_failure_log failures; /* master's: reward_failures.jsonl, once the run dir exists */
+    /* the environment section's plugin (docs/agents.md), else env_ops NULL:
+     * the explorers' episodes; its ops one call at a time (env_lock) unless
+     * it is thread-safe */
+    const tern_environment_ops *env_ops;
+    void *env;
+    const char *env_plugin;
+    int env_thread_safe;
+    pthread_mutex_t env_lock;
 
     /* the indices of the training tasks that have an answer, in file order:
      * what the warm-up learns from (tern_run_check finds them, once) */

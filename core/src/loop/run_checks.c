@@ -1,6 +1,7 @@
 /* run_checks.c: the checks a run makes before it creates anything (see
  * run_checks.h). */
 #include "loop/run_checks.h"
+#include "loop/trajectories.h"
 #include "loop/ranks.h"
 
 #include <limits.h>
@@ -45,6 +46,39 @@ int tern_run_check_buffer_empty(const tern_run *run)
                        buf->entry->name, (unsigned long long)bst.held, bst.held == 1 ? "" : "s");
 }
 
+/* What an environment needs of the policy: a chat template (the turns are
+ * chat turns) whose rendering of a user turn after an assistant's is the
+ * same whatever came before (prefix-stable), so that observations are
+ * appended token for token (loop/trajectories.c). */
+static int check_environment(tern_run *run)
+{
+    if (!tern_model_has_chat(&run->policy))
+        return tern_errorf(TERN_ECONFIG, "%s: environment: plugin '%s' talks to the policy in "
+                           "chat turns, but the model plugin has no chat template (encode_chat): "
+                           "use a chat model (e.g. SmolLM2-135M-Instruct), or remove the "
+                           "environment section", run->session->config.path, run->env_plugin);
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    int rc = tern_observation_tokens(&run->policy, run->special.eos, NULL, "2 + 2?", &a, &na);
+    if (rc == TERN_OK)
+        rc = tern_observation_tokens(&run->policy, run->special.eos, "Be brief.", "2 + 2?", &b,
+                                     &nb);
+    if (rc == TERN_OK && (na != nb || memcmp(a, b, na * sizeof *a) != 0))
+        rc = tern_errorf(TERN_EUNSUPPORTED, "the model's chat template renders a user turn "
+                         "differently when a system turn came first (it is not prefix-stable), "
+                         "so observations cannot be appended token for token");
+    free(a);
+    free(b);
+    if (rc != TERN_OK)
+        return tern_errorf(TERN_ECONFIG, "%s: environment: plugin '%s' talks to the policy in "
+                           "chat turns, but the model's chat template cannot append them (%s); "
+                           "use a chat model whose template appends turns (ChatML: Qwen2.5, "
+                           "SmolLM2; Llama 3), or remove the environment section "
+                           "(docs/agents.md, \"Templates\")", run->session->config.path,
+                           run->env_plugin, tern_error_message());
+    return TERN_OK;
+}
+
 /* The plugins a run needs and what it asks of them; fills in run's plugin
  * fields. Config problems to d. */
 static int check_plugins(tern_run *run, tern_diag *d)
@@ -77,6 +111,14 @@ static int check_plugins(tern_run *run, tern_diag *d)
     run->sync = sync->state;
     run->sync_plugin = sync->entry->name;
     run->sync_path = sync->entry->path;
+    tern_instance *env = tern_run_instance(s, "environment");
+    if (live(env)) {
+        run->env_ops = env->entry->plugin->desc->ops;
+        run->env = env->state;
+        run->env_plugin = env->entry->name;
+        run->env_thread_safe = (env->entry->plugin->desc->caps & TERN_CAP_THREAD_SAFE) != 0;
+        pthread_mutex_init(&run->env_lock, NULL);
+    }
 
     char where[600];
     if (tern_run_check_buffer_empty(run) != TERN_OK) {
@@ -422,9 +464,13 @@ int tern_run_check(tern_run *run, tern_diag *d)
         return rc;
     if (rc == TERN_OK)
         rc = tern_rewarder_open(&run->rewards, run->session);
-    if (rc == TERN_OK)
+    /* with an environment its rewards are the trajectories': a rewards
+     * section may add to them, and need not score every domain */
+    if (rc == TERN_OK && run->env_ops)
+        rc = check_environment(run);
+    if (rc == TERN_OK && !run->env_ops)
         rc = tern_rewarder_check_domains(&run->rewards, &run->train);
-    if (rc == TERN_OK && run->eval.n)
+    if (rc == TERN_OK && run->eval.n && !run->env_ops)
         rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
     if (rc == TERN_OK) {
         rc = check_images(run, &run->train, d);
@@ -448,6 +494,9 @@ int tern_run_check(tern_run *run, tern_diag *d)
 
 void tern_run_check_free(tern_run *run)
 {
+    if (run->env_ops)
+        pthread_mutex_destroy(&run->env_lock);
+    run->env_ops = NULL;
     tern_failure_log_close(&run->failures);
     tern_rewarder_close(&run->rewards);
     free(run->answered);

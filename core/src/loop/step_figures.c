@@ -6,20 +6,21 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "loop/trajectories.h"
 #include "reward/accuracy_tally.h"
 #include "reward/worker.h"
 #include "rundir/metrics.h"
 #include "tern/support/utf8.h"
 
-/* Response r's text as the reward read it (without the EOS that ended it),
- * cleaned to UTF-8 for JSON: a new string, or NULL with *rc set. */
-static char *response_text(tern_run *run, const tern_exp_response *r, int *rc)
+/* tokens[0..len)'s text, without the EOS that ends them (a generated turn
+ * that has one ended there: TERN_FINISH_STOP), cleaned to UTF-8
+ * for JSON: a new string, or NULL with *rc set. */
+static char *tokens_text(tern_run *run, const int32_t *tokens, size_t len, int *rc)
 {
-    size_t len = r->len;
-    if (len && r->finish == TERN_FINISH_STOP && r->tokens[len - 1] == run->special.eos)
+    if (len && tokens[len - 1] == run->special.eos)
         len--;
     char *text = NULL;
-    *rc = tern_model_text(&run->policy, "trainer: detokenize", r->tokens, len, &text, NULL);
+    *rc = tern_model_text(&run->policy, "trainer: detokenize", tokens, len, &text, NULL);
     if (*rc != TERN_OK)
         return NULL;
     char *shown = tern_utf8_clean(text);
@@ -28,6 +29,76 @@ static char *response_text(tern_run *run, const tern_exp_response *r, int *rc)
         *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
     return shown;
 }
+
+/* Where the last model segment of r starts, and its length (a one-answer
+ * response: all of it). */
+static void last_turn(const tern_exp_response *r, size_t *at, size_t *len)
+{
+    *at = 0, *len = r->len;
+    for (uint32_t k = 0, t = 0; k < r->n_segments; t += r->segments[k++].len)
+        if (r->segments[k].kind == TERN_SEGMENT_MODEL)
+            *at = t, *len = r->segments[k].len;
+}
+
+/* A trajectory's turns for its rollouts.jsonl response: each segment as
+ * {"role": "model" | "context", "text", "ids", and the model's "reward"}. */
+static json_t *turns_json(tern_run *run, const tern_exp_response *r, int *rc)
+{
+    json_t *all = json_array();
+    uint32_t at = 0, turn = 0;
+    for (uint32_t k = 0; all && *rc == TERN_OK && k < r->n_segments; k++) {
+        const tern_exp_segment *g = &r->segments[k];
+        int model = g->kind == TERN_SEGMENT_MODEL;
+        char *text = model ? tokens_text(run, r->tokens + at, g->len, rc) : NULL;
+        if (!model) {
+            char *raw = NULL;
+            *rc = tern_model_text(&run->policy, "trainer: detokenize", r->tokens + at, g->len,
+                                  &raw, NULL);
+            text = raw ? tern_utf8_clean(raw) : NULL;
+            free(raw);
+        }
+        json_t *ids = json_array();
+        for (uint32_t j = 0; ids && j < g->len; j++)
+            json_array_append_new(ids, json_integer(r->tokens[at + j]));
+        json_t *one = text && ids ? json_pack("{s:s, s:s, s:o}", "role",
+                                              model ? "model" : "context", "text", text, "ids",
+                                              ids)
+                                  : NULL;
+        if (!one)
+            json_decref(ids);
+        if (one && model && turn < r->n_turns)
+            json_object_set_new(one, "reward", json_real(r->turn_reward[turn]));
+        turn += model;
+        free(text);
+        if (*rc == TERN_OK && (!one || json_array_append_new(all, one) != 0))
+            *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+        at += g->len;
+    }
+    if (!all && *rc == TERN_OK)
+        *rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
+    if (*rc != TERN_OK) {
+        json_decref(all);
+        return NULL;
+    }
+    return all;
+}
+
+/* Response r's text as the reward read it (the last turn of a trajectory,
+ * without the EOS that ended it), cleaned to UTF-8 for JSON: a new string,
+ * or NULL with *rc set. */
+static char *response_text(tern_run *run, const tern_exp_response *r, int *rc)
+{
+    size_t at, len;
+    last_turn(r, &at, &len);
+    return tokens_text(run, r->tokens + at, len, rc);
+}
+
+static const char *end_name(uint32_t end)
+{
+    static const char *const names[] = {"answer", "done", "max_turns", "context", "failed"};
+    return end <= TERN_END_LAST ? names[end] : "?";
+}
+
 
 /* A kept group's whole story, added to its rollouts.jsonl line: the task's
  * prompt and answer, and every response with its reward, verdict ("right":
@@ -64,6 +135,15 @@ static int add_whole_group(tern_run *run, const tern_experience *e, json_t *line
             json_object_set_new(one, "failure",
                                 json_string(tern_reward_failure_name(
                                     (tern_reward_failure)r->failure)));
+        if (one && r->end != TERN_END_ANSWER) { /* a trajectory: its turns, how it ended */
+            json_t *turns = turns_json(run, r, &rc);
+            if (turns)
+                json_object_set_new(one, "turns", turns);
+            json_object_set_new(one, "end", json_string(end_name(r->end)));
+            if (r->env_failure)
+                json_object_set_new(one, "env_failure",
+                                    json_string(tern_env_failure_name(r->env_failure)));
+        }
         json_decref(parts);
         free(text);
         if (rc == TERN_OK && (!one || json_array_append_new(all, one) != 0))
@@ -136,8 +216,9 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
         goto done;
     }
-    double sum = 0, sq = 0, len = 0;
-    uint64_t count = 0, by_length = 0, failures = 0;
+    double sum = 0, sq = 0, len = 0, turns = 0;
+    uint64_t count = 0, by_length = 0, failures = 0, trajectories = 0, solved = 0;
+    uint64_t env_failures = 0;
     rep->batch = n ? g[0].batch : -1;
     rep->rollout_version = n ? g[0].version : -1;
     for (size_t i = 0; i < n; i++) {
@@ -156,6 +237,18 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
             len += r->len;
             by_length += r->finish == TERN_FINISH_LENGTH;
             count++;
+            if (r->end != TERN_END_ANSWER) { /* a trajectory (docs/agents.md, "Figures") */
+                trajectories++;
+                turns += r->n_turns;
+                solved += r->accuracy > 0;
+                if (r->env_failure) {
+                    env_failures++;
+                    char name[64];
+                    snprintf(name, sizeof name, "env/failed/%s",
+                             tern_env_failure_name(r->env_failure));
+                    tern_metrics_observe(parts, name, 1);
+                }
+            }
             if (r->failure) {
                 failures++;
                 char name[64];
@@ -190,6 +283,12 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
     json_object_set_new(o, "truncated_frac", json_real((double)by_length / c));
     json_object_set_new(o, "reward_failures", json_integer((json_int_t)failures));
     json_object_set_new(o, "groups", json_integer((json_int_t)n));
+    if (trajectories) {
+        double tc = (double)trajectories;
+        json_object_set_new(o, "solve_rate", json_real((double)solved / tc));
+        json_object_set_new(o, "turns", json_real(turns / tc));
+        json_object_set_new(o, "env_failures", json_integer((json_int_t)env_failures));
+    }
     tern_metrics_drain_json(parts, o);
     rep->figures = o;
     rep->groups = lines;

@@ -14,7 +14,8 @@ int tern_step_loss(const tern_run_settings *set, int have_ref, tern_step_batch *
             const tern_loss_seq *s = &b->seq[i];
             double kl = 0;
             for (size_t t = 0; t < s->n; t++)
-                kl += tern_kl_value(set->loss.kl, s->logp[t], s->logp_ref[t]);
+                if (!s->mask || s->mask[t]) /* the model's tokens only */
+                    kl += tern_kl_value(set->loss.kl, s->logp[t], s->logp_ref[t]);
             b->reward[i] -= set->loss.kl_coef * kl;
         }
     tern_length_penalty(&set->adv, b->reward, b->len, b->correct, b->n_groups, b->group_size);

@@ -397,6 +397,9 @@ typedef struct step_arrays {
     double *reward, *adv;
     uint32_t *len;
     int *correct;
+    /* [n] each response's loss mask (1: the model's token), NULL for a
+     * one-answer response (every token the model's) */
+    unsigned char **mask;
 } step_arrays;
 
 static void arrays_free(step_arrays *a)
@@ -408,10 +411,12 @@ static void arrays_free(step_arrays *a)
         if (a->ref) free(a->ref[i]);
         if (a->dl) free(a->dl[i]);
         if (a->dent) free(a->dent[i]);
+        if (a->mask) free(a->mask[i]);
     }
     free(a->seq), free(a->tok), free(a->resp), free(a->lp), free(a->ent), free(a->ref);
     free(a->dl), free(a->dent), free(a->ls), free(a->reward), free(a->adv), free(a->len);
     free(a->correct);
+    free(a->mask);
     memset(a, 0, sizeof *a);
 }
 
@@ -434,8 +439,9 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
     a->adv = calloc(n, sizeof *a->adv);
     a->len = calloc(n, sizeof *a->len);
     a->correct = calloc(n, sizeof *a->correct);
+    a->mask = calloc(n, sizeof *a->mask);
     if (!a->seq || !a->tok || !a->resp || !a->lp || !a->ent || !a->ref || !a->dl || !a->dent ||
-        !a->ls || !a->reward || !a->adv || !a->len || !a->correct)
+        !a->ls || !a->reward || !a->adv || !a->len || !a->correct || !a->mask)
         return TERN_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         const tern_experience *g = &b->g[i / G];
@@ -457,6 +463,19 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
         a->reward[i] = r->reward;
         a->len[i] = r->len;
         a->correct[i] = r->accuracy >= 0.5;
+        /* a trajectory: train on the model's segments only, exactly the
+         * ids it sampled; its length (the length penalty) is theirs */
+        if (r->n_segments > 1 || (r->n_segments == 1 && r->segments[0].kind != TERN_SEGMENT_MODEL)) {
+            if (!(a->mask[i] = malloc(r->len ? r->len : 1)))
+                return TERN_ENOMEM;
+            uint32_t t = 0, model = 0;
+            for (uint32_t k = 0; k < r->n_segments; k++)
+                for (uint32_t j = 0; j < r->segments[k].len; j++, t++) {
+                    a->mask[i][t] = r->segments[k].kind == TERN_SEGMENT_MODEL;
+                    model += a->mask[i][t];
+                }
+            a->len[i] = model;
+        }
     }
     return TERN_OK;
 }
@@ -614,7 +633,8 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
                                   .logp_ref = need_ref ? a.ref[i] + P : NULL,
                                   .entropy = skip ? NULL : a.ent[i] + P,
                                   .dlogp = a.dl[i] + P,
-                                  .dentropy = a.dent[i] + P};
+                                  .dentropy = a.dent[i] + P,
+                                  .mask = a.mask[i]};
     }
     tern_step_batch sb = {.n_groups = n_groups, .group_size = G, .seq = a.ls,
                           .reward = a.reward, .len = a.len, .correct = a.correct, .adv = a.adv};

@@ -97,6 +97,17 @@ int tern_model_chat(const tern_model *m, const char *what, const char *system,
         msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
                                         .content = system};
     msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = prompt};
+    return tern_model_chat_turns(m, what, msgs, k, ids, n);
+}
+
+int tern_model_chat_turns(const tern_model *m, const char *what, const tern_chat_message *msgs,
+                          size_t k, int32_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!tern_model_has_chat(m))
+        return tern_errorf(TERN_EUNSUPPORTED, "%s: the model plugin has no chat template",
+                           what);
     int32_t *t = NULL;
     tern_error_clear();
     int rc = m->ops->encode_chat(m->state, msgs, k, &t, n, NULL, NULL);

@@ -56,6 +56,11 @@ TERN_INTERNAL int tern_model_tokenize(const tern_model *m, const char *what, con
  * has no chat template". */
 TERN_INTERNAL int tern_model_chat(const tern_model *m, const char *what, const char *system,
                                   const char *prompt, int32_t **ids, size_t *n);
+/* The same for a whole conversation msgs[0..k) (roles system, user,
+ * assistant), ending with the generation prompt. */
+TERN_INTERNAL int tern_model_chat_turns(const tern_model *m, const char *what,
+                                        const tern_chat_message *msgs, size_t k, int32_t **ids,
+                                        size_t *n);
 /* The text of tokens[0..n) as our own NUL-terminated string (the ABI does
  * not promise the NUL); *len its bytes when len is not NULL. */
 TERN_INTERNAL int tern_model_text(const tern_model *m, const char *what, const int32_t *tokens,

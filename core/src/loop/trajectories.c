@@ -1,0 +1,441 @@
+/* trajectories.c: an explorer's batch with an environment (docs/agents.md):
+ * for each task, G trajectories of turns instead of G answers.
+ *
+ *   reset(task)            -> the first observation: the user turn the model
+ *                             answers first (the task's prompt when none), the
+ *                             same for the task's G trajectories (the group's
+ *                             prompt is stored once)
+ *   repeat, every trajectory still going in one generate() call:
+ *     the model's turn     -> sampled tokens, kept exactly as sampled (a model
+ *                             segment); its text (end-of-turn token removed)
+ *                             goes to step()
+ *     step(turn)           -> an observation, the turn's reward, done
+ *     the observation      -> the tokens the chat template puts after an
+ *                             assistant turn for a new user turn (a context
+ *                             segment), appended to the token stream: earlier
+ *                             turns are never rendered again
+ *   until done, max_turns, no room in the context, or the environment failed.
+ *
+ * The observation's tokens come from the template itself: render a fixed
+ * conversation [system, user "x", assistant "ok", user OBS] and take what
+ * follows the assistant's end-of-turn token. tern_run_check_environment
+ * checks at start that this does not depend on the turns before (a template
+ * that is prefix-stable for user turns); so the trained ids are the sampled
+ * ids and the template's ids between them, byte for byte. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/errmsg.h"
+#include "loop/run.h"
+#include "loop/trajectories.h"
+
+/* One trajectory being sampled. */
+typedef struct traj {
+    void *episode;    /* the environment's, until closed */
+    int going;        /* another turn of the model follows */
+    int32_t *tok;     /* the tokens after the prompt: model and context */
+    float *lp;        /* their behaviour log-probs (context: 0) */
+    uint32_t len, cap;
+    uint32_t *seg;    /* run lengths, the model's first, alternating */
+    uint32_t n_seg, seg_cap;
+    double *turn;     /* the environment's reward per model turn */
+    uint32_t n_turn;
+    uint32_t prompt_len;
+    uint32_t finish, end, failure;
+    char reason[TERN_ENV_REASON_MAX];
+    char *text;       /* the last turn's text, without the end-of-turn token */
+} traj;
+
+static int grow(traj *t, uint32_t more)
+{
+    if (t->len + more <= t->cap)
+        return TERN_OK;
+    uint32_t cap = t->cap ? t->cap : 64;
+    while (cap < t->len + more)
+        cap *= 2;
+    int32_t *tok = realloc(t->tok, cap * sizeof *tok);
+    if (tok)
+        t->tok = tok;
+    float *lp = tok ? realloc(t->lp, cap * sizeof *lp) : NULL;
+    if (lp)
+        t->lp = lp;
+    if (!tok || !lp)
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    t->cap = cap;
+    return TERN_OK;
+}
+
+/* Append n tokens as a new segment (model: with their log-probs). */
+static int append(traj *t, const int32_t *ids, const float *logp, uint32_t n, int model)
+{
+    if (grow(t, n) != TERN_OK)
+        return TERN_ENOMEM;
+    if (t->n_seg + 1 > t->seg_cap) {
+        uint32_t cap = t->seg_cap ? 2 * t->seg_cap : 8;
+        uint32_t *seg = realloc(t->seg, cap * sizeof *seg);
+        double *turn = seg ? realloc(t->turn, cap * sizeof *turn) : NULL;
+        if (seg)
+            t->seg = seg;
+        if (turn)
+            t->turn = turn;
+        if (!seg || !turn)
+            return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        t->seg_cap = cap;
+    }
+    memcpy(t->tok + t->len, ids, n * sizeof *ids);
+    for (uint32_t k = 0; k < n; k++)
+        t->lp[t->len + k] = model ? logp[k] : 0.0f;
+    t->len += n;
+    t->seg[t->n_seg++] = n;
+    return TERN_OK;
+}
+
+/* The environment's ops, one call at a time unless it is thread-safe. */
+static void env_lock(tern_run *run)
+{
+    if (!run->env_thread_safe)
+        pthread_mutex_lock(&run->env_lock);
+}
+
+static void env_unlock(tern_run *run)
+{
+    if (!run->env_thread_safe)
+        pthread_mutex_unlock(&run->env_lock);
+}
+
+/* End t with `end` (and a failure), keeping the environment's reason. */
+static void finish(traj *t, uint32_t end, uint32_t failure, const char *reason)
+{
+    t->going = 0;
+    t->end = end;
+    t->failure = failure;
+    if (reason && reason != t->reason)
+        snprintf(t->reason, sizeof t->reason, "%.*s", (int)sizeof t->reason - 1, reason);
+}
+
+/* An answer of the environment that breaks the contract is the episode's
+ * failure (garbage), never the run's. */
+static void check_result(tern_env_result *res, int stepping)
+{
+    if (res->failure > TERN_ENV_START) {
+        res->failure = TERN_ENV_GARBAGE;
+        snprintf(res->reason, sizeof res->reason, "a failure code that names nothing");
+    }
+    if (res->failure)
+        return;
+    if (stepping && !(res->reward == res->reward && res->reward - res->reward == 0)) {
+        res->failure = TERN_ENV_GARBAGE;
+        snprintf(res->reason, sizeof res->reason, "its reward is %g, not a finite number",
+                 res->reward);
+    } else if (res->observation &&
+               strnlen(res->observation, TERN_ENV_OBSERVATION_MAX + 1) > TERN_ENV_OBSERVATION_MAX) {
+        res->failure = TERN_ENV_GARBAGE;
+        snprintf(res->reason, sizeof res->reason, "an observation over %u bytes",
+                 TERN_ENV_OBSERVATION_MAX);
+    } else if (stepping && !res->done && (!res->observation || !*res->observation)) {
+        res->failure = TERN_ENV_GARBAGE;
+        snprintf(res->reason, sizeof res->reason, "no observation, yet not done");
+    }
+}
+
+int tern_observation_tokens(const tern_model *m, int32_t eos, const char *system,
+                            const char *observation, int32_t **ids, size_t *n)
+{
+    tern_chat_message msgs[4];
+    size_t k = 0;
+    if (system)
+        msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "system",
+                                        .content = system};
+    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user", .content = "x"};
+    size_t before = k;
+    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "assistant", .content = "ok"};
+    msgs[k++] = (tern_chat_message){.size = sizeof msgs[0], .role = "user",
+                                    .content = observation};
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    *ids = NULL, *n = 0;
+    int rc = tern_model_chat_turns(m, "explorer: the chat template", msgs, before, &a, &na);
+    if (rc == TERN_OK)
+        rc = tern_model_chat_turns(m, "explorer: the chat template", msgs, k, &b, &nb);
+    if (rc == TERN_OK && (nb < na || memcmp(a, b, na * sizeof *a) != 0))
+        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template renders the "
+                         "turns before an assistant's differently once one follows (it is not "
+                         "prefix-stable), so observations cannot be appended token for token");
+    size_t p = na;
+    while (rc == TERN_OK && p < nb && b[p] != eos)
+        p++;
+    if (rc == TERN_OK && p >= nb)
+        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template closes an "
+                         "assistant turn without its end-of-turn token (id %d): observations "
+                         "cannot be appended after the model's turns", eos);
+    if (rc == TERN_OK) {
+        *n = nb - p - 1;
+        if (!(*ids = malloc((*n ? *n : 1) * sizeof **ids)))
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        else
+            memcpy(*ids, b + p + 1, *n * sizeof **ids);
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* After the model's turn of t (ended by a stop token or not), the
+ * observation as context: the template's tokens for a new user turn; a
+ * turn cut by max_tokens gets its end-of-turn token first. */
+static int append_observation(tern_run *run, const tern_model *m, traj *t, const char *system,
+                              const char *obs, int ended)
+{
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = tern_observation_tokens(m, run->special.eos, system, obs, &ids, &n);
+    if (rc != TERN_OK)
+        return rc;
+    int32_t *all = malloc((n + 1) * sizeof *all);
+    if (!all) {
+        free(ids);
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    }
+    size_t k = 0;
+    if (!ended)
+        all[k++] = run->special.eos;
+    memcpy(all + k, ids, n * sizeof *ids);
+    k += n;
+    free(ids);
+    /* the model's next turn needs room: at least one token */
+    uint32_t ctx = run->special.context_len > 0 ? (uint32_t)run->special.context_len : 0;
+    if (ctx && (size_t)t->prompt_len + t->len + k + 1 > ctx) {
+        free(all);
+        finish(t, TERN_END_CONTEXT, 0, "no room left in the model's context for another turn");
+        return TERN_OK;
+    }
+    rc = append(t, all, NULL, (uint32_t)k, 0);
+    free(all);
+    return rc;
+}
+
+const char *tern_env_failure_name(uint32_t failure)
+{
+    static const char *const names[] = {"ok", "error", "crash", "timeout", "garbage",
+                                        "after_done", "start"};
+    return failure < sizeof names / sizeof names[0] ? names[failure] : "?";
+}
+
+static void traj_free(traj *t)
+{
+    free(t->tok), free(t->lp), free(t->seg), free(t->turn), free(t->text);
+}
+
+/* The model's turn `o` of trajectory t: kept as sampled, then stepped. */
+static int take_turn(tern_run *run, const tern_model *m, traj *t, const tern_gen_output *o,
+                     const char *system, uint32_t turn)
+{
+    int rc = append(t, o->tokens, o->logprobs, (uint32_t)o->len, 1);
+    if (rc != TERN_OK)
+        return rc;
+    t->finish = o->finish;
+    int32_t eos = run->special.eos;
+    int ended = o->len && o->finish == TERN_FINISH_STOP && o->tokens[o->len - 1] == eos;
+    free(t->text);
+    t->text = NULL;
+    rc = tern_model_text(m, "explorer: detokenize", o->tokens, ended ? o->len - 1 : o->len,
+                         &t->text, NULL);
+    if (rc != TERN_OK)
+        return rc;
+    tern_env_action act = {.size = sizeof act, .text = t->text, .text_len = strlen(t->text),
+                           .tokens = o->tokens, .n_tokens = o->len, .turn = turn};
+    tern_env_result res = {.size = sizeof res};
+    env_lock(run);
+    tern_error_clear();
+    rc = run->env_ops->step(run->env, t->episode, &act, &res);
+    check_result(&res, 1);
+    /* the observation is the plugin's until its next call on the episode:
+     * used before that */
+    t->turn[t->n_turn++] = res.failure ? 0.0 : res.reward;
+    if (rc != TERN_OK) {
+        env_unlock(run);
+        return tern_role_failed(rc, "explorer", "the environment's step");
+    }
+    if (res.failure)
+        finish(t, TERN_END_FAILED, res.failure, res.reason);
+    else if (res.done)
+        finish(t, TERN_END_DONE, 0, res.reason);
+    else if (t->n_turn >= run->set.max_turns)
+        finish(t, TERN_END_MAX_TURNS, 0, "max_turns reached");
+    else
+        rc = append_observation(run, m, t, system, res.observation, ended);
+    env_unlock(run);
+    return rc;
+}
+
+int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job *job,
+                              tern_rollout_msg *out)
+{
+    const tern_model *h = &run->explorers[id];
+    uint32_t G = run->set.group_size;
+    size_t total = (size_t)job->n * G;
+    traj *tr = calloc(total ? total : 1, sizeof *tr);
+    tern_gen_request *req = calloc(total ? total : 1, sizeof *req);
+    tern_gen_output *outs = calloc(total ? total : 1, sizeof *outs);
+    size_t *who = calloc(total ? total : 1, sizeof *who); /* request k's trajectory */
+    out->task_index = calloc(job->n ? job->n : 1, sizeof *out->task_index);
+    out->prompt_tokens = calloc(job->n ? job->n : 1, sizeof *out->prompt_tokens);
+    out->prompt_len = calloc(job->n ? job->n : 1, sizeof *out->prompt_len);
+    out->resp = calloc(total ? total : 1, sizeof *out->resp);
+    out->n = job->n;
+    out->group_size = G;
+    int rc = TERN_OK;
+    int32_t stop = run->special.eos;
+    size_t n_out = 0;
+    if (!tr || !req || !outs || !who || !out->task_index || !out->prompt_tokens ||
+        !out->prompt_len || !out->resp) {
+        rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        goto done;
+    }
+    double t0 = tern_run_now();
+    /* reset: every trajectory's episode, and the group's prompt from its
+     * first observation */
+    for (uint32_t i = 0; i < job->n && rc == TERN_OK; i++) {
+        out->task_index[i] = job->task_index[i];
+        const tern_task *task = run->train.tasks[job->task_index[i]];
+        char *first = NULL;
+        for (uint32_t j = 0; j < G && rc == TERN_OK; j++) {
+            traj *t = &tr[(size_t)i * G + j];
+            tern_env_result res = {.size = sizeof res};
+            uint64_t seed = tern_run_seed(run, "episode", (uint64_t)job->batch,
+                                          (uint64_t)i * G + j);
+            env_lock(run);
+            tern_error_clear();
+            rc = run->env_ops->reset(run->env, task, seed, &t->episode, &res);
+            check_result(&res, 0);
+            const char *obs = res.observation && *res.observation ? res.observation
+                                                                   : job->prompt[i];
+            if (rc != TERN_OK) {
+                rc = tern_role_failed(rc, "explorer", "the environment's reset");
+            } else if (res.failure) {
+                finish(t, TERN_END_FAILED, res.failure, res.reason);
+            } else if (!first) { /* the group's first observation: its prompt */
+                if (!(first = strdup(obs)))
+                    rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+                t->going = 1;
+            } else if (strcmp(obs, first) != 0) {
+                finish(t, TERN_END_FAILED, TERN_ENV_GARBAGE,
+                       "its first observation differs from the group's first: reset() "
+                       "answers one per task (a seed may vary what is hidden)");
+            } else {
+                t->going = 1;
+            }
+            env_unlock(run);
+        }
+        if (rc == TERN_OK && !first)
+            first = strdup(job->prompt[i]); /* no trajectory began: the task's prompt */
+        size_t n = 0;
+        if (rc == TERN_OK && !first)
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        if (rc == TERN_OK)
+            rc = tern_run_prompt(h, "explorer", job->system[i], first, NULL,
+                                 &out->prompt_tokens[i], &n);
+        free(first);
+        out->prompt_len[i] = (uint32_t)n;
+        for (uint32_t j = 0; j < G; j++)
+            tr[(size_t)i * G + j].prompt_len = (uint32_t)n;
+    }
+    /* turn after turn: every trajectory still going in one generate() */
+    for (uint32_t turn = 1; rc == TERN_OK && turn <= run->set.max_turns; turn++) {
+        size_t n_req = 0;
+        n_out = 0;
+        for (uint32_t i = 0; i < job->n; i++) {
+            if (turn == 1) { /* the group shares its prompt: one request of G samples */
+                req[n_req++] = (tern_gen_request){
+                    .size = sizeof req[0], .prompt = out->prompt_tokens[i],
+                    .prompt_len = out->prompt_len[i], .n_samples = G,
+                    .max_new_tokens = run->set.max_tokens,
+                    .temperature = (float)run->set.temperature, .top_k = run->set.top_k,
+                    .top_p = (float)run->set.top_p, .stop = &stop, .n_stop = 1,
+                    .seed = tern_run_seed(run, "explore", (uint64_t)job->batch, i)};
+                for (uint32_t j = 0; j < G; j++)
+                    who[n_out++] = (size_t)i * G + j;
+                continue;
+            }
+            for (uint32_t j = 0; j < G; j++) {
+                size_t x = (size_t)i * G + j;
+                traj *t = &tr[x];
+                if (!t->going)
+                    continue;
+                /* the stream: the prompt, then every token so far */
+                size_t P = out->prompt_len[i], len = P + t->len;
+                if ((rc = grow(t, (uint32_t)P)) != TERN_OK)
+                    break;
+                memmove(t->tok + P, t->tok, t->len * sizeof *t->tok);
+                memcpy(t->tok, out->prompt_tokens[i], P * sizeof *t->tok);
+                uint32_t room = run->set.max_tokens;
+                if (run->special.context_len > 0 &&
+                    (size_t)run->special.context_len - len < room)
+                    room = (uint32_t)((size_t)run->special.context_len - len);
+                req[n_req++] = (tern_gen_request){
+                    .size = sizeof req[0], .prompt = t->tok, .prompt_len = len, .n_samples = 1,
+                    .max_new_tokens = room, .temperature = (float)run->set.temperature,
+                    .top_k = run->set.top_k, .top_p = (float)run->set.top_p, .stop = &stop,
+                    .n_stop = 1,
+                    .seed = tern_run_seed(run, "explore-turn", (uint64_t)job->batch,
+                                          (uint64_t)turn << 32 | x)};
+                who[n_out++] = x;
+            }
+        }
+        if (rc != TERN_OK || n_req == 0)
+            break;
+        for (size_t k = 0; k < n_out; k++)
+            outs[k] = (tern_gen_output){.size = sizeof outs[k]};
+        rc = tern_model_generate(h, "explorer: generate", req, n_req, outs);
+        /* the streams back to the tokens after the prompt */
+        for (size_t k = 0; turn > 1 && k < n_out; k++) {
+            traj *t = &tr[who[k]];
+            memmove(t->tok, t->tok + t->prompt_len, t->len * sizeof *t->tok);
+        }
+        for (size_t k = 0; rc == TERN_OK && k < n_out; k++) {
+            traj *t = &tr[who[k]];
+            out->gen_tokens += outs[k].len;
+            if (t->going)
+                rc = take_turn(run, h, t, &outs[k], job->system[who[k] / G], turn);
+        }
+        tern_model_release_outputs(h, outs, n_out);
+        n_out = 0;
+    }
+    out->gen_seconds = tern_run_now() - t0;
+    out->done_unix_ns = tern_run_unix_ns();
+    for (size_t x = 0; rc == TERN_OK && x < total; x++) {
+        traj *t = &tr[x];
+        tern_response *r = &out->resp[x];
+        r->len = t->len;
+        r->finish = t->finish ? t->finish : TERN_FINISH_STOP;
+        r->end = t->end;
+        r->env_failure = t->failure;
+        r->tokens = t->tok ? t->tok : malloc(sizeof *r->tokens);
+        r->logp = t->lp ? t->lp : malloc(sizeof *r->logp);
+        t->tok = NULL, t->lp = NULL;
+        r->text = t->text ? t->text : strdup("");
+        t->text = NULL;
+        if (t->n_seg) {
+            r->n_segments = t->n_seg, r->seg_len = t->seg, t->seg = NULL;
+            r->n_turns = t->n_turn, r->turn_reward = t->turn, t->turn = NULL;
+        }
+        if (t->reason[0] && !(r->env_reason = strdup(t->reason)))
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        if (!r->tokens || !r->logp || !r->text)
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    }
+done:
+    tern_model_release_outputs(h, outs, n_out);
+    for (size_t x = 0; tr && x < total; x++) {
+        if (tr[x].episode) {
+            env_lock(run);
+            run->env_ops->close(run->env, tr[x].episode);
+            env_unlock(run);
+        }
+        traj_free(&tr[x]);
+    }
+    free(tr), free(req), free(outs), free(who);
+    return rc;
+}
