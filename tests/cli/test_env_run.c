@@ -34,14 +34,15 @@ static void write_config(const char *name, const char *env, const char *extra, i
              "plugin_path = [\"%s\"];\n"
              "run = { name = \"%s\"; seed = 3; out_dir = \"runs_env\"; keep_groups = 4; };\n"
              "model = { plugin = \"transformer\"; path = \"%s\"; threads = 1; };\n"
-             "data = { train = \"%s/etc/data/arith-train.jsonl\"; };\n"
+             "data = { train = \"%s/etc/data/arith-train.jsonl\"; "
+             "eval = \"%s/etc/data/arith-eval.jsonl\"; };\n"
              "explorer = { batch_tasks = 2; group_size = 2; max_tokens = 5; };\n"
              "trainer = { steps = %d; save_every = 100; lr = 1e-3; score_pass = \"always\"; };\n"
              "algorithm = { kl = { coef = 0.0; }; };\n"
              "buffer = { plugin = \"fifo\"; capacity = 64; };\n"
              "sync = { plugin = \"synchronous\"; };\n"
              "environment = { plugin = \"script_env\"; max_turns = 4; %s };\n%s",
-             PLUGINS, name, FIXTURE, SRC, steps, env, extra);
+             PLUGINS, name, FIXTURE, SRC, SRC, steps, env, extra);
     write_file(path, text);
 }
 
@@ -77,7 +78,7 @@ static json_t *load_lines(const char *name, const char *file, const char *with)
 Test(env_run, trained_ids_are_the_sampled_ids_and_returns_add_up, .timeout = 300)
 {
     write_config("exact", "turns = 3; observation = \"next\"; trace = \"runs_env/exact.trace\";",
-                 "", 2);
+                 "eval = { every = 1; limit = 2; max_tokens = 5; };\n", 2);
     result r;
     run(&r, "cd %s && rm -rf runs_env/exact runs_env/exact.trace && mkdir -p runs_env && "
             "%s run exact.cfg", WORK, TERN);
@@ -133,28 +134,30 @@ Test(env_run, trained_ids_are_the_sampled_ids_and_returns_add_up, .timeout = 300
     }
     cr_expect_eq(checked, 8);
 
-    /* token exactness: each model turn of each trajectory the environment
-     * saw appears, id for id, as a model segment of a kept trajectory (the
-     * trajectories' seeds are not in rollouts.jsonl: match by content) */
-    size_t t_i, matched = 0, steps_seen = 0;
-    json_t *tl;
-    json_array_foreach(trace, t_i, tl) {
-        steps_seen++;
-        json_t *ids = json_object_get(tl, "ids");
-        int found = 0;
-        json_array_foreach(groups, i, g) {
-            json_array_foreach(json_object_get(g, "responses"), j, resp) {
-                size_t k;
-                json_t *t;
-                json_array_foreach(json_object_get(resp, "turns"), k, t)
-                    found |= k % 2 == 0 && json_equal(json_object_get(t, "ids"), ids);
+    /* token exactness: each model turn the trainer trains on (every turn of
+     * every kept trajectory) is, id for id, one the environment was handed
+     * as the model's action (the trace also holds the evaluation's turns;
+     * the trajectories' seeds are not in rollouts.jsonl: match by content) */
+    size_t matched = 0, model_turns = 0;
+    json_array_foreach(groups, i, g) {
+        json_array_foreach(json_object_get(g, "responses"), j, resp) {
+            size_t k, t_i;
+            json_t *t, *tl;
+            json_array_foreach(json_object_get(resp, "turns"), k, t) {
+                if (k % 2)
+                    continue;
+                model_turns++;
+                int found = 0;
+                json_array_foreach(trace, t_i, tl)
+                    found |= json_equal(json_object_get(tl, "ids"), json_object_get(t, "ids")) &&
+                             json_integer_value(json_object_get(tl, "turn")) == (json_int_t)(k / 2 + 1);
+                matched += found;
             }
         }
-        matched += found;
     }
-    cr_expect_eq(steps_seen, 2 * 4 * 3, "2 steps x 4 trajectories x 3 turns stepped");
-    cr_expect_eq(matched, steps_seen, "%zu of %zu sampled turns are trained as sampled",
-                 matched, steps_seen);
+    cr_expect_eq(model_turns, 2 * 4 * 3, "2 steps x 4 trajectories x 3 turns kept");
+    cr_expect_eq(matched, model_turns, "%zu of %zu trained turns are turns as sampled", matched,
+                 model_turns);
 
     /* the trainer's log-probs of the model's tokens are the explorer's: at
      * the first step both have the same weights */
@@ -171,6 +174,21 @@ Test(env_run, trained_ids_are_the_sampled_ids_and_returns_add_up, .timeout = 300
     json_decref(m);
     json_decref(groups);
     json_decref(trace);
+
+    /* the evaluation runs greedy trajectories: each solved (done, return 0.75) */
+    json_t *ev = load_lines("exact", "eval_responses.jsonl", "turns");
+    cr_assert_gt(json_array_size(ev), 0, "eval_responses.jsonl keeps the turns");
+    json_t *e0 = json_array_get(ev, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(e0, "end")), "done");
+    cr_expect_eq(json_array_size(json_object_get(e0, "turns")), 5);
+    cr_expect(json_is_true(json_object_get(e0, "right")), "a done trajectory is solved");
+    cr_expect(fabs(json_real_value(json_object_get(e0, "reward")) - 0.75) < 1e-12);
+    json_decref(ev);
+    json_t *evm = load_lines("exact", "metrics.jsonl", "eval/accuracy");
+    cr_assert_gt(json_array_size(evm), 0);
+    cr_expect(fabs(json_real_value(json_object_get(json_array_get(evm, 0), "eval/accuracy")) -
+                   1) < 1e-12, "the solve rate");
+    json_decref(evm);
 }
 
 /* A failure of kind `fail` at odd seeds: those trajectories end there with
@@ -181,7 +199,7 @@ static void expect_failures_cost_trajectories(const char *fail, const char *name
     char cfgname[64], env[256];
     snprintf(cfgname, sizeof cfgname, "fail_%s", fail);
     snprintf(env, sizeof env, "turns = 3; fail = \"%s\"; fail_turn = 2;", fail);
-    write_config(cfgname, env, "", 2);
+    write_config(cfgname, env, "eval = { limit = 2; max_tokens = 5; };\n", 2);
     result r;
     run(&r, "cd %s && rm -rf runs_env/%s && %s run %s.cfg", WORK, cfgname, TERN, cfgname);
     cr_assert_eq(r.code, 0, "%s: tern run: exit %d\n%s", fail, r.code, r.err);
@@ -189,7 +207,12 @@ static void expect_failures_cost_trajectories(const char *fail, const char *name
               r.err);
     json_t *lines = load_lines(cfgname, "reward_failures.jsonl", "tern_failure");
     cr_assert_gt(json_array_size(lines), 0, "%s: no failure kept", fail);
-    cr_expect_lt(json_array_size(lines), 8, "%s: only the odd seeds' trajectories fail", fail);
+    size_t k, rl = 0;
+    json_t *l;
+    json_array_foreach(lines, k, l)
+        rl += strcmp(json_string_value(json_object_get(json_object_get(l, "tern_failure"),
+                                                       "stage")), "rl") == 0;
+    cr_expect(rl > 0 && rl < 8, "%s: only the odd seeds' trajectories fail (%zu of 8)", fail, rl);
     json_t *f = json_object_get(json_array_get(lines, 0), "tern_failure");
     cr_expect_str_eq(json_string_value(json_object_get(f, "environment")), "script_env");
     cr_expect_str_eq(json_string_value(json_object_get(f, "failure")), name, "%s", fail);
@@ -216,7 +239,8 @@ Test(env_run, an_episode_that_fails_costs_its_trajectory, .timeout = 300)
 
 Test(env_run, a_broken_environment_plugin_fails_the_run_with_its_message, .timeout = 120)
 {
-    write_config("broken", "turns = 3; fail = \"broken\"; fail_turn = 1;", "", 2);
+    write_config("broken", "turns = 3; fail = \"broken\"; fail_turn = 1;",
+                 "eval = { limit = 2; max_tokens = 5; };\n", 2);
     result r;
     run(&r, "cd %s && rm -rf runs_env/broken && %s run broken.cfg", WORK, TERN);
     cr_expect_neq(r.code, 0, "a broken plugin fails the run");

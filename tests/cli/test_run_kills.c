@@ -10,7 +10,8 @@
  *   - in a fixed mode (synchronous) the figures of every step are those of
  *     a run that was never killed.
  * Once for the synchronous mode and once for fully_async, each with at
- * least KILLS kills. fully_async runs with max_staleness = -1: a group
+ * least KILLS kills, and once for multi-turn trajectories (an environment,
+ * docs/agents.md) in the synchronous mode. fully_async runs with max_staleness = -1: a group
  * dropped as too stale is consumed without being trained, which the count
  * of lost groups could not tell from a lost one. */
 #include <criterion/criterion.h>
@@ -49,12 +50,43 @@ static void sleep_ms(int ms)
         ;
 }
 
-/* Start `tern run` for mode `mode` (its etc/modes config) in WORK/kills,
- * output to WORK/kills/NAME.log; the child's pid. */
+/* The config of the trajectories' run: a chat model (tests/fixtures/qwen2_chat)
+ * and the test environment script_env, three turns a trajectory, otherwise
+ * as etc/modes/synchronous.cfg; its path. */
+static const char *trajectories_config(void)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/kills/trajectories.cfg", WORK);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "plugin_path = [\"%s\"];\n"
+             "run = { seed = 1; };\n"
+             "model = { plugin = \"transformer\"; path = \"%s/tests/fixtures/qwen2_chat\"; "
+             "threads = 1; };\n"
+             "reference = { same_as = \"model\"; };\n"
+             "data = { train = \"%s/etc/data/arith-train.jsonl\"; "
+             "eval = \"%s/etc/data/arith-eval.jsonl\"; };\n"
+             "explorer = { batch_tasks = %d; group_size = 4; max_tokens = 4; };\n"
+             "trainer = { lr = 3e-4; };\n"
+             "algorithm = { kl = { estimator = \"k3\"; coef = 0.001; }; };\n"
+             "buffer = { plugin = \"fifo\"; };\n"
+             "sync = { plugin = \"synchronous\"; };\n"
+             "environment = { plugin = \"script_env\"; max_turns = 4; turns = 3; };\n",
+             TERN_TEST_PLUGINS_DIR, SRC, SRC, SRC, (int)TASKS);
+    write_file(path, text);
+    return path;
+}
+
+/* Start `tern run` for mode `mode` (its etc/modes config, or the config
+ * file `mode` names when it is a path) in WORK/kills, output to
+ * WORK/kills/NAME.log; the child's pid. */
 static pid_t start_run(const char *mode, const char *name, int resume)
 {
     char cfg[1024], log[1024], rn[256];
-    snprintf(cfg, sizeof cfg, "%s/etc/modes/%s.cfg", SRC, mode);
+    if (mode[0] == '/')
+        snprintf(cfg, sizeof cfg, "%s", mode);
+    else
+        snprintf(cfg, sizeof cfg, "%s/etc/modes/%s.cfg", SRC, mode);
     snprintf(log, sizeof log, "%s/kills/%s.log", WORK, name);
     snprintf(rn, sizeof rn, "run.name=\"%s\"", name);
     char steps[64];
@@ -147,7 +179,7 @@ static int kill_until_done(const char *mode, const char *name, long long *seen, 
 static void check_kills(const char *mode, int fixed)
 {
     char name[64];
-    snprintf(name, sizeof name, "kills-%s", mode);
+    snprintf(name, sizeof name, "kills-%s", mode[0] == '/' ? "trajectories" : mode);
     result r;
     run(&r, "mkdir -p %s/kills && cd %s/kills && rm -rf runs/%s runs/kills-ref %s.log "
             "kills-ref.log", WORK, WORK, name, name);
@@ -224,7 +256,8 @@ static void check_kills(const char *mode, int fixed)
         snprintf(path, sizeof path, "%s/kills/runs/kills-ref/metrics.jsonl", WORK);
         json_t *ref = json_lines(path, NULL);
         static const char *const keys[] = {"reward_mean", "accuracy", "loss", "kl", "entropy",
-                                           "grad_norm", "batch", "rollout_version"};
+                                           "grad_norm", "batch", "rollout_version",
+                                           "solve_rate", "turns"};
         size_t j = 0;
         json_t *a;
         json_array_foreach(ref, i, a) {
@@ -236,6 +269,8 @@ static void check_kills(const char *mode, int fixed)
             json_t *b = json_array_get(metrics, j++);
             cr_assert_not_null(b, "%s: fewer RL lines than the run never killed", name);
             for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+                if (!json_object_get(a, keys[k]) && !json_object_get(b, keys[k]))
+                    continue; /* a figure neither has (accuracy without a verdict) */
                 char *x = json_dumps(json_object_get(a, keys[k]), JSON_ENCODE_ANY);
                 char *y = json_dumps(json_object_get(b, keys[k]), JSON_ENCODE_ANY);
                 cr_expect_str_eq(y, x, "%s: step %lld: %s is %s, the run never killed has %s",
@@ -255,3 +290,9 @@ static void check_kills(const char *mode, int fixed)
 
 Test(kills, synchronous_on_sqlite, .timeout = 240) { check_kills("synchronous", 1); }
 Test(kills, fully_async_on_sqlite, .timeout = 240) { check_kills("fully_async", 0); }
+Test(kills, trajectories_on_sqlite, .timeout = 300)
+{
+    result r;
+    run(&r, "mkdir -p %s/kills", WORK);
+    check_kills(trajectories_config(), 1);
+}

@@ -7,6 +7,7 @@
 
 #include "base/errmsg.h"
 #include "image/task_image.h"
+#include "loop/trajectories.h"
 #include "reward/accuracy_tally.h"
 #include "reward/rewarder.h"
 #include "data/task.h"
@@ -142,6 +143,95 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, ev
     return rc;
 }
 
+/* A trajectory's turns for its eval_responses.jsonl entry: the model's
+ * turns' texts and the environment's observations, as the run's
+ * rollouts.jsonl keeps them, and how it ended. */
+static int add_turns(tern_run *run, const tern_response *x, json_t *e)
+{
+    json_t *turns = json_array();
+    uint32_t at = 0;
+    int rc = turns ? TERN_OK : TERN_ENOMEM;
+    for (uint32_t k = 0; rc == TERN_OK && k < x->n_segments; k++) {
+        char *raw = NULL;
+        rc = tern_model_text(&run->evaluator, "evaluation: detokenize", x->tokens + at,
+                             x->seg_len[k], &raw, NULL);
+        char *text = raw ? tern_utf8_clean(raw) : NULL;
+        json_t *one = text ? json_pack("{s:s, s:s}", "role", k % 2 ? "context" : "model",
+                                       "text", text)
+                           : NULL;
+        if (one && k % 2 == 0 && k / 2 < x->n_turns)
+            json_object_set_new(one, "reward", json_real(x->turn_reward[k / 2]));
+        if (rc == TERN_OK && (!one || json_array_append_new(turns, one) != 0))
+            rc = TERN_ENOMEM;
+        free(raw), free(text);
+        at += x->seg_len[k];
+    }
+    static const char *const ends[] = {"answer", "done", "max_turns", "context", "failed"};
+    if (rc == TERN_OK && (json_object_set_new(e, "turns", turns) != 0 ||
+                          json_object_set_new(e, "end", json_string(ends[x->end])) != 0))
+        rc = TERN_ENOMEM;
+    else if (rc != TERN_OK)
+        json_decref(turns);
+    if (rc == TERN_OK && x->env_failure)
+        json_object_set_new(e, "env_failure", json_string(tern_env_failure_name(x->env_failure)));
+    return rc == TERN_ENOMEM ? tern_errorf(TERN_ENOMEM, "evaluation: out of memory") : rc;
+}
+
+/* Evaluate tasks [from, to) as greedy trajectories with the run's
+ * environment (docs/agents.md, "Evaluation"): one per task, its return the
+ * reward, solved (right) when done with a return above 0 unless a reward
+ * plugin's "accuracy" says otherwise. */
+static int eval_chunk_env(tern_run *run, int64_t version, size_t from, size_t to, eval_tally *t)
+{
+    size_t n = to - from;
+    const tern_task *tasks[CHUNK];
+    uint32_t index[CHUNK], ntok[CHUNK];
+    char *prompts[CHUNK], *systems[CHUNK];
+    const char *texts[CHUNK];
+    tern_verdict v[CHUNK];
+    for (size_t i = 0; i < n; i++) {
+        tasks[i] = run->eval.tasks[from + i];
+        index[i] = (uint32_t)(from + i);
+        prompts[i] = (char *)tern_task_string(tasks[i], "prompt");
+        systems[i] = (char *)tern_task_system(run, tasks[i]);
+    }
+    tern_traj_plan plan = {.m = &run->evaluator, .n = (uint32_t)n, .G = 1, .tasks = tasks,
+                           .task_index = index, .prompt = prompts, .system = systems,
+                           .max_tokens = run->set.eval_max_tokens, .temperature = 0,
+                           .top_p = 1, .top_k = 0, .stream = "eval", .at = (uint64_t)version};
+    tern_rollout_msg *r = calloc(1, sizeof *r);
+    if (!r)
+        return tern_errorf(TERN_ENOMEM, "evaluation: out of memory");
+    r->kind = TERN_MSG_ROLLOUT;
+    int rc = tern_sample_trajectories(run, &plan, r);
+    uint64_t failures = 0;
+    for (size_t i = 0; rc == TERN_OK && i < n; i++) {
+        texts[i] = r->resp[i].text;
+        ntok[i] = r->resp[i].len;
+        t->len_sum += (double)r->resp[i].len;
+    }
+    if (rc == TERN_OK)
+        rc = tern_rewarder_score(&run->rewards, tasks, texts, ntok, n, v, &failures, NULL);
+    if (rc == TERN_OK && failures)
+        tern_failure_log_keep(&run->failures, &run->rewards, tasks, texts, ntok, v, n, "eval",
+                              version);
+    if (rc == TERN_OK)
+        tern_trajectory_returns(run, r, tasks, v, n, 1, "eval", version);
+    for (size_t i = 0; i < n && rc == TERN_OK; i++) {
+        tern_accuracy_tally_add(&t->acc, tern_task_string(tasks[i], "domain"), v[i].judged,
+                                v[i].accuracy > 0);
+        t->reward_sum += v[i].reward;
+        tern_gen_output o = {.len = r->resp[i].len, .finish = r->resp[i].finish};
+        json_t *entry = response_entry(tasks[i], texts[i], &o, &v[i]);
+        if (!entry || json_array_append_new(t->responses, entry) != 0)
+            rc = tern_errorf(TERN_ENOMEM, "evaluation: out of memory");
+        else
+            rc = add_turns(run, &r->resp[i], entry);
+    }
+    tern_msg_free(r);
+    return rc;
+}
+
 int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -155,8 +245,8 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     if (tern_accuracy_tally_init(&t.acc) != 0 || !t.responses)
         rc = tern_errorf(TERN_ENOMEM, "out of memory");
     for (size_t from = 0; rc == TERN_OK && from < n; from += CHUNK)
-        rc = eval_chunk(run, tern_snapshot_version(w), from, from + CHUNK < n ? from + CHUNK : n,
-                        &t);
+        rc = (run->env_ops ? eval_chunk_env : eval_chunk)(run, tern_snapshot_version(w), from,
+                                                          from + CHUNK < n ? from + CHUNK : n, &t);
     if (rc == TERN_OK) {
         out->per_domain = json_object();
         out->accuracy = out->per_domain ? tern_accuracy_tally_result(&t.acc, out->per_domain,

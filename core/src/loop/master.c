@@ -684,29 +684,6 @@ static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint3
     return rc;
 }
 
-/* A trajectory's reward is its return: the sum of its turns' rewards, plus
- * what a rewards section gave its last turn (docs/agents.md, "Rewards").
- * It is solved (accuracy 1) when a reward plugin's "accuracy" says so, or,
- * without one, when the environment said done with a return above 0. A
- * trajectory its environment failed is kept in reward_failures.jsonl. */
-static void add_returns(tern_run *run, const tern_rollout_msg *r, const tern_task **tasks,
-                        tern_verdict *v, size_t total)
-{
-    for (size_t i = 0; i < total; i++) {
-        const tern_response *x = &r->resp[i];
-        double ret = 0;
-        for (uint32_t k = 0; k < x->n_turns; k++)
-            ret += x->turn_reward[k];
-        v[i].reward += ret;
-        if (!v[i].judged)
-            v[i].accuracy = x->end == TERN_END_DONE && v[i].reward > 0 ? 1.0 : 0.0;
-        if (x->end == TERN_END_FAILED)
-            tern_failure_log_keep_episode(&run->failures, run->env_plugin, tasks[i], x->text,
-                                          x->len, tern_env_failure_name(x->env_failure),
-                                          x->env_reason, x->n_turns, r->batch);
-    }
-}
-
 static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
 {
     uint32_t G = r->group_size;
@@ -741,7 +718,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
         tern_failure_log_keep(&run->failures, &run->rewards, tasks, texts, ntok, v, total, "rl",
                               r->batch);
     if (run->env_ops)
-        add_returns(run, r, tasks, v, total);
+        tern_trajectory_returns(run, r, tasks, v, total, 0, "rl", r->batch);
     uint64_t rewarded_ns = tern_run_unix_ns();
     int put_any = 0;
     for (uint32_t g = 0; g < r->n; g++) {

@@ -199,7 +199,7 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
 void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
                                    const tern_task *task, const char *text, uint32_t ntok,
                                    const char *failure, const char *reason, uint32_t turns,
-                                   int64_t batch)
+                                   const char *stage, int64_t at)
 {
     if (!fl->said)
         return; /* not opened: a run that failed before its directory existed */
@@ -215,7 +215,9 @@ void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
         json_t *f = o && shown && why
                         ? json_pack("{s:s, s:s, s:s, s:i, s:s, s:I}", "environment", plugin,
                                     "failure", failure, "reason", why, "turns", (int)turns,
-                                    "stage", "rl", "batch", (json_int_t)batch)
+                                    "stage", stage,
+                                    strcmp(stage, "eval") == 0 ? "version" : "batch",
+                                    (json_int_t)at)
                         : NULL;
         int ok = f && json_object_set_new(o, "response", json_string(shown)) == 0 &&
                  json_object_set_new(o, "response_tokens", json_integer(ntok)) == 0;

@@ -49,13 +49,14 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
 /* Keep one trajectory that its environment ended with a failure
  * (docs/agents.md, "Failures"): the task, the last turn's text
  * ("response"), and under "tern_failure" {"environment": PLUGIN,
- * "failure": NAME, "reason": ..., "turns": N, "stage": "rl", "batch": N}.
+ * "failure": NAME, "reason": ..., "turns": N, "stage": "rl" | "eval",
+ * "batch" | "version": N}.
  * The first one of a run is also logged as a warning. A file that cannot be
  * written costs one warning, never the run. */
 void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
                                    const tern_task *task, const char *text, uint32_t ntok,
                                    const char *failure, const char *reason, uint32_t turns,
-                                   int64_t batch);
+                                   const char *stage, int64_t at);
 /* Close the file and free; a zeroed log is fine. */
 void tern_failure_log_close(tern_failure_log *fl);
 

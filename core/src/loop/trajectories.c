@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "loop/reward_failures.h"
 #include "loop/run.h"
 #include "loop/trajectories.h"
 
@@ -273,18 +274,38 @@ static int take_turn(tern_run *run, const tern_model *m, traj *t, const tern_gen
 int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job *job,
                               tern_rollout_msg *out)
 {
-    const tern_model *h = &run->explorers[id];
-    uint32_t G = run->set.group_size;
-    size_t total = (size_t)job->n * G;
+    const tern_task **tasks = calloc(job->n ? job->n : 1, sizeof *tasks);
+    if (!tasks)
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    for (uint32_t i = 0; i < job->n; i++)
+        tasks[i] = run->train.tasks[job->task_index[i]];
+    tern_traj_plan plan = {.m = &run->explorers[id], .n = job->n, .G = run->set.group_size,
+                           .tasks = tasks, .task_index = job->task_index,
+                           .prompt = job->prompt, .system = job->system,
+                           .max_tokens = run->set.max_tokens,
+                           .temperature = (float)run->set.temperature,
+                           .top_p = (float)run->set.top_p, .top_k = run->set.top_k,
+                           .stream = "explore", .at = (uint64_t)job->batch};
+    int rc = tern_sample_trajectories(run, &plan, out);
+    free(tasks);
+    return rc;
+}
+
+int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rollout_msg *out)
+{
+    const tern_model *h = plan->m;
+    uint32_t G = plan->G;
+    size_t total = (size_t)plan->n * G;
+    char stream[64];
     traj *tr = calloc(total ? total : 1, sizeof *tr);
     tern_gen_request *req = calloc(total ? total : 1, sizeof *req);
     tern_gen_output *outs = calloc(total ? total : 1, sizeof *outs);
     size_t *who = calloc(total ? total : 1, sizeof *who); /* request k's trajectory */
-    out->task_index = calloc(job->n ? job->n : 1, sizeof *out->task_index);
-    out->prompt_tokens = calloc(job->n ? job->n : 1, sizeof *out->prompt_tokens);
-    out->prompt_len = calloc(job->n ? job->n : 1, sizeof *out->prompt_len);
+    out->task_index = calloc(plan->n ? plan->n : 1, sizeof *out->task_index);
+    out->prompt_tokens = calloc(plan->n ? plan->n : 1, sizeof *out->prompt_tokens);
+    out->prompt_len = calloc(plan->n ? plan->n : 1, sizeof *out->prompt_len);
     out->resp = calloc(total ? total : 1, sizeof *out->resp);
-    out->n = job->n;
+    out->n = plan->n;
     out->group_size = G;
     int rc = TERN_OK;
     int32_t stop = run->special.eos;
@@ -297,21 +318,21 @@ int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job
     double t0 = tern_run_now();
     /* reset: every trajectory's episode, and the group's prompt from its
      * first observation */
-    for (uint32_t i = 0; i < job->n && rc == TERN_OK; i++) {
-        out->task_index[i] = job->task_index[i];
-        const tern_task *task = run->train.tasks[job->task_index[i]];
+    for (uint32_t i = 0; i < plan->n && rc == TERN_OK; i++) {
+        out->task_index[i] = plan->task_index[i];
+        const tern_task *task = plan->tasks[i];
         char *first = NULL;
         for (uint32_t j = 0; j < G && rc == TERN_OK; j++) {
             traj *t = &tr[(size_t)i * G + j];
             tern_env_result res = {.size = sizeof res};
-            uint64_t seed = tern_run_seed(run, "episode", (uint64_t)job->batch,
-                                          (uint64_t)i * G + j);
+            snprintf(stream, sizeof stream, "%s-episode", plan->stream);
+            uint64_t seed = tern_run_seed(run, stream, plan->at, (uint64_t)i * G + j);
             env_lock(run);
             tern_error_clear();
             rc = run->env_ops->reset(run->env, task, seed, &t->episode, &res);
             check_result(&res, 0);
             const char *obs = res.observation && *res.observation ? res.observation
-                                                                   : job->prompt[i];
+                                                                   : plan->prompt[i];
             if (rc != TERN_OK) {
                 rc = tern_role_failed(rc, "explorer", "the environment's reset");
             } else if (res.failure) {
@@ -330,12 +351,12 @@ int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job
             env_unlock(run);
         }
         if (rc == TERN_OK && !first)
-            first = strdup(job->prompt[i]); /* no trajectory began: the task's prompt */
+            first = strdup(plan->prompt[i]); /* no trajectory began: the task's prompt */
         size_t n = 0;
         if (rc == TERN_OK && !first)
             rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
         if (rc == TERN_OK)
-            rc = tern_run_prompt(h, "explorer", job->system[i], first, NULL,
+            rc = tern_run_prompt(h, "explorer", plan->system[i], first, NULL,
                                  &out->prompt_tokens[i], &n);
         free(first);
         out->prompt_len[i] = (uint32_t)n;
@@ -343,18 +364,18 @@ int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job
             tr[(size_t)i * G + j].prompt_len = (uint32_t)n;
     }
     /* turn after turn: every trajectory still going in one generate() */
+    snprintf(stream, sizeof stream, "%s-turn", plan->stream);
     for (uint32_t turn = 1; rc == TERN_OK && turn <= run->set.max_turns; turn++) {
         size_t n_req = 0;
         n_out = 0;
-        for (uint32_t i = 0; i < job->n; i++) {
+        for (uint32_t i = 0; i < plan->n; i++) {
             if (turn == 1) { /* the group shares its prompt: one request of G samples */
                 req[n_req++] = (tern_gen_request){
                     .size = sizeof req[0], .prompt = out->prompt_tokens[i],
                     .prompt_len = out->prompt_len[i], .n_samples = G,
-                    .max_new_tokens = run->set.max_tokens,
-                    .temperature = (float)run->set.temperature, .top_k = run->set.top_k,
-                    .top_p = (float)run->set.top_p, .stop = &stop, .n_stop = 1,
-                    .seed = tern_run_seed(run, "explore", (uint64_t)job->batch, i)};
+                    .max_new_tokens = plan->max_tokens, .temperature = plan->temperature,
+                    .top_k = plan->top_k, .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
+                    .seed = tern_run_seed(run, plan->stream, plan->at, i)};
                 for (uint32_t j = 0; j < G; j++)
                     who[n_out++] = (size_t)i * G + j;
                 continue;
@@ -370,17 +391,15 @@ int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job
                     break;
                 memmove(t->tok + P, t->tok, t->len * sizeof *t->tok);
                 memcpy(t->tok, out->prompt_tokens[i], P * sizeof *t->tok);
-                uint32_t room = run->set.max_tokens;
+                uint32_t room = plan->max_tokens;
                 if (run->special.context_len > 0 &&
                     (size_t)run->special.context_len - len < room)
                     room = (uint32_t)((size_t)run->special.context_len - len);
                 req[n_req++] = (tern_gen_request){
                     .size = sizeof req[0], .prompt = t->tok, .prompt_len = len, .n_samples = 1,
-                    .max_new_tokens = room, .temperature = (float)run->set.temperature,
-                    .top_k = run->set.top_k, .top_p = (float)run->set.top_p, .stop = &stop,
-                    .n_stop = 1,
-                    .seed = tern_run_seed(run, "explore-turn", (uint64_t)job->batch,
-                                          (uint64_t)turn << 32 | x)};
+                    .max_new_tokens = room, .temperature = plan->temperature,
+                    .top_k = plan->top_k, .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
+                    .seed = tern_run_seed(run, stream, plan->at, (uint64_t)turn << 32 | x)};
                 who[n_out++] = x;
             }
         }
@@ -398,7 +417,7 @@ int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job
             traj *t = &tr[who[k]];
             out->gen_tokens += outs[k].len;
             if (t->going)
-                rc = take_turn(run, h, t, &outs[k], job->system[who[k] / G], turn);
+                rc = take_turn(run, h, t, &outs[k], plan->system[who[k] / G], turn);
         }
         tern_model_release_outputs(h, outs, n_out);
         n_out = 0;
@@ -438,4 +457,25 @@ done:
     }
     free(tr), free(req), free(outs), free(who);
     return rc;
+}
+
+void tern_trajectory_returns(tern_run *run, const tern_rollout_msg *r,
+                             const tern_task *const *tasks, tern_verdict *v, size_t n,
+                             int judge, const char *stage, int64_t at)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tern_response *x = &r->resp[i];
+        double ret = 0;
+        for (uint32_t k = 0; k < x->n_turns; k++)
+            ret += x->turn_reward[k];
+        v[i].reward += ret;
+        if (!v[i].judged) {
+            v[i].accuracy = x->end == TERN_END_DONE && v[i].reward > 0 ? 1.0 : 0.0;
+            v[i].judged = judge;
+        }
+        if (x->end == TERN_END_FAILED)
+            tern_failure_log_keep_episode(&run->failures, run->env_plugin, tasks[i], x->text,
+                                          x->len, tern_env_failure_name(x->env_failure),
+                                          x->env_reason, x->n_turns, stage, at);
+    }
 }

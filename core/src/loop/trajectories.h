@@ -10,12 +10,33 @@
 #include "model/model.h"
 
 struct tern_run;
+struct tern_task;
 
-/* Sample job's G trajectories per task with explorer `id`'s model and the
- * run's environment into *out (as the one-answer explorer fills it, each
- * response a trajectory). An episode that fails ends its trajectory (kept,
- * with its failure); TERN_OK, or a status with a message when the model or
- * the environment plugin itself failed. */
+/* What to sample: G trajectories of each of n tasks, with model m. */
+typedef struct tern_traj_plan {
+    const tern_model *m;
+    uint32_t n, G;
+    const struct tern_task *const *tasks; /* [n] */
+    const uint32_t *task_index;           /* [n] their index in their set */
+    char *const *prompt;                  /* [n] the tasks' prompts */
+    char *const *system;                  /* [n] system turns, NULL entries for none */
+    uint32_t max_tokens;                  /* per model turn */
+    float temperature, top_p;             /* 0: greedy */
+    int32_t top_k;
+    const char *stream;                   /* names the seeds: "explore", "eval" */
+    uint64_t at;                          /* and numbers them: the batch, the version */
+} tern_traj_plan;
+
+/* Sample the plan's trajectories with the run's environment into *out (as
+ * the one-answer explorer fills it, each response a trajectory; out's batch,
+ * version and explorer are the caller's). An episode that fails ends its
+ * trajectory (kept, with its failure); TERN_OK, or a status with a message
+ * when the model or the environment plugin itself failed. */
+int tern_sample_trajectories(struct tern_run *run, const tern_traj_plan *plan,
+                             tern_rollout_msg *out);
+
+/* Explorer `id`'s batch `job` as trajectories (tern_sample_trajectories
+ * with the run's explorer settings). */
 int tern_explore_trajectories(struct tern_run *run, uint32_t id,
                               const struct tern_explore_job *job, tern_rollout_msg *out);
 
@@ -25,6 +46,18 @@ int tern_explore_trajectories(struct tern_run *run, uint32_t id,
  * message for a template that is not prefix-stable there. */
 int tern_observation_tokens(const tern_model *m, int32_t eos, const char *system,
                             const char *observation, int32_t **ids, size_t *n);
+
+/* The verdicts v[0..n) on r's trajectories (tasks[i] the task of
+ * r->resp[i]) made returns (docs/agents.md, "Rewards"): each reward plus the
+ * sum of its turns' rewards; a trajectory no reward plugin judged is right
+ * (accuracy 1) when its environment said done and its return is above 0,
+ * and counts as judged when `judge`. A trajectory its environment failed is
+ * kept in reward_failures.jsonl (`stage` "rl" at batch `at`, "eval" at
+ * weights version `at`). */
+struct tern_verdict;
+void tern_trajectory_returns(struct tern_run *run, const tern_rollout_msg *r,
+                             const struct tern_task *const *tasks, struct tern_verdict *v,
+                             size_t n, int judge, const char *stage, int64_t at);
 
 /* "ok", "error", "crash", "timeout", "garbage", "after_done", "start"; "?"
  * for a code that names nothing. */
