@@ -269,3 +269,148 @@ Test(jinja, limits_give_a_message)
     json_decref(ctx);
     jinja_free(t);
 }
+
+/* ---- the chat template selection over the interpreter ---------------------------- */
+
+/* tokenizer_config.json's text for fixture model m: its template and tokens */
+static char *config_text(const char *model, json_t **doc)
+{
+    char path[1024];
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s/template.jinja", FIXTURES, model);
+    char *src = slurp(path, &len);
+    snprintf(path, sizeof path, "%s/%s/cases.json", FIXTURES, model);
+    *doc = load(path);
+    json_t *cfg = json_pack("{s:s}", "chat_template", src);
+    const char *tok[] = {"bos_token", "eos_token"};
+    for (int k = 0; k < 2; k++)
+        if (json_is_string(json_object_get(*doc, tok[k])))
+            json_object_set(cfg, tok[k], json_object_get(*doc, tok[k]));
+    char *text = json_dumps(cfg, 0);
+    json_decref(cfg);
+    free(src);
+    return text;
+}
+
+/* The C templates and the interpreter give the fixtures' bytes for the
+ * conversations the C templates render (system/user/assistant, no tools). */
+Test(jinja, hand_written_templates_equal_the_interpreter)
+{
+    static const struct {
+        const char *model, *c_name;
+    } both[] = {{"qwen2_5", "chatml"}, {"smollm2", "chatml"}, {"llama3_1", "llama3.1"},
+                {"llama3_2", "llama3.1"}};
+    int compared = 0;
+    for (size_t m = 0; m < sizeof both / sizeof both[0]; m++) {
+        json_t *doc;
+        char *cfg = config_text(both[m].model, &doc), err[1024] = "";
+        chat_template *c, *j;
+        cr_assert_eq(chat_template_from_config_text("cfg", cfg, strlen(cfg), "auto", &c, err,
+                                                    sizeof err), 0, "%s", err);
+        cr_assert_eq(chat_template_from_config_text("cfg", cfg, strlen(cfg), "jinja", &j, err,
+                                                    sizeof err), 0, "%s", err);
+        cr_expect_str_eq(chat_template_name(c), both[m].c_name, "%s", both[m].model);
+        cr_expect_str_eq(chat_template_name(j), "jinja");
+        cr_expect_str_eq(chat_template_end_of_turn(c), chat_template_end_of_turn(j));
+        cr_expect_eq(chat_template_renders_bos(c), chat_template_renders_bos(j), "%s",
+                     both[m].model);
+        if (strcmp(both[m].model, "llama3_2") == 0) {
+            cr_assert_eq(chat_template_set_date(c, "26 Jul 2024", err, sizeof err), 0, "%s", err);
+            cr_assert_eq(chat_template_set_date(j, "26 Jul 2024", err, sizeof err), 0, "%s", err);
+        }
+        size_t i;
+        json_t *cs;
+        json_array_foreach(json_object_get(doc, "cases"), i, cs) {
+            json_t *msgs = json_object_get(cs, "messages");
+            if (!json_is_null(json_object_get(cs, "tools")) || json_is_null(msgs))
+                continue;
+            size_t n = json_array_size(msgs);
+            chat_message cm[16];
+            cr_assert(n <= 16);
+            for (size_t k = 0; k < n; k++)
+                cm[k] = (chat_message){
+                    json_string_value(json_object_get(json_array_get(msgs, k), "role")),
+                    json_string_value(json_object_get(json_array_get(msgs, k), "content"))};
+            int gen = json_is_true(json_object_get(cs, "add_generation_prompt"));
+            char *a = NULL, *b = NULL;
+            size_t an, bn;
+            cr_assert_eq(chat_template_apply(c, cm, n, gen, &a, &an, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(chat_template_apply(j, cm, n, gen, &b, &bn, err, sizeof err), 0, "%s", err);
+            const char *want = json_string_value(json_object_get(cs, "expected"));
+            cr_expect_str_eq(a, want, "%s/%s (C)", both[m].model,
+                             json_string_value(json_object_get(cs, "name")));
+            cr_expect_str_eq(b, want, "%s/%s (jinja)", both[m].model,
+                             json_string_value(json_object_get(cs, "name")));
+            free(a);
+            free(b);
+            compared++;
+        }
+        chat_template_free(c);
+        chat_template_free(j);
+        free(cfg);
+        json_decref(doc);
+    }
+    cr_expect_geq(compared, 20);
+}
+
+/* Every fixture case through chat_template_apply_json, tools and tool calls
+ * included, with the template forced to "jinja". */
+Test(jinja, apply_json_renders_tools_and_variables)
+{
+    for (size_t m = 0; m < NMODELS; m++) {
+        json_t *doc;
+        char *cfg = config_text(models[m], &doc), err[1024] = "";
+        chat_template *t;
+        cr_assert_eq(chat_template_from_config_text("cfg", cfg, strlen(cfg), "jinja", &t, err,
+                                                    sizeof err), 0, "%s", err);
+        size_t i;
+        json_t *cs;
+        json_array_foreach(json_object_get(doc, "cases"), i, cs) {
+            char *msgs = json_dumps(json_object_get(cs, "messages"), 0);
+            char *tools = json_dumps(json_object_get(cs, "tools"), JSON_ENCODE_ANY);
+            char *vars = json_dumps(json_object_get(cs, "variables"), 0);
+            int gen = json_is_true(json_object_get(cs, "add_generation_prompt"));
+            char *text = NULL;
+            size_t len;
+            int rc = chat_template_apply_json(t, msgs, tools, vars, gen, &text, &len, err,
+                                              sizeof err);
+            const char *want = json_string_value(json_object_get(cs, "expected"));
+            const char *name = json_string_value(json_object_get(cs, "name"));
+            if (want) {
+                cr_expect_eq(rc, 0, "%s/%s: %s", models[m], name, err);
+                cr_expect(text && strcmp(text, want) == 0, "%s/%s", models[m], name);
+            } else {
+                cr_expect(rc == -1 && strstr(err, json_string_value(json_object_get(cs, "error"))),
+                          "%s/%s: %s", models[m], name, err);
+            }
+            free(text);
+            free(msgs);
+            free(tools);
+            free(vars);
+        }
+        chat_template_free(t);
+        free(cfg);
+        json_decref(doc);
+    }
+}
+
+Test(jinja, c_templates_refuse_tools)
+{
+    chat_template *t;
+    char err[512], *text;
+    size_t len;
+    cr_assert_eq(chat_template_from_dir(NULL, "chatml", &t, err, sizeof err), 0);
+    cr_expect_eq(chat_template_apply_json(t, "[{\"role\":\"user\",\"content\":\"x\"}]", "[{}]",
+                                          NULL, 1, &text, &len, err, sizeof err), -1);
+    cr_expect(strstr(err, "\"jinja\""), "%s", err);
+    cr_expect_eq(chat_template_apply_json(t, "[{\"role\":\"user\",\"content\":\"x\","
+                                             "\"tool_calls\":[]}]", NULL, NULL, 1, &text, &len,
+                                          err, sizeof err), -1);
+    cr_expect_eq(chat_template_apply_json(t, "[{\"role\":\"user\",\"content\":\"x\"}]", NULL,
+                                          NULL, 1, &text, &len, err, sizeof err), 0, "%s", err);
+    cr_expect_str_eq(text, "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+    free(text);
+    cr_expect_eq(chat_template_apply_json(t, "{", NULL, NULL, 1, &text, &len, err, sizeof err), -1);
+    cr_expect(strstr(err, "not JSON"), "%s", err);
+    chat_template_free(t);
+}
