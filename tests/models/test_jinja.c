@@ -168,6 +168,12 @@ Test(jinja, expressions)
            "{{ ' a  b '.split() }}|{{ 'abc'.startswith('ab') }}{{ 'abc'.endswith(('x', 'c')) }}|"
            "{{ 'aXa'.replace('a', 'b') }}|{{ 'Ab'.upper() }}{{ 'Ab'.lower() }}", NULL,
            "a b|axx|['a', 'b', '', 'c']|['a', 'b']|TrueTrue|bXb|ABab");
+    /* checked against Jinja2 3.1.6 under transformers' environment */
+    expect("{{ '  x y  '.split(maxsplit=1) }}|{{ 'ab'.replace('', '-') }}|{{ 'aaa'.replace('a', 'b', 2) }}"
+           "|{{ '\u2028x\u00a0'|trim }}|{{ 7.5 // 2 }} {{ 2 ** -1 }} {{ -7 % 3 }}", NULL,
+           "['x', 'y  ']|-a-b-|bba|x|3.0 0.5 2");
+    expect("{% for x in [1,2,3] %}{% if loop.first %}{% set y = 5 %}{% endif %}{{ y }},{% endfor %}",
+           NULL, "5,,,");
     expect("{{ d.get('a') }}{{ d.get('z', 'none') }}{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}",
            "{\"d\":{\"a\":1,\"b\":2}}", "1nonea=1;b=2;");
     expect("{{ 1.0 }} {{ 0.1 + 0.2 }} {{ 1e20 }} {{ 2.5e-5 }} {{ 100.0 }}", NULL,
@@ -232,6 +238,7 @@ Test(jinja, errors_say_where_and_why)
     expect_error("{% set x.y = 1 %}", "{\"x\":{}}", "not a namespace");
     expect_error("{{ foo() }}", NULL, "'foo' is not a function");
     expect_error("\xff", NULL, "invalid UTF-8");
+    expect_error("{{ 1.5e300 * 1e10 }}", NULL, "infinity");
 }
 
 Test(jinja, limits_give_a_message)

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* newlocale, strftime_l */
 #endif
 #include <locale.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,10 +229,8 @@ static int do_split(jinja_ev *e, const jinja_node *at, json_t *x, json_t *sep, j
             if (i >= n)
                 break;
             size_t start = i;
-            if (left == 0) {
-                size_t a, z;
-                strip_span(s + start, n - start, NULL, 0, 0, 1, &a, &z);
-                bad |= json_array_append_new(arr, json_stringn_nocheck(s + start, z));
+            if (left == 0) { /* the rest, trailing whitespace and all, as Python keeps it */
+                bad |= json_array_append_new(arr, json_stringn_nocheck(s + start, n - start));
                 break;
             }
             while (i < n) {
@@ -631,7 +630,10 @@ int jinja_filter(jinja_ev *e, const jinja_node *at, const char *name, json_t *x,
         return *out ? 0 : oom(e, at);
     }
     if (!strcmp(name, "float")) {
-        *out = json_real(x && json_is_string(x) ? strtod(json_string_value(x), NULL) : jv_number(x));
+        double d = x && json_is_string(x) ? strtod(json_string_value(x), NULL) : jv_number(x);
+        if (!isfinite(d))
+            return jinja_fail(e, at, "filter float: inf and nan are not values tern holds");
+        *out = json_real(d);
         return *out ? 0 : oom(e, at);
     }
     if (!strcmp(name, "abs")) {

@@ -474,6 +474,9 @@ floats:;
         break;
     case OP_POW: r = pow(a, b); break;
     }
+    if (!isfinite(r)) /* jansson holds finite numbers only */
+        return jinja_fail(e, n, "'%s' gives %s, which tern's values cannot hold", names[op],
+                          isnan(r) ? "nan" : "an infinity");
     *out = json_real(r);
     return *out ? 0 : oom(e, n);
 }
