@@ -237,6 +237,9 @@ Test(jinja, errors_say_where_and_why)
     expect_error("{{ 1 // 0 }}", NULL, "division");
     expect_error("{% set x.y = 1 %}", "{\"x\":{}}", "not a namespace");
     expect_error("{{ foo() }}", NULL, "'foo' is not a function");
+    expect_error("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns }}", NULL, "cycle");
+    expect_error("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}", NULL,
+                 "cycle");
     expect_error("\xff", NULL, "invalid UTF-8");
     expect_error("{{ 1.5e300 * 1e10 }}", NULL, "infinity");
 }

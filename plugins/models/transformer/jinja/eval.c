@@ -927,6 +927,16 @@ static int exec_for(jinja_ev *e, const jinja_node *n)
     return 0;
 }
 
+/* Whether target is reachable from v, within the step budget. */
+static int reaches(jinja_ev *e, const json_t *v, const json_t *target)
+{
+    size_t budget = e->lim.max_steps > e->steps ? e->lim.max_steps - e->steps : 0;
+    size_t before = budget;
+    int yes = jv_reaches(v, target, &budget);
+    e->steps += before - budget;
+    return yes;
+}
+
 static int exec_set(jinja_ev *e, const jinja_node *n)
 {
     json_t *v = NULL;
@@ -958,6 +968,9 @@ static int exec_set(jinja_ev *e, const jinja_node *n)
             rc = (json_object_del(ns, n->s2), 0);
         else if (jinja_check_nesting(e, n, v))
             rc = -1;
+        else if (reaches(e, v, ns))
+            rc = jinja_fail(e, n, "'set %s.%s': the value holds %s itself (or is too big to "
+                                  "check), which would make a cycle", n->s, n->s2, n->s);
         else
             rc = json_object_set(ns, n->s2, v) ? oom(e, n) : 0;
         json_decref(ns);

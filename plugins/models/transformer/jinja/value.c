@@ -424,3 +424,25 @@ size_t jv_depth(const json_t *v, size_t limit, size_t *budget)
     }
     return deepest + 1;
 }
+
+int jv_reaches(const json_t *v, const json_t *target, size_t *budget)
+{
+    if (!v || !(json_is_array(v) || json_is_object(v)))
+        return 0;
+    if (v == target || *budget == 0)
+        return 1;
+    (*budget)--;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (jv_reaches(json_array_get(v, i), target, budget))
+                return 1;
+        return 0;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        if (jv_reaches(x, target, budget))
+            return 1;
+    }
+    return 0;
+}

@@ -43,5 +43,9 @@ size_t jv_char_offset(const char *s, size_t n, size_t k);
  * limit (returns limit + 1 then); every container visited takes one from
  * *budget, and 0 left also stops the walk (returns limit + 1). */
 size_t jv_depth(const json_t *v, size_t limit, size_t *budget);
+/* Whether container `target` is v or inside it (so that putting v into
+ * target would make a cycle); each container visited takes one from
+ * *budget, and running out counts as found. */
+int jv_reaches(const json_t *v, const json_t *target, size_t *budget);
 
 #endif
