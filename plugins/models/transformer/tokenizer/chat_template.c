@@ -19,12 +19,13 @@
 #include <time.h>
 
 #include "fail.h"
+#include "jinja/jinja.h"
 #include "tokenizer/bpe.h"
 #include "tern/support/regular_file.h"
 #include "tern/support/utf8.h"
 #include "tern/support/text_buf.h"
 
-typedef enum { FAM_NONE, FAM_PLAIN, FAM_CHATML, FAM_LLAMA3, FAM_LLAMA31 } family;
+typedef enum { FAM_NONE, FAM_PLAIN, FAM_CHATML, FAM_LLAMA3, FAM_LLAMA31, FAM_JINJA } family;
 
 struct chat_template {
     family fam;
@@ -35,12 +36,15 @@ struct chat_template {
     char *knowledge;        /* llama3.1: "Cutting Knowledge Date: December 2023\n" */
     char *source_date;      /* llama3.1: the template's fixed date, NULL for strftime_now */
     char *date;             /* llama3.1: set by chat_template_set_date(), else NULL */
+    jinja_template *jinja;  /* jinja: the model's template, interpreted */
+    char *eos;              /* jinja: the file's eos_token, or NULL */
+    char *end_of_turn;      /* jinja: what ends an assistant turn (jinja_end_of_turn()) */
 };
 
 #define LLAMA_BOS "<|begin_of_text|>"
 #define LLAMA_KNOWLEDGE "Cutting Knowledge Date: December 2023\n"
 #define LLAMA31_DATE "26 Jul 2024"
-#define EXPLICIT_NAMES "chatml, llama3, llama3.1, plain or none"
+#define EXPLICIT_NAMES "jinja, chatml, llama3, llama3.1, plain or none"
 
 /* ---- a growing byte buffer (tern/support/text_buf.h) ------------------ */
 
@@ -173,6 +177,8 @@ static void render(const chat_template *t, const chat_message *m, size_t n, int 
         }
         break;
     }
+    case FAM_JINJA: /* chat_template_apply() renders these with apply_jinja() */
+        break;
     case FAM_NONE:
         for (i = n; i-- > 0;)
             if (is_role(m[i].role, "user")) {
@@ -183,12 +189,40 @@ static void render(const chat_template *t, const chat_message *m, size_t n, int 
     }
 }
 
+static int apply_jinja(const chat_template *t, json_t *msgs, json_t *tools, json_t *vars,
+                       int add_generation_prompt, char **text, size_t *len, char *err,
+                       size_t errn);
+
 int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t n,
                         int add_generation_prompt, char **text, size_t *len, char *err,
                         size_t errn)
 {
     *text = NULL;
     *len = 0;
+    if (t->fam == FAM_JINJA) {
+        if (n == 0 || !msgs)
+            return tf_fail(err, errn, "chat template jinja: no messages to format (give at "
+                                      "least one)");
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++) {
+            if (!msgs[i].role || !msgs[i].content) {
+                json_decref(arr);
+                return tf_fail(err, errn, "chat template jinja: message %zu has no %s", i,
+                               msgs[i].role ? "content" : "role");
+            }
+            if (json_array_append_new(arr, json_pack("{s:s,s:s}", "role", msgs[i].role,
+                                                     "content", msgs[i].content))) {
+                json_decref(arr);
+                arr = NULL;
+            }
+        }
+        if (!arr)
+            return tf_fail(err, errn, "chat template jinja: out of memory, or a message is not "
+                                      "UTF-8");
+        int rc = apply_jinja(t, arr, NULL, NULL, add_generation_prompt, text, len, err, errn);
+        json_decref(arr);
+        return rc;
+    }
     if (n == 0 || !msgs)
         return tf_fail(err, errn, "chat template %s: no messages to format (give at least one)",
                     chat_template_name(t));
@@ -218,6 +252,155 @@ int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t
     }
     *text = b.p;
     *len = b.n;
+    return 0;
+}
+
+/* ---- the interpreted template (jinja/) ----------------------------------- */
+
+static const char *token_text(json_t *v);
+
+/* Render with the variables transformers' apply_chat_template passes:
+ * messages, tools (None without), documents (None), add_generation_prompt,
+ * the special tokens, then the caller's extra variables. date_string is set
+ * by chat_template_set_date() (the Llama 3.x templates read it). */
+static int apply_jinja(const chat_template *t, json_t *msgs, json_t *tools, json_t *vars,
+                       int add_generation_prompt, char **text, size_t *len, char *err,
+                       size_t errn)
+{
+    json_t *ctx = json_object();
+    int bad = !ctx;
+    if (ctx) {
+        bad |= json_object_set(ctx, "messages", msgs);
+        bad |= json_object_set_new(ctx, "tools", tools ? json_incref(tools) : json_null());
+        bad |= json_object_set_new(ctx, "documents", json_null());
+        bad |= json_object_set_new(ctx, "add_generation_prompt",
+                                   json_boolean(add_generation_prompt));
+        if (t->bos)
+            bad |= json_object_set_new(ctx, "bos_token", json_string(t->bos));
+        if (t->eos)
+            bad |= json_object_set_new(ctx, "eos_token", json_string(t->eos));
+        if (t->date)
+            bad |= json_object_set_new(ctx, "date_string", json_string(t->date));
+        if (vars)
+            bad |= json_object_update(ctx, vars);
+    }
+    if (bad) {
+        json_decref(ctx);
+        return tf_fail(err, errn, "chat template jinja: out of memory");
+    }
+    char why[768];
+    int rc = jinja_render(t->jinja, ctx, NULL, text, len, why, sizeof why);
+    json_decref(ctx);
+    if (rc != 0)
+        return tf_fail(err, errn, "chat template jinja: %s", why);
+    return 0;
+}
+
+/* A JSON argument's text, parsed; NULL text gives NULL. -1 when it is not
+ * JSON of the type wanted. */
+static int json_arg(const char *what, const char *text, json_type type, json_t **out, char *err,
+                    size_t errn)
+{
+    *out = NULL;
+    if (!text)
+        return 0;
+    json_error_t je;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!v)
+        return tf_fail(err, errn, "chat template: %s is not JSON (%d:%d: %s)", what, je.line,
+                       je.column, je.text);
+    if (json_is_null(v)) {
+        json_decref(v);
+        return 0;
+    }
+    if (json_typeof(v) != type) {
+        json_decref(v);
+        return tf_fail(err, errn, "chat template: %s must be a JSON %s", what,
+                       type == JSON_ARRAY ? "array" : "object");
+    }
+    *out = v;
+    return 0;
+}
+
+int chat_template_apply_json(const chat_template *t, const char *messages, const char *tools,
+                             const char *variables, int add_generation_prompt, char **text,
+                             size_t *len, char *err, size_t errn)
+{
+    *text = NULL;
+    *len = 0;
+    json_t *msgs, *tl = NULL, *vars = NULL;
+    if (!messages)
+        return tf_fail(err, errn, "chat template: no messages (give a JSON array)");
+    if (json_arg("the messages", messages, JSON_ARRAY, &msgs, err, errn) ||
+        json_arg("tools", tools, JSON_ARRAY, &tl, err, errn) ||
+        json_arg("the variables", variables, JSON_OBJECT, &vars, err, errn)) {
+        json_decref(msgs);
+        json_decref(tl);
+        return -1;
+    }
+    int rc = -1;
+    if (!msgs || json_array_size(msgs) == 0) {
+        tf_fail(err, errn, "chat template %s: no messages to format (give at least one)",
+                chat_template_name(t));
+    } else if (t->fam == FAM_JINJA) {
+        rc = apply_jinja(t, msgs, tl, vars, add_generation_prompt, text, len, err, errn);
+    } else if (tl || (vars && json_object_size(vars))) {
+        tf_fail(err, errn, "chat template %s: tools and template variables need the model's "
+                           "own template; set chat_template = \"jinja\"", chat_template_name(t));
+    } else {
+        size_t n = json_array_size(msgs), i;
+        chat_message *m = calloc(n, sizeof *m);
+        json_t *e;
+        rc = m ? 0 : tf_fail(err, errn, "chat template: out of memory");
+        json_array_foreach(msgs, i, e) {
+            if (rc)
+                break;
+            json_t *role = json_object_get(e, "role"), *content = json_object_get(e, "content");
+            if (!json_is_object(e) || !json_is_string(role) || !json_is_string(content) ||
+                json_object_size(e) != 2)
+                rc = tf_fail(err, errn, "chat template %s: message %zu must be {\"role\", "
+                                        "\"content\"} strings only (tool calls need "
+                                        "chat_template = \"jinja\")", chat_template_name(t), i);
+            else
+                m[i] = (chat_message){json_string_value(role), json_string_value(content)};
+        }
+        if (rc == 0)
+            rc = chat_template_apply(t, m, n, add_generation_prompt, text, len, err, errn);
+        free(m);
+    }
+    json_decref(msgs);
+    json_decref(tl);
+    json_decref(vars);
+    return rc;
+}
+
+/* What ends an assistant turn in an interpreted template: the first of the
+ * known turn-end tokens its source writes, else the eos_token. */
+static const char *jinja_end_of_turn(const char *src, const char *eos)
+{
+    static const char *const ends[] = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (strstr(src, ends[i]))
+            return ends[i];
+    return eos;
+}
+
+/* t becomes the interpreted template of source src, with the file's tokens. */
+static int make_jinja(chat_template *t, const char *path, const char *src, json_t *root,
+                      char *err, size_t errn)
+{
+    char why[512];
+    if (jinja_parse(src, strlen(src), &t->jinja, why, sizeof why) != 0)
+        return tf_fail(err, errn, "%s: chat_template: %s; fix the template or choose one "
+                                  "explicitly (" EXPLICIT_NAMES ")", path, why);
+    t->fam = FAM_JINJA;
+    const char *bos = token_text(json_object_get(root, "bos_token"));
+    const char *eos = token_text(json_object_get(root, "eos_token"));
+    const char *eot = jinja_end_of_turn(src, eos);
+    /* the BOS counts as written by the template only when it writes bos_token */
+    if ((bos && strstr(src, "bos_token") && !(t->bos = strdup(bos))) ||
+        (eos && !(t->eos = strdup(eos))) || (eot && !(t->end_of_turn = strdup(eot))))
+        return tf_fail(err, errn, "chat template: out of memory reading %s", path);
     return 0;
 }
 
@@ -627,16 +810,20 @@ static const char *token_text(json_t *v)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static int from_config_text(const char *path, const char *text, size_t len, chat_template **out,
-                            char *err, size_t errn);
+static int from_config_text(const char *path, const char *text, size_t len, int force_jinja,
+                            chat_template **out, char *err, size_t errn);
 
-static int from_config(const char *dir, chat_template **out, char *err, size_t errn)
+static int from_config(const char *dir, int force_jinja, chat_template **out, char *err,
+                       size_t errn)
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
         return tf_fail(err, errn, "chat template: the model directory path is too long: %s", dir);
     struct stat st;
     if (stat(path, &st) != 0) {
+        if (errno == ENOENT && force_jinja)
+            return tf_fail(err, errn, "chat template jinja: %s does not exist; the model's "
+                                      "template comes from it", path);
         if (errno == ENOENT) /* not a Hugging Face model: no template */
             return explicit_template("none", out) == 0 ? 0
                    : tf_fail(err, errn, "chat template: out of memory");
@@ -646,14 +833,15 @@ static int from_config(const char *dir, chat_template **out, char *err, size_t e
     size_t len;
     if (tern_regular_read(path, BPE_FILE_MAX, &text, &len, unread, sizeof unread) != 0)
         return tf_fail(err, errn, "%s: cannot read: %s", path, unread);
-    int rc = from_config_text(path, text, len, out, err, errn);
+    int rc = from_config_text(path, text, len, force_jinja, out, err, errn);
     free(text);
     return rc;
 }
 
-/* "auto" over tokenizer_config.json's text, read from `path` */
-static int from_config_text(const char *path, const char *text, size_t len, chat_template **out,
-                            char *err, size_t errn)
+/* "auto" (or "jinja" when force_jinja) over tokenizer_config.json's text,
+ * read from `path` */
+static int from_config_text(const char *path, const char *text, size_t len, int force_jinja,
+                            chat_template **out, char *err, size_t errn)
 {
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
@@ -692,6 +880,12 @@ static int from_config_text(const char *path, const char *text, size_t len, chat
         return tf_fail(err, errn, "%s: chat_template must be a string or a list of "
                                "{\"name\", \"template\"} objects", path);
     }
+    if (!src && force_jinja) {
+        json_decref(root);
+        return tf_fail(err, errn, "%s: has no chat_template for \"jinja\" to interpret; choose "
+                                  "a template explicitly (chatml, llama3, llama3.1, plain or none)",
+                       path);
+    }
     if (!src) { /* a base model */
         json_decref(root);
         return explicit_template("none", out) == 0 ? 0
@@ -705,12 +899,14 @@ static int from_config_text(const char *path, const char *text, size_t len, chat
     int rc = -1;
     if (!t || !c) {
         tf_fail(err, errn, "chat template: out of memory reading %s", path);
-    } else if ((raw && tf_fail(why, sizeof why, "it writes text outside {{ }} expressions")) ||
-               recognise(c, t, why, sizeof why) != 0) {
-        tf_fail(err, errn, "%s: chat_template is not one tern implements (%s); tern recognises the "
-                        "Qwen2/Qwen2.5/SmolLM ChatML and Llama 3/3.1/3.2 instruct templates. "
-                        "Choose a template explicitly instead of auto: " EXPLICIT_NAMES,
-             path, why);
+    } else if (force_jinja || raw || recognise(c, t, why, sizeof why) != 0) {
+        /* not one of the C templates: interpret the model's own */
+        chat_template_free(t);
+        t = new_template(FAM_NONE);
+        if (!t)
+            tf_fail(err, errn, "chat template: out of memory reading %s", path);
+        else if (make_jinja(t, path, src, root, err, errn) == 0)
+            rc = 0;
     } else if (t->writes_bos) {
         /* the llama templates' BOS is known; a ChatML one's is not */
         const char *bos = token_text(json_object_get(root, "bos_token"));
@@ -741,11 +937,18 @@ int chat_template_from_dir(const char *dir, const char *name, chat_template **ou
     *out = NULL;
     if (!name)
         name = "auto";
+    if (strcmp(name, "jinja") == 0) {
+        if (!dir)
+            return tf_fail(err, errn, "chat template jinja: no model directory to read the "
+                                      "template from; choose another template (" EXPLICIT_NAMES
+                                      ")");
+        return from_config(dir, 1, out, err, errn);
+    }
     if (strcmp(name, "auto") == 0) {
         if (!dir)
             return explicit_template("none", out) == 0 ? 0
                    : tf_fail(err, errn, "chat template: out of memory");
-        return from_config(dir, out, err, errn);
+        return from_config(dir, 0, out, err, errn);
     }
     int rc = explicit_template(name, out);
     if (rc == -1)
@@ -761,8 +964,9 @@ int chat_template_from_config_text(const char *where, const char *text, size_t l
                                    const char *name, chat_template **out, char *err, size_t errn)
 {
     *out = NULL;
-    if (!name || strcmp(name, "auto") == 0)
-        return from_config_text(where, text, len, out, err, errn);
+    if (!name || strcmp(name, "auto") == 0 || strcmp(name, "jinja") == 0)
+        return from_config_text(where, text, len, name && strcmp(name, "jinja") == 0, out, err,
+                                errn);
     return chat_template_from_dir(NULL, name, out, err, errn);
 }
 
@@ -783,8 +987,8 @@ int chat_template_set_default_system(chat_template *t, const char *text, char *e
 
 int chat_template_set_date(chat_template *t, const char *date, char *err, size_t errn)
 {
-    if (t->fam != FAM_LLAMA31)
-        return tf_fail(err, errn, "chat template %s: a date applies to llama3.1 only",
+    if (t->fam != FAM_LLAMA31 && t->fam != FAM_JINJA)
+        return tf_fail(err, errn, "chat template %s: a date applies to llama3.1 and jinja only",
                     chat_template_name(t));
     if (date && (!date[0] || strpbrk(date, "\r\n")))
         return tf_fail(err, errn, "chat template llama3.1: the date must be one non-empty line "
@@ -804,6 +1008,7 @@ const char *chat_template_name(const chat_template *t)
     case FAM_CHATML: return "chatml";
     case FAM_LLAMA3: return "llama3";
     case FAM_LLAMA31: return "llama3.1";
+    case FAM_JINJA: return "jinja";
     default: return "none";
     }
 }
@@ -819,6 +1024,7 @@ const char *chat_template_end_of_turn(const chat_template *t)
     case FAM_CHATML: return "<|im_end|>";
     case FAM_LLAMA3:
     case FAM_LLAMA31: return "<|eot_id|>";
+    case FAM_JINJA: return t->end_of_turn;
     default: return NULL;
     }
 }
@@ -842,5 +1048,8 @@ void chat_template_free(chat_template *t)
     free(t->knowledge);
     free(t->source_date);
     free(t->date);
+    jinja_free(t->jinja);
+    free(t->eos);
+    free(t->end_of_turn);
     free(t);
 }

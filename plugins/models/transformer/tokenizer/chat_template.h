@@ -2,11 +2,20 @@
  * chat_template.h: format a conversation into the prompt text a model was
  * trained on, byte for byte as Hugging Face's
  *   tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=...)
- * renders it, without a Jinja interpreter: the templates of the supported
- * model families are written out in C, and "auto" recognises which one a
- * model's tokenizer_config.json holds.
+ * renders it. The templates of the common model families are written out in
+ * C, and "auto" recognises which one a model's tokenizer_config.json holds;
+ * any other template is interpreted as the model ships it by the Jinja
+ * interpreter of jinja/ (jinja/README.md: the subset it understands).
  *
  * Templates ("name" below):
+ *   jinja     the model's own template text, interpreted, with the variables
+ *             transformers passes: messages, tools (None unless given),
+ *             documents (None), add_generation_prompt, bos_token and
+ *             eos_token from the file, date_string when
+ *             chat_template_set_date() gave one, and the caller's extra
+ *             variables (chat_template_apply_json(): e.g. Qwen3's
+ *             enable_thinking). Any role the template accepts ("tool" too);
+ *             a template's raise_exception() is an error with its message.
  *   chatml    Qwen2, Qwen2.5 (and -Coder), SmolLM, SmolLM2 instruct, Hermes:
  *               <|im_start|>{role}\n{content}<|im_end|>\n  per message,
  *               <|im_start|>assistant\n  as the generation prompt, and the
@@ -39,8 +48,9 @@
  *
  * "trim" is Python's str.strip() (what transformers' Jinja does): Unicode
  * whitespace at both ends, including U+001C..U+001F and U+0085, excluding
- * U+FEFF. Tools, images and roles other than system/user/assistant are not
- * supported.
+ * U+FEFF. The C templates render system/user/assistant text only; tools,
+ * tool calls and other roles need "jinja" (chat_template_apply_json()).
+ * Images are not supported.
  *
  * Functions that can fail return 0, or -1 with a message in err (what, where,
  * how to fix); err may be NULL.
@@ -65,12 +75,16 @@ typedef struct chat_template chat_template; /* opaque */
  *               "chat_template" (a string, or a list of {"name","template"}
  *               objects of which "default" is used). No DIR (NULL), no
  *               tokenizer_config.json, or no chat_template in it (absent or
- *               null) gives "none". A template tern does not implement is
- *               refused with a message saying so and naming the explicit
- *               choices. A template that writes bos_token gets its text from
+ *               null) gives "none". A template none of the C templates
+ *               renders exactly is interpreted ("jinja"); one the
+ *               interpreter cannot parse is refused with the line:column
+ *               and the explicit choices. A template that writes bos_token gets its text from
  *               the file's bos_token (a string or {"content": ...});
  *               "<|begin_of_text|>" when a llama template's file has none, an
  *               error for a ChatML one.
+ *   "jinja"     interpret DIR/tokenizer_config.json's chat_template even when
+ *               a C template would render it (the two give the same bytes;
+ *               test_jinja checks that); no file or no template is an error.
  *   "chatml", "llama3", "llama3.1", "plain", "none"
  *               that template; DIR is not read (it may be NULL).
  * On success *out is a new template (free it with chat_template_free());
@@ -100,7 +114,8 @@ int chat_template_set_default_system(chat_template *t, const char *text, char *e
 /*
  * Fix the "Today Date" of a llama3.1 template (e.g. "26 Jul 2024"), for
  * templates that otherwise use the current date (Llama 3.2) or to change a
- * fixed one. NULL returns a strftime_now template to the current local date
+ * fixed one; on a jinja template it is the date_string variable the
+ * Llama 3.x templates read (NULL: not set). NULL returns a strftime_now template to the current local date
  * and a fixed-date template to the date in its source. The text is copied and
  * must be non-empty and hold no newline. Fails on other templates and when
  * out of memory (the old date is then kept).
@@ -112,24 +127,47 @@ int chat_template_set_date(chat_template *t, const char *date, char *err, size_t
  * the header the model answers after (the original Llama 3 template adds it
  * regardless, as the real one does). *text is malloc'd and NUL-terminated,
  * *len its length; free(*text). Fails, leaving *text NULL and *len 0, on
- * n == 0, a NULL message field, a role other than system/user/assistant,
- * "none" with no user message, or out of memory.
+ * n == 0, a NULL message field, a role other than system/user/assistant
+ * (any role for jinja, which leaves it to the template), "none" with no user
+ * message, a jinja template's error (its raise_exception message), or out of
+ * memory.
  */
 int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t n,
                         int add_generation_prompt, char **text, size_t *len, char *err,
                         size_t errn);
 
-/* The template's name: "chatml", "llama3", "llama3.1", "plain" or "none"
- * (what "auto" picked). Owned by t. */
+/*
+ * As chat_template_apply, with the conversation as Hugging Face gives it to
+ * apply_chat_template, as JSON text: `messages` an array of message objects
+ * (role, content, and for jinja anything the template reads: an assistant's
+ * "tool_calls" [{"type": "function", "function": {"name", "arguments"}, "id"}],
+ * a "tool" message's "tool_call_id" and "name", "reasoning_content"),
+ * `tools` NULL or an array of JSON-schema function descriptions
+ * ({"type": "function", "function": {"name", "description", "parameters"}}),
+ * `variables` NULL or an object of extra template variables
+ * ({"enable_thinking": false}). The C templates take only {role, content}
+ * string messages and neither tools nor variables (an error says to use
+ * "jinja").
+ */
+int chat_template_apply_json(const chat_template *t, const char *messages, const char *tools,
+                             const char *variables, int add_generation_prompt, char **text,
+                             size_t *len, char *err, size_t errn);
+
+/* The template's name: "jinja", "chatml", "llama3", "llama3.1", "plain" or
+ * "none" (what "auto" picked). Owned by t. */
 const char *chat_template_name(const chat_template *t);
 /* The default system prompt (chatml), or NULL when there is none. Owned by t. */
 const char *chat_template_default_system(const chat_template *t);
 /* The text the model emits to end an assistant turn, where generation should
  * stop: "<|im_end|>" (chatml), "<|eot_id|>" (llama3, llama3.1), NULL (plain,
- * none). Owned by t. */
+ * none); for jinja the first of <|im_end|>, <|eot_id|>, <end_of_turn> and
+ * <|end|> the template's source writes, else the file's eos_token (NULL
+ * when there is none). Owned by t. */
 const char *chat_template_end_of_turn(const chat_template *t);
 /* 1 when the rendered text already starts with the BOS token's text (the
- * llama templates, and some ChatML ones, write bos_token themselves), so the caller must not add a
+ * llama templates, and some ChatML ones, write bos_token themselves; a jinja
+ * template when its source names bos_token and the file has one), so the
+ * caller must not add a
  * BOS id when encoding it; 0 otherwise. (transformers itself encodes chat
  * text without adding special tokens.) */
 int chat_template_renders_bos(const chat_template *t);
