@@ -265,3 +265,35 @@ Test(env_run, a_model_without_a_chat_template_is_refused_at_start)
     cr_expect(strstr(r.err, "chat template") && strstr(r.err, "environment") &&
               strstr(r.err, "script_env"), "%s", r.err);
 }
+
+/* On MPI ranks (master, trainer, explorer: docs/distributed.md) the
+ * explorer rank samples the same trajectories and the trainer rank trains
+ * on the same ids as in one process: rollouts.jsonl is the same file, and
+ * so are the step's figures but the timings. */
+Test(env_run, ranks_sample_and_train_the_same_trajectories, .timeout = 300)
+{
+    test_need_mpi();
+    write_config("one", "turns = 3;", "eval = { limit = 2; max_tokens = 5; };\n", 3);
+    result r;
+    run(&r, "cd %s && rm -rf runs_env/one runs_env/three && %s run one.cfg && %s -np 3 %s run "
+            "one.cfg -o run.name='\"three\"'", WORK, TERN, test_mpirun(), TERN);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.err);
+    char a[65536], b[65536];
+    slurp(WORK "/runs_env/one/rollouts.jsonl", a, sizeof a);
+    slurp(WORK "/runs_env/three/rollouts.jsonl", b, sizeof b);
+    cr_expect_gt(strlen(a), 1000);
+    cr_expect_str_eq(b, a, "rollouts.jsonl differs on ranks");
+    json_t *x = load_lines("one", "metrics.jsonl", "reward_mean");
+    json_t *y = load_lines("three", "metrics.jsonl", "reward_mean");
+    cr_assert_eq(json_array_size(x), 3);
+    cr_assert_eq(json_array_size(y), 3);
+    static const char *const keys[] = {"reward_mean", "loss", "grad_norm", "turns", "entropy",
+                                       "ratio_mean"};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            cr_expect(json_equal(json_object_get(json_array_get(x, i), keys[k]),
+                                 json_object_get(json_array_get(y, i), keys[k])),
+                      "step %zu: %s differs on ranks", i + 1, keys[k]);
+    json_decref(x);
+    json_decref(y);
+}
