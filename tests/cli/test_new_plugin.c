@@ -1,5 +1,5 @@
 /* test_new_plugin.c: `tern new-plugin KIND NAME [DIR]` end to end: for each
- * kind the generated project's plugin builds warning-free against the SDK
+ * kind (environment included) the generated project's plugin builds warning-free against the SDK
  * alone, exports one function, passes `tern check` through the real loader,
  * and every op does what its header says; bad kinds, names and directories
  * are refused without touching anything, and a failed write leaves nothing. */
@@ -17,6 +17,7 @@
 #include "base/errmsg.h"
 #include "harness.h"
 #include "tern/buffer.h"
+#include "tern/environment.h"
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
@@ -125,7 +126,7 @@ Test(new_plugin, help)
     run(&r, "%s help new-plugin", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern new-plugin KIND NAME [DIR]"), "%s", r.out);
-    cr_expect(strstr(r.out, "KIND is model, reward, buffer or sync"), "%s", r.out);
+    cr_expect(strstr(r.out, "KIND is model, reward, buffer, sync or environment"), "%s", r.out);
     run(&r, "%s new-plugin --help", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern new-plugin KIND NAME [DIR]"), "%s", r.out);
@@ -395,12 +396,69 @@ Test(new_plugin, model)
     cleanup("model");
 }
 
+Test(new_plugin, environment)
+{
+    generate_and_check("environment");
+    harness h;
+    open_generated(&h, "environment", TERN_KIND_ENVIRONMENT, "keyword = \"done\";");
+    const tern_environment_ops *ops = harness_ops(&h);
+    cr_expect(h.entry->plugin->desc->caps & TERN_CAP_THREAD_SAFE);
+    /* two episodes in flight at once, each with its own turns */
+    void *ep[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        tern_env_result r = {.size = sizeof r};
+        cr_assert_eq(ops->reset(h.state, NULL, (uint64_t)i, &ep[i], &r), TERN_OK);
+        cr_assert_not_null(ep[i]);
+        cr_expect_eq(r.failure, TERN_ENV_OK);
+        cr_expect_str_eq(r.observation, "Say anything; I will echo it. Say \"done\" when you "
+                         "are done.");
+    }
+    const char *turns[] = {"hello", "hi", "still here", "I am done now"};
+    tern_env_result r;
+    for (int t = 0; t < 4; t++) {
+        tern_env_action a = {.size = sizeof a, .text = turns[t], .text_len = strlen(turns[t]),
+                             .turn = (uint32_t)t / 2 + 1};
+        r = (tern_env_result){.size = sizeof r};
+        cr_assert_eq(ops->step(h.state, ep[t % 2], &a, &r), TERN_OK);
+        cr_expect_eq(r.failure, TERN_ENV_OK, "%s", r.reason);
+        if (t < 3) {
+            char want[64];
+            snprintf(want, sizeof want, "You said: %s", turns[t]);
+            cr_expect_str_eq(r.observation, want);
+            cr_expect_eq(r.reward, 0.0);
+            cr_expect_not(r.done);
+        }
+    }
+    cr_expect(r.done, "the keyword ends the episode");
+    cr_expect_eq(r.reward, 1.0);
+    cr_expect_null(r.observation);
+    cr_expect(strstr(r.reason, "said \"done\" at turn 2"), "%s", r.reason);
+    tern_env_action again = {.size = sizeof again, .text = "x", .text_len = 1, .turn = 3};
+    r = (tern_env_result){.size = sizeof r};
+    cr_assert_eq(ops->step(h.state, ep[1], &again, &r), TERN_OK);
+    cr_expect_eq(r.failure, TERN_ENV_AFTER_DONE, "%s", r.reason);
+    for (int i = 0; i < 2; i++)
+        ops->close(h.state, ep[i]);
+    harness_close(&h);
+    /* an empty keyword is a config error, said at create */
+    harness bad;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/np_environment/demo_environment", WORK);
+    setenv("TERN_PLUGIN_PATH", dir, 1);
+    cr_expect_eq(harness_open(&bad, "demo_environment", TERN_KIND_ENVIRONMENT, "keyword = \"\";"),
+                 TERN_ECONFIG);
+    cr_expect(strstr(bad.error, "keyword"), "%s", bad.error);
+    harness_close(&bad);
+    cleanup("environment");
+}
+
 Test(new_plugin, refuses_unknown_kind_and_bad_names)
 {
     result r;
     run(&r, "%s new-plugin widget np_w", TERN);
     cr_expect_eq(r.code, 2);
-    cr_expect(strstr(r.err, "unknown kind 'widget'; KIND is one of: model, reward, buffer, sync"),
+    cr_expect(strstr(r.err, "unknown kind 'widget'; KIND is one of: model, reward, buffer, sync, "
+                             "environment"),
               "%s", r.err);
     cr_expect(!exists(WORK "/np_w"), "nothing created");
 

@@ -127,7 +127,7 @@ exec_io exec_child_pump(exec_child *c, const char *out, size_t n, size_t *sent,
             c->used = *len + 1;
             return EXEC_IO_OK;
         }
-        if (c->len >= EXEC_MAX_LINE)
+        if (c->len >= (c->max_line ? c->max_line : EXEC_MAX_LINE))
             return EXEC_IO_TOO_LONG;
         if (c->cap - c->len < 4096) {
             size_t cap = c->cap ? 2 * c->cap : 8192;

@@ -17,6 +17,7 @@ typedef struct exec_child {
     char *buf;      /* bytes read, the reply line last returned first */
     size_t len, cap;
     size_t used;    /* that line's length with its '\n': dropped at the next ask */
+    size_t max_line; /* the longest reply line taken; 0: EXEC_MAX_LINE (kept by start) */
 } exec_child;
 
 /* Start argv[0] (searched in PATH when it has no '/') with argv in `dir`.
@@ -27,7 +28,7 @@ typedef enum exec_io {
     EXEC_IO_OK,
     EXEC_IO_CLOSED,  /* the child closed its end: it exited or died */
     EXEC_IO_TIMEOUT, /* the deadline passed */
-    EXEC_IO_TOO_LONG /* a reply line longer than EXEC_MAX_LINE */
+    EXEC_IO_TOO_LONG /* a reply line longer than max_line (EXEC_MAX_LINE) */
 } exec_io;
 
 #define EXEC_MAX_LINE (1u << 20)
