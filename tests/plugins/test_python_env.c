@@ -1,4 +1,4 @@
-/* test_python_env.c: the `python_env` environment plugin through its ops
+/* test_python_env.c: the `python` environment plugin (python_env.so) through its ops
  * table, started the way a run starts it (harness.h), on env.py files each
  * test writes into its own temporary directory: a multi-turn episode, many
  * episodes in flight in one worker, the 4- and 5-tuples, and each way an
@@ -22,7 +22,7 @@
 #include "tern/environment.h"
 
 #define WORK TERN_TEST_WORK_DIR
-#define PLUGIN "python_env"
+#define PLUGIN "python"
 
 /* The environment most tests use: count up to the task's target, and a
  * misdeed per action word. Env(seed): it takes the episode's seed. */

@@ -160,7 +160,7 @@ Test(registry, duplicate_name_first_wins)
     cr_expect_str_eq(e->path, BAD "/dup_first/dup.so");
     const char *msg = refusal_of(&r, BAD "/dup_second/dup.so");
     cr_assert_not_null(msg);
-    cr_expect(strstr(msg, "duplicate plugin name 'dup'"), "%s", msg);
+    cr_expect(strstr(msg, "duplicate buffer plugin name 'dup'"), "%s", msg);
     cr_expect(strstr(msg, BAD "/dup_first/dup.so"), "the winner is not named: %s", msg);
     tern_registry_free(&r);
 }

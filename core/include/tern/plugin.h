@@ -22,7 +22,8 @@
  * abi_minor is newer than the core's; descriptor or ops `size` is smaller than
  * ABI 1.0's; the kind is unknown or not the one the config slot asks for; a
  * required op is NULL; the name is empty or not [a-z0-9_]+; another file on the
- * search path already provides the name (the first one found wins).
+ * search path already provides the name for the same kind (the first one
+ * found wins; plugins of different kinds may share a name).
  */
 #ifndef TERN_PLUGIN_H
 #define TERN_PLUGIN_H
@@ -62,7 +63,8 @@ typedef struct tern_plugin_descriptor {
     uint32_t abi_major; /* TERN_ABI_MAJOR as built */
     uint32_t abi_minor; /* TERN_ABI_MINOR as built */
     uint32_t kind;      /* a tern_plugin_kind */
-    const char *name;   /* the name configs use: [a-z0-9_]+, unique on the path */
+    const char *name;   /* the name configs use: [a-z0-9_]+, unique on the path among
+                           the plugins of its kind */
     const char *version; /* the plugin's own version, e.g. "1.2.0" */
     const char *summary; /* one line for `tern plugins` */
     uint64_t caps;       /* TERN_CAP_* */

@@ -244,13 +244,13 @@ int tern_cmd_plugins(const tern_invocation *inv)
     size_t accepted = 0, refused = 0;
     for (size_t i = 0; i < r.n; i++)
         accepted += r.entries[i].plugin != NULL;
-    fprintf(out, "\n%-16s %-9s %-9s %-5s %s\n", "NAME", "KIND", "VERSION", "ABI", "FILE");
+    fprintf(out, "\n%-16s %-11s %-9s %-5s %s\n", "NAME", "KIND", "VERSION", "ABI", "FILE");
     for (size_t i = 0; i < r.n; i++) {
         const tern_registry_entry *e = &r.entries[i];
         if (!e->plugin)
             continue;
         const tern_plugin_descriptor *dsc = e->plugin->desc;
-        fprintf(out, "%-16s %-9s %-9s %u.%-3u %s\n", dsc->name, tern_kind_name(dsc->kind),
+        fprintf(out, "%-16s %-11s %-9s %u.%-3u %s\n", dsc->name, tern_kind_name(dsc->kind),
                 dsc->version ? dsc->version : "-", dsc->abi_major, dsc->abi_minor, e->path);
         if (dsc->summary && *dsc->summary)
             fprintf(out, "%-16s %s\n", "", dsc->summary);

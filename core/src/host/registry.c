@@ -117,10 +117,15 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static const tern_registry_entry *find_accepted(const tern_registry *r, const char *name)
+/* The accepted plugin of this name and kind (0: of any kind). A name is
+ * unique within its kind: the `python` reward and the `python` environment
+ * are two plugins. */
+static const tern_registry_entry *find_accepted(const tern_registry *r, const char *name,
+                                                uint32_t kind)
 {
     for (size_t i = 0; i < r->n; i++)
-        if (r->entries[i].plugin && strcmp(r->entries[i].name, name) == 0)
+        if (r->entries[i].plugin && strcmp(r->entries[i].name, name) == 0 &&
+            (!kind || r->entries[i].kind == kind))
             return &r->entries[i];
     return NULL;
 }
@@ -134,14 +139,15 @@ static int scan_file(tern_registry *r, const char *path, const tern_host *host)
     int rc = tern_plugin_open(path, host, &p, &name, &kind);
     e.path = strdup(path);
     if (rc == TERN_OK) {
-        const tern_registry_entry *first = find_accepted(r, p->desc->name);
+        const tern_registry_entry *first = find_accepted(r, p->desc->name, p->desc->kind);
         e.name = strdup(p->desc->name);
         e.kind = p->desc->kind;
         if (first) {
             tern_errorf(TERN_EINVAL,
-                        "%s: refused: duplicate plugin name '%s', already provided by %s (earlier "
-                        "on the search path, which wins); remove one or reorder plugin_path",
-                        path, e.name ? e.name : "?", first->path);
+                        "%s: refused: duplicate %s plugin name '%s', already provided by %s "
+                        "(earlier on the search path, which wins); remove one or reorder "
+                        "plugin_path", path, tern_kind_name(e.kind), e.name ? e.name : "?",
+                        first->path);
             tern_plugin_close(p);
             p = NULL;
             e.refusal = strdup(tern_error_message());
@@ -275,7 +281,9 @@ int tern_registry_resolve(const tern_registry *r, const char *name, uint32_t kin
                           const char *slot, const tern_registry_entry **out)
 {
     *out = NULL;
-    const tern_registry_entry *hit = find_accepted(r, name);
+    const tern_registry_entry *hit = find_accepted(r, name, kind);
+    if (!hit)
+        hit = find_accepted(r, name, 0);
     if (hit) {
         if (hit->kind != kind) {
             char others[512];
@@ -301,7 +309,8 @@ int tern_registry_resolve(const tern_registry *r, const char *name, uint32_t kin
         return TERN_OK;
     }
     for (size_t i = 0; i < r->n; i++)
-        if (r->entries[i].name && strcmp(r->entries[i].name, name) == 0)
+        if (r->entries[i].name && strcmp(r->entries[i].name, name) == 0 &&
+            (!r->entries[i].kind || r->entries[i].kind == kind))
             return tern_errorf(TERN_EINVAL, "%s", r->entries[i].refusal);
 
     tern_suggest sg;

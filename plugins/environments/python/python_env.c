@@ -1,4 +1,4 @@
-/* python_env.c: the `python_env` environment plugin (docs/plugins.md,
+/* python_env.c: the `python` environment plugin (docs/plugins.md,
  * "Environment plugins"; docs/config.md, "environment"): an environment
  * written in Python, a class in the file `file` (relative to the config's
  * directory),
@@ -30,7 +30,7 @@
 
 /* The name configs use: "python" once plugin names are unique per kind
  * (today the `python` reward holds it). */
-#define PYTHON_ENV_NAME "python_env"
+#define PYTHON_ENV_NAME "python"
 
 static const tern_host *host;
 
