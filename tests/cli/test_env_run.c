@@ -297,3 +297,44 @@ Test(env_run, ranks_sample_and_train_the_same_trajectories, .timeout = 300)
     json_decref(x);
     json_decref(y);
 }
+
+/* The form a user writes: environment = { plugin = "python"; file = "env.py"; },
+ * no rewards section; the class's rewards are the trajectories'. */
+Test(env_run, a_python_environment_file_runs_as_configured, .timeout = 300)
+{
+    result r;
+    run(&r, "command -v python3 >/dev/null");
+    if (r.code != 0)
+        cr_skip_test("python3 is not installed");
+    write_file(WORK "/env.py",
+               "class Env:\n"
+               "    def reset(self, task):\n"
+               "        self.turn = 0\n"
+               "        return 'Say anything, twice.'\n"
+               "    def step(self, action):\n"
+               "        self.turn += 1\n"
+               "        if self.turn == 2:\n"
+               "            return None, 1.0, True\n"
+               "        return 'Once more.', 0.25, False\n");
+    char text[2048];
+    snprintf(text, sizeof text,
+             "run = { name = \"py\"; seed = 3; out_dir = \"runs_env\"; };\n"
+             "model = { plugin = \"transformer\"; path = \"%s\"; threads = 1; };\n"
+             "data = { train = \"%s/etc/data/arith-train.jsonl\"; };\n"
+             "explorer = { batch_tasks = 2; group_size = 2; max_tokens = 4; };\n"
+             "trainer = { steps = 2; };\n"
+             "buffer = { plugin = \"fifo\"; }; sync = { plugin = \"synchronous\"; };\n"
+             "environment = { plugin = \"python\"; file = \"env.py\"; max_turns = 8; };\n",
+             FIXTURE, SRC);
+    write_file(WORK "/py.cfg", text);
+    run(&r, "cd %s && rm -rf runs_env/py && %s run py.cfg", WORK, TERN);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.err);
+    json_t *m = load_lines("py", "metrics.jsonl", "turns");
+    cr_assert_eq(json_array_size(m), 2);
+    json_t *s1 = json_array_get(m, 0);
+    cr_expect(fabs(json_real_value(json_object_get(s1, "turns")) - 2) < 1e-12);
+    cr_expect(fabs(json_real_value(json_object_get(s1, "reward_mean")) - 1.25) < 1e-12,
+              "the return is 0.25 + 1");
+    cr_expect(fabs(json_real_value(json_object_get(s1, "solve_rate")) - 1) < 1e-12);
+    json_decref(m);
+}
