@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tsan.sh: `tern run` under ThreadSanitizer (issue 29): the quickstart and
-# every etc/modes/ config, each cut to a few warm-up and RL steps, in a build
+# every etc/modes/ config, each cut to a few warm-up and RL steps, and two
+# multi-turn runs with an environment (below), in a build
 # of the tern command and its plugins with -fsanitize=thread (build-tsan/;
 # the tests themselves do not run under TSan: Criterion crashes there). Any
 # report fails the script. MPI is left out of this build: Open MPI's library
@@ -25,6 +26,40 @@ for cfg in etc/quickstart.cfg etc/modes/*.cfg; do
   else
     echo "  $cfg: FAILED"
     sed -n '1,60p' "$work/$name.err"
+    failed=1
+  fi
+done
+
+# Multi-turn runs (docs/agents.md): a chat model (the test fixture), two
+# explorers and the master's evaluation every other step, all three sharing
+# the environment's instance: guess_number is thread-safe (its ops run
+# concurrently), the python plugin is not (its ops one at a time, under the
+# run's lock).
+here=$PWD
+printf '%s\n' 'class Env:' '    def reset(self, task):' '        self.turn = 0' \
+  '        return "Say a number."' '    def step(self, action):' '        self.turn += 1' \
+  '        return ("Again.", 0.5, False) if self.turn < 2 else (None, 1.0, True)' \
+  > "$work/env.py"
+for name in guess_number python; do
+  if [ $name = guess_number ]; then env='low = 1; high = 4;'; else env="file = \"$work/env.py\";"; fi
+  cat > "$work/env-$name.cfg" <<EOF
+run = { seed = 1; };
+model = { plugin = "transformer"; path = "$here/tests/fixtures/qwen2_chat"; threads = 1; };
+data = { train = "$here/etc/data/arith-train.jsonl"; eval = "$here/etc/data/arith-eval.jsonl"; };
+explorer = { batch_tasks = 4; group_size = 4; max_tokens = 4; };
+trainer = { steps = 8; save_every = 4; };
+eval = { every = 2; limit = 4; max_tokens = 4; };
+buffer = { plugin = "fifo"; capacity = 64; };
+sync = { plugin = "multi_explorer"; explorers = 2; };
+environment = { plugin = "$name"; max_turns = 3; $env };
+EOF
+  if build-tsan/bin/tern run "$work/env-$name.cfg" -o "run.out_dir=\"$work/runs\"" \
+       -o "run.name=\"env-$name\"" >/dev/null 2>"$work/env-$name.err" &&
+     ! grep -q 'ThreadSanitizer' "$work/env-$name.err"; then
+    echo "  an environment ($name), two explorers and the evaluation: no report"
+  else
+    echo "  an environment ($name), two explorers and the evaluation: FAILED"
+    sed -n '1,60p' "$work/env-$name.err"
     failed=1
   fi
 done
