@@ -5,13 +5,23 @@ Prints the cycles between modules (a module is x.c with x.h) and between
 folders, then each folder's dependencies. A cycle means two parts can no
 longer be understood or moved apart; the goal is none (docs/architecture.md
 §1). Run from the repository root: python3 scripts/include_graph.py
-Exit status 1 when there is a cycle.
+Exit status 1 when there is a cycle, but for the ones KNOWN names: a cycle
+that is there and being taken apart (issue 46), so that the test command
+(scripts/test.sh) fails on any new one. A known cycle that has gone, or has
+grown, is reported too: remove it from KNOWN.
 """
 import os
 import re
 import sys
 
 ROOTS = ["core/src", "cli"]
+
+# The cycles allowed for now, each with the issue that removes it.
+KNOWN = {
+    # the master starts the MPI ranks, whose master calls the master's run
+    # (issue 46 item 1: one link interface, the roles not knowing how they run)
+    ("core/src/loop/master", "core/src/loop/ranks", "core/src/loop/run_checks"): "issue 46",
+}
 
 
 def files():
@@ -88,7 +98,14 @@ def main():
     print("folder cycles:", fc or "none")
     for a in sorted(folders):
         print(f"  {a} -> {', '.join(sorted(folders[a]))}")
-    return 1 if mc or fc else 0
+    new = [c for c in mc + fc if tuple(c) not in KNOWN]
+    gone = [k for k in KNOWN if list(k) not in mc]
+    for c in new:
+        print("a new include cycle:", " -> ".join(c), file=sys.stderr)
+    for k in gone:
+        print(f"the known cycle {' -> '.join(k)} ({KNOWN[k]}) is gone or changed: remove it "
+              "from KNOWN in scripts/include_graph.py", file=sys.stderr)
+    return 1 if new or gone else 0
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 
+echo "== include cycles between the modules and folders of core/src and cli (docs/architecture.md §1)"
+python3 scripts/include_graph.py > /dev/null
+
 echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"

@@ -19,6 +19,7 @@
 #include "base/errmsg.h"
 #include "base/sha256.h"
 #include "loop/run_state.h"
+#include "rundir/jsonl_append.h"
 
 static char work[512];
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "base/errmsg.h"
+#include "rundir/jsonl_append.h"
 #include "base/log.h"
 #include "loop/run_state.h"
 

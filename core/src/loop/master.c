@@ -20,6 +20,7 @@
 
 #include "base/watchdog.h"
 #include "base/errmsg.h"
+#include "rundir/jsonl_append.h"
 #include "host/host_table.h"
 #include "base/log.h"
 #include "loop/evaluate.h"

@@ -8,8 +8,8 @@
 
 #include "base/append_file.h"
 #include "base/errmsg.h"
+#include "rundir/jsonl_append.h"
 #include "base/log.h"
-#include "loop/run_state.h"
 #include "tern/support/utf8.h"
 
 #define FILE_NAME "reward_failures.jsonl"

@@ -102,12 +102,6 @@ void tern_run_remove_leftovers(const char *dir);
  * next line appended starts a line of its own. Missing file: OK. */
 int tern_jsonl_truncate(const char *path, int64_t sft_step, int64_t step);
 
-/* Append `o` as one line to `f` (opened for appending, written through this
- * function only), all of it or nothing: a write that fails part-way (a full
- * disk) is cut back off, so the file keeps ending with a whole line. `name`
- * names the file in messages. TERN_EIO / TERN_ENOMEM with a message. */
-int tern_jsonl_append(FILE *f, const json_t *o, const char *name);
-
 /* rm -r `path` (files, directories, not following links); 0, or -1 with
  * errno set (ENOENT when there was nothing to remove). */
 int tern_remove_tree(const char *path);
