@@ -32,17 +32,22 @@
 extern char **environ;
 
 /* The panels drawn when --keys is not given, in this order; their titles
- * serve --keys too. */
+ * serve --keys too. `quiet`: a figure only some runs have (a run with an
+ * environment's trajectories, docs/agents.md), not named among those left
+ * out when no run has it. */
 static const struct {
     const char *key, *title;
+    int quiet;
 } known_panels[] = {
-    {"reward_mean", "Reward"},
-    {"eval/accuracy", "Held-out accuracy"},
-    {"kl", "KL to the reference"},
-    {"entropy", "Entropy"},
-    {"response_length", "Response length"},
-    {"staleness", "Staleness"},
-    {"mismatch_kl", "Explorer-trainer mismatch"},
+    {"reward_mean", "Reward", 0},
+    {"eval/accuracy", "Held-out accuracy", 0},
+    {"solve_rate", "Solve rate (trajectories)", 1},
+    {"turns", "Turns per trajectory", 1},
+    {"kl", "KL to the reference", 0},
+    {"entropy", "Entropy", 0},
+    {"response_length", "Response length", 0},
+    {"staleness", "Staleness", 0},
+    {"mismatch_kl", "Explorer-trainer mismatch", 0},
 };
 #define N_KNOWN (sizeof known_panels / sizeof known_panels[0])
 
@@ -179,6 +184,15 @@ static int take_keys(const tern_invocation *inv, const tern_plot_args *a, plot_j
         p = end + 1;
     }
     return TERN_EXIT_OK;
+}
+
+/* A default panel only some runs have (known_panels' quiet). */
+static int panel_quiet(const char *key)
+{
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (strcmp(known_panels[i].key, key) == 0)
+            return known_panels[i].quiet;
+    return 0;
 }
 
 static const char *panel_title(const char *key)
@@ -443,7 +457,8 @@ static int make_panels(const tern_invocation *inv, const tern_plot_args *a, plot
             return oom(inv);
         }
         if (n == 0) {
-            fprintf(dropped, "%s%s", n_dropped++ ? ", " : "", key);
+            if (!(a->keys == NULL && panel_quiet(key)))
+                fprintf(dropped, "%s%s", n_dropped++ ? ", " : "", key);
             free(missing);
             continue;
         }

@@ -430,8 +430,12 @@ static void draw_spans(FILE *f, const tl_trace *t, const layout *L, int pass)
         } else if (e->kind == TL_ROLLOUT) {
             if (e->batch >= 0)
                 snprintf(label, sizeof label, "%lld", e->batch);
-            snprintf(tip, sizeof tip, "rollout of batch %lld with version %lld: %.3f s to "
-                     "%.3f s (%.3f s)", e->batch, e->version, e->t0, e->t1, e->t1 - e->t0);
+            int n = snprintf(tip, sizeof tip, "rollout of batch %lld with version %lld: %.3f s "
+                             "to %.3f s (%.3f s)", e->batch, e->version, e->t0, e->t1,
+                             e->t1 - e->t0);
+            if (e->turns > 0 && n > 0 && (size_t)n < sizeof tip) /* trajectories */
+                snprintf(tip + n, sizeof tip - (size_t)n, ", %.2f turns a trajectory (at "
+                         "most %lld)", e->turns, e->max_turn);
             box(f, "rollout", C_ROLLOUT, C_ROLLOUT_EDGE, xa, xb, y + 5, h - 10, label, tip);
         } else {
             train_label(e, xb - xa - 1, label, sizeof label);

@@ -293,6 +293,11 @@ static int read_event(const char *path, size_t i, const json_t *e, lanes *ls,
     get_int(args, "batch", &ev.batch);
     get_int(args, "version", &ev.version);
     get_int(args, "step", &ev.step);
+    if (ev.kind == TL_ROLLOUT) {
+        json_t *tn = json_object_get(args, "turns");
+        ev.turns = json_is_number(tn) ? json_number_value(tn) : 0;
+        get_int(args, "max_turn", &ev.max_turn);
+    }
     ev.surplus = ev.kind == TL_SKIP && json_is_true(json_object_get(args, "surplus"));
     if (ev.kind == TL_SYNC)
         ev.method = method_of(json_string_value(json_object_get(args, "method")));

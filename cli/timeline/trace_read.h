@@ -34,6 +34,9 @@ typedef struct tl_event {
     char what[80];        /* wait: what it waited for ("" when not given) */
     int surplus;          /* skip: a group of a stand-in batch dropped because its step was
                              full (dynamic sampling: "surplus": true), not for staleness */
+    double turns;         /* rollout of trajectories (docs/agents.md): the model's turns per
+                             trajectory, mean over the batch ("turns"); 0 when not given */
+    long long max_turn;   /* and the most turns one had ("max_turn"); 0 when not given */
 } tl_event;
 
 typedef struct tl_trace {

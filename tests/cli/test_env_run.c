@@ -175,6 +175,14 @@ Test(env_run, trained_ids_are_the_sampled_ids_and_returns_add_up, .timeout = 300
     json_decref(groups);
     json_decref(trace);
 
+    /* the timeline says how many turns a rollout's trajectories had, and
+     * the plot draws the solve rate and the turns */
+    run(&r, "cd %s && %s timeline runs_env/exact -o runs_env/exact.svg && grep -c '3.00 turns a "
+            "trajectory (at most 3)' runs_env/exact.svg && %s plot runs_env/exact -o "
+            "runs_env/exact-plot.svg", WORK, TERN, TERN);
+    cr_expect_eq(r.code, 0, "tern timeline / plot: %s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "solve_rate, turns"), "the plot's panels: %s", r.out);
+
     /* the evaluation runs greedy trajectories: each solved (done, return 0.75) */
     json_t *ev = load_lines("exact", "eval_responses.jsonl", "turns");
     cr_assert_gt(json_array_size(ev), 0, "eval_responses.jsonl keeps the turns");

@@ -251,9 +251,22 @@ void *tern_explorer_main(void *arg)
         if (rc == TERN_OK)
             rc = run->env_ops ? tern_explore_trajectories(run, id, job, out)
                               : generate(run, id, job, out);
-        char args[160];
-        snprintf(args, sizeof args, "{\"explorer\":%u,\"batch\":%lld,\"version\":%lld}", id,
-                 (long long)job->batch, (long long)out->version);
+        char args[224];
+        int at = snprintf(args, sizeof args, "{\"explorer\":%u,\"batch\":%lld,\"version\":%lld",
+                          id, (long long)job->batch, (long long)out->version);
+        if (rc == TERN_OK && run->env_ops && at > 0 && (size_t)at < sizeof args) {
+            /* trajectories: how many turns, for the timeline (docs/timeline.md) */
+            double turns = 0;
+            uint32_t most = 0, n = out->n * out->group_size;
+            for (uint32_t i = 0; i < n; i++) {
+                turns += out->resp[i].n_turns;
+                most = out->resp[i].n_turns > most ? out->resp[i].n_turns : most;
+            }
+            at += snprintf(args + at, sizeof args - (size_t)at, ",\"turns\":%.3f,\"max_turn\":%u",
+                           n ? turns / n : 0.0, most);
+        }
+        if (at > 0 && (size_t)at + 2 <= sizeof args)
+            snprintf(args + at, sizeof args - (size_t)at, "}");
         tern_trace_end(tr, span, args);
         tern_msg_free(job);
         if (rc != TERN_OK) {
