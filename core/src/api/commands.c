@@ -104,7 +104,7 @@ static int check_run(const tern_invocation *inv, tern_session *s)
     tern_diag_free(&d);
     if (code == TERN_EXIT_OK) {
         size_t answered = run->n_answered;
-        fprintf(out_of(inv), "data       %zu training tasks (%s), %zu eval tasks\n", run->train.n,
+        fprintf(out_of(inv), "data        %zu training tasks (%s), %zu eval tasks\n", run->train.n,
                 run->set.train_path, run->eval.n);
         if (run->set.sft_steps > 0 && answered < run->train.n)
             fprintf(out_of(inv), "           the warm-up learns from the %zu that have an "

@@ -395,21 +395,21 @@ void tern_session_describe(tern_session *s, FILE *out)
     const char *name = "run", *out_dir = "runs";
     config_lookup_string(&s->config.cfg, "run.name", &name);
     config_lookup_string(&s->config.cfg, "run.out_dir", &out_dir);
-    fprintf(out, "config     %s\n", s->config.path);
-    fprintf(out, "run        name=\"%s\" seed=%llu -> %s/%s/\n", name,
+    fprintf(out, "config      %s\n", s->config.path);
+    fprintf(out, "run         name=\"%s\" seed=%llu -> %s/%s/\n", name,
             (unsigned long long)s->seed, out_dir, name);
     if (s->n_inst == 0)
         fprintf(out, "plugins    none named in this config\n");
     for (size_t i = 0; i < s->n_inst; i++) {
         tern_instance *in = &s->inst[i];
         if (!in->entry) {
-            fprintf(out, "%-10s copy of the model (frozen)\n", in->label);
+            fprintf(out, "%-11s copy of the model (frozen)\n", in->label);
             continue;
         }
         const tern_plugin_descriptor *dsc = in->entry->plugin->desc;
-        fprintf(out, "%-10s %s %s (%s)\n", in->label, dsc->name, dsc->version ? dsc->version : "",
+        fprintf(out, "%-11s %s %s (%s)\n", in->label, dsc->name, dsc->version ? dsc->version : "",
                 in->entry->path);
-        fprintf(out, "%-10s", "");
+        fprintf(out, "%-11s", "");
         print_settings(out, in->group, "");
         for (const tern_setting_spec *sp = dsc->settings; in->waits_for_run_dir && sp && sp->name;
              sp = tern_spec_next(sp)) {
@@ -427,7 +427,7 @@ void tern_session_describe(tern_session *s, FILE *out)
                 char stale[32] = "unbounded";
                 if (info.max_staleness >= 0)
                     snprintf(stale, sizeof stale, "%lld", (long long)info.max_staleness);
-                fprintf(out, "%-10s -> %u explorer%s, weights by %s, max staleness %s\n", "",
+                fprintf(out, "%-11s -> %u explorer%s, weights by %s, max staleness %s\n", "",
                         info.explorers, info.explorers == 1 ? "" : "s",
                         info.transport ? info.transport : "?", stale);
             }
