@@ -63,6 +63,11 @@ static const char python_script[] =
     "    ok = response.strip() == str(task.get('answer'))\n"
     "    return {'reward': float(ok), 'components': {'accuracy': ok}, 'reason': 'checked'}\n"
     "def other(response, task):\n"
+    "    return len(response)\n"
+    "def noisy(response, task):\n"
+    "    os.system('echo 0.125')\n"
+    "    os.write(1, b'0.5\\n')\n"
+    "    print('a print')\n"
     "    return len(response)\n";
 
 static void write_scripts(void)
@@ -203,6 +208,26 @@ Test(python_reward, verdicts_in_every_form)
     score(&r, "--plugin python -o file=rw.py -o function=other", "{\"response\": \"abc\"}\n");
     cr_expect_eq(r.code, 0, "%s", r.err);
     expect_line(&r, 0, "{\"reward\":3.0,");
+}
+
+/* What the function's code writes to fd 1 (a shell command, os.write, a
+ * C extension's printf) or reads from fd 0 is never the protocol's: every
+ * verdict stays its own response's (issue 47 item 2: a stray line used to
+ * shift every later verdict by one). */
+Test(python_reward, output_on_fd_1_never_shifts_a_verdict, .timeout = 60)
+{
+    write_scripts();
+    result r;
+    score(&r, "--plugin python -o file=rw.py -o function=noisy -o reply_timeout_ms=6000",
+          "{\"response\": \"a\"}\n{\"response\": \"bb\"}\n{\"response\": \"ccc\"}\n"
+          "{\"response\": \"dddd\"}\n");
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    expect_line(&r, 0, "{\"reward\":1.0,");
+    expect_line(&r, 1, "{\"reward\":2.0,");
+    expect_line(&r, 2, "{\"reward\":3.0,");
+    expect_line(&r, 3, "{\"reward\":4.0,");
+    cr_expect(strstr(r.err, "0.125") && strstr(r.err, "a print"), "the function's output goes to "
+              "stderr: %s", r.err);
 }
 
 Test(python_reward, each_failure_costs_its_response, .timeout = 60)

@@ -6,7 +6,11 @@
 # request line calls FUNCTION(response, task) and writes one verdict line:
 # a float, or {"reward", "components", "reason"} from a dict. An exception
 # is {"error": "Type: message (file:line)"}: that response fails, the next
-# is judged. What the function prints goes to stderr: stdout is the protocol.
+# is judged. The protocol keeps descriptors of its own: fd 1 and fd 0 become
+# stderr and /dev/null before the user's file loads, so whatever the
+# function or what it runs writes (print, os.system, a subprocess, a C
+# extension's printf) goes to stderr and can never be read as a verdict, and
+# nothing it reads takes a request.
 import importlib.util
 import json
 import math
@@ -14,8 +18,14 @@ import os
 import sys
 import traceback
 
-protocol = sys.stdout
+protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
+requests = os.fdopen(os.dup(0), "r", encoding="utf-8", errors="replace")
+os.dup2(2, 1)
+devnull = os.open(os.devnull, os.O_RDONLY)
+os.dup2(devnull, 0)
+os.close(devnull)
 sys.stdout = sys.stderr
+sys.stdin = open(os.devnull)
 
 
 def say(obj):
@@ -73,7 +83,7 @@ except BaseException as exc:  # a syntax error, a failed import, no such functio
     sys.exit(3)
 say({"ready": True})
 
-for line in sys.stdin:
+for line in requests:
     request = json.loads(line)
     try:
         reply = verdict(function(request["response"], request["task"]))
