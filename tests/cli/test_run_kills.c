@@ -35,7 +35,7 @@
 #define WORK TERN_TEST_WORK_DIR
 
 /* enough steps that the run outlasts its KILLS kills (a step takes ~0.1 s here) */
-enum { STEPS = 48, TASKS = 16, KILLS = 10, MAX_IDS = 4096 };
+enum { STEPS = 48, TASKS = 16, KILLS = 10, MAX_IDS = 1 << 16 };
 
 /* When each kill lands, in ms after the process started: spread so that
  * some land in start-up, most in the steps, and the run still gets on. */
@@ -80,6 +80,10 @@ static const char *trajectories_config(void)
 /* Start `tern run` for mode `mode` (its etc/modes config, or the config
  * file `mode` names when it is a path) in WORK/kills, output to
  * WORK/kills/NAME.log; the child's pid. */
+/* DAPO's dynamic sampling in the next runs started (algorithm.filter_groups:
+ * the quickstart's own setting), as check_kills_filtered sets it. */
+static int with_filter;
+
 static pid_t start_run(const char *mode, const char *name, int resume)
 {
     char cfg[1024], log[1024], rn[256];
@@ -105,7 +109,8 @@ static pid_t start_run(const char *mode, const char *name, int resume)
               "-o", "trainer.sft.steps=0", "-o", "eval.every=0", "-o", "eval.limit=4", "-o",
               "trainer.save_every=2", "-o", "buffer.plugin=\"sqlite\"", "-o",
               "buffer.synchronous=\"normal\"", "-o", "buffer.capacity=0", "-o",
-              "sync.max_staleness=-1",
+              "sync.max_staleness=-1", "-o",
+              with_filter ? "algorithm.filter_groups=true" : "algorithm.filter_groups=false",
               resume ? "--resume" : NULL, (char *)NULL);
         _exit(127);
     }
@@ -179,7 +184,8 @@ static int kill_until_done(const char *mode, const char *name, long long *seen, 
 static void check_kills(const char *mode, int fixed)
 {
     char name[64];
-    snprintf(name, sizeof name, "kills-%s", mode[0] == '/' ? "trajectories" : mode);
+    snprintf(name, sizeof name, "kills-%s%s", mode[0] == '/' ? "trajectories" : mode,
+             with_filter ? "-filter" : "");
     result r;
     run(&r, "mkdir -p %s/kills && cd %s/kills && rm -rf runs/%s runs/kills-ref %s.log "
             "kills-ref.log", WORK, WORK, name, name);
@@ -242,9 +248,19 @@ static void check_kills(const char *mode, int fixed)
             held = now[j] == seen[k];
         lost += !held;
     }
-    cr_expect_eq(lost, 0, "%s: %d groups the buffer held at a kill were lost", name, lost);
-    printf("%s: %d SIGKILLs, %zu groups held at the kills, %d lost, %d trained twice\n", name,
-           kills, n_seen, lost, twice);
+    /* with dynamic sampling a group sampled for a step the kill rolled back
+     * can be too stale for the step it comes back to: the trainer drops it,
+     * and the step's stale_groups counts it. No group goes without a count. */
+    long long stale = 0;
+    json_array_foreach(metrics, i, o)
+        stale += json_integer_value(json_object_get(o, "stale_groups"));
+    if (with_filter)
+        cr_expect_leq(lost, stale, "%s: %d groups the buffer held at a kill were lost, %lld "
+                      "counted as dropped too stale", name, lost, stale);
+    else
+        cr_expect_eq(lost, 0, "%s: %d groups the buffer held at a kill were lost", name, lost);
+    printf("%s: %d SIGKILLs, %zu groups held at the kills, %d not trained (%lld counted "
+           "as too stale), %d trained twice\n", name, kills, n_seen, lost, stale, twice);
 
     if (fixed) {
         /* the same figures as a run never killed */
@@ -288,10 +304,36 @@ static void check_kills(const char *mode, int fixed)
     run(&r, "rm -rf %s/kills/runs/%s %s/kills/%s.log", WORK, name, WORK, name);
 }
 
+/* Under the sanitizers (the suite's second pass) the synchronous runs
+ * only: the others' code paths are the same there, and the four together
+ * took a third of that pass on 2 cores, which the suite's 30 minutes do not
+ * leave; the plain pass runs every one. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PLAIN_PASS_ONLY() \
+    cr_skip_test("under the sanitizers only the synchronous kill runs (the plain pass runs this)")
+#else
+#define PLAIN_PASS_ONLY() (void)0
+#endif
+
 Test(kills, synchronous_on_sqlite, .timeout = 240) { check_kills("synchronous", 1); }
-Test(kills, fully_async_on_sqlite, .timeout = 240) { check_kills("fully_async", 0); }
+Test(kills, fully_async_on_sqlite, .timeout = 240)
+{
+    PLAIN_PASS_ONLY();
+    check_kills("fully_async", 0);
+}
+/* With dynamic sampling a resume used to wait for ever: the groups of the
+ * batch in progress that the checkpoint had trained counted as ahead of the
+ * trainer, so the next batch was planned for a step whose weights waited
+ * for it (issue 47 item 1). */
+Test(kills, synchronous_with_dynamic_sampling_on_sqlite, .timeout = 300)
+{
+    with_filter = 1;
+    check_kills("synchronous", 0);
+    with_filter = 0;
+}
 Test(kills, trajectories_on_sqlite, .timeout = 300)
 {
+    PLAIN_PASS_ONLY();
     result r;
     run(&r, "mkdir -p %s/kills", WORK);
     check_kills(trajectories_config(), 1);

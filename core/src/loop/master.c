@@ -358,6 +358,16 @@ static int batch_done(const tern_run *run, const master *ms, int64_t k)
     return 1;
 }
 
+/* The groups of batch k trained before a resume (the ledger's consumed):
+ * dealt again with their batch, never put, so never ahead of the trainer. */
+static uint32_t batch_consumed(const tern_run *run, const master *ms, int64_t k)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < run->set.batch_tasks; s++)
+        n += tern_ledger_consumed(&ms->ledger, tern_group_id(k, s, run->set.batch_tasks)) != 0;
+    return n;
+}
+
 /* The batch index the sync plugin plans the next batch's weights by. It is
  * the batch's own index, but with algorithm.filter_groups the step the
  * batch is dealt for: the stand-ins for filtered groups feed the step their
@@ -416,7 +426,10 @@ static int push_explore_job(tern_run *run, master *ms)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     }
     ms->batches_pushed++;
-    ms->groups_dealt += n;
+    /* a group trained before a resume is not put again: counted as ahead,
+     * it would plan the next batch for a step too late, whose weights wait
+     * for groups that wait for them (issue 47 item 1) */
+    ms->groups_dealt += n - batch_consumed(run, ms, ms->batches_pushed - 1);
     return TERN_OK;
 }
 
