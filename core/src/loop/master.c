@@ -429,7 +429,7 @@ static int push_explore_job(tern_run *run, master *ms)
     /* a group trained before a resume is not put again: counted as ahead,
      * it would plan the next batch for a step too late, whose weights wait
      * for groups that wait for them (issue 47 item 1) */
-    ms->groups_dealt += n - batch_consumed(run, ms, ms->batches_pushed - 1);
+    ms->groups_dealt += n - (run->resuming ? batch_consumed(run, ms, ms->batches_pushed - 1) : 0);
     return TERN_OK;
 }
 
