@@ -41,14 +41,15 @@ extern "C" {
 
 /* What a plugin provides; the ops table behind descriptor.ops is that kind's
  * (tern_model_ops, tern_reward_ops, tern_buffer_ops, tern_sync_ops,
- * tern_transport_ops, tern_environment_ops). */
+ * tern_transport_ops, tern_environment_ops, tern_tool_ops). */
 typedef enum tern_plugin_kind {
     TERN_KIND_MODEL = 1,
     TERN_KIND_REWARD = 2,
     TERN_KIND_BUFFER = 3,
     TERN_KIND_SYNC = 4,
     TERN_KIND_TRANSPORT = 5, /* ABI 1.8: a weight transport (tern/transport.h) */
-    TERN_KIND_ENVIRONMENT = 6 /* ABI 1.13: what a trajectory talks to (tern/environment.h) */
+    TERN_KIND_ENVIRONMENT = 6, /* ABI 1.13: what a trajectory talks to (tern/environment.h) */
+    TERN_KIND_TOOL = 7         /* ABI 1.14: a function the policy may call (tern/tool.h) */
 } tern_plugin_kind;
 
 /* Capability flags (descriptor.caps). Unknown bits are ignored by the core. */

@@ -130,6 +130,7 @@ const char *tern_kind_name(uint32_t kind)
     case TERN_KIND_SYNC: return "sync";
     case TERN_KIND_TRANSPORT: return "transport";
     case TERN_KIND_ENVIRONMENT: return "environment";
+    case TERN_KIND_TOOL: return "tool";
     default: return "unknown";
     }
 }

@@ -10,6 +10,7 @@
 #include "config/schema.h"
 #include "tern/buffer.h"
 #include "tern/environment.h"
+#include "tern/tool.h"
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
@@ -30,6 +31,7 @@ size_t tern_ops_min_size(uint32_t kind)
     case TERN_KIND_SYNC: return sizeof(tern_sync_ops);
     case TERN_KIND_TRANSPORT: return sizeof(tern_transport_ops);
     case TERN_KIND_ENVIRONMENT: return sizeof(tern_environment_ops);
+    case TERN_KIND_TOOL: return sizeof(tern_tool_ops);
     default: return 0;
     }
 }
@@ -66,6 +68,9 @@ static const op_def environment_ops[] = {
     OP(tern_environment_ops, create), OP(tern_environment_ops, destroy),
     OP(tern_environment_ops, reset),  OP(tern_environment_ops, step),
     OP(tern_environment_ops, close),  {0, NULL}};
+static const op_def tool_ops[] = {OP(tern_tool_ops, create), OP(tern_tool_ops, destroy),
+                                  OP(tern_tool_ops, describe), OP(tern_tool_ops, call),
+                                  {0, NULL}};
 #undef OP
 
 static const op_def *required_ops(uint32_t kind)
@@ -77,6 +82,7 @@ static const op_def *required_ops(uint32_t kind)
     case TERN_KIND_SYNC: return sync_ops;
     case TERN_KIND_TRANSPORT: return transport_ops;
     case TERN_KIND_ENVIRONMENT: return environment_ops;
+    case TERN_KIND_TOOL: return tool_ops;
     default: return NULL;
     }
 }
