@@ -167,6 +167,7 @@ static tern_rollout_msg *make_rollout(uint32_t n, uint32_t G)
     m->wait_seconds = 1e-300;
     m->gen_tokens = UINT64_MAX - 5;
     m->done_unix_ns = 1732560000123456789ull;
+    m->tool_calls = 7, m->tool_invalid = 2, m->tool_failed = UINT64_MAX - 1;
     return m;
 }
 
@@ -420,6 +421,9 @@ static void expect_same(const void *x, const void *y)
         cr_expect(same_bits(a->wait_seconds, b->wait_seconds));
         cr_expect_eq(a->gen_tokens, b->gen_tokens);
         cr_expect_eq(a->done_unix_ns, b->done_unix_ns);
+        cr_expect_eq(a->tool_calls, b->tool_calls);
+        cr_expect_eq(a->tool_invalid, b->tool_invalid);
+        cr_expect_eq(a->tool_failed, b->tool_failed);
         for (uint32_t i = 0; i < a->n; i++) {
             cr_expect_eq(a->task_index[i], b->task_index[i]);
             cr_assert_eq(a->prompt_len[i], b->prompt_len[i]);
@@ -953,7 +957,7 @@ Test(wire, a_forged_count_is_refused_before_anything_is_allocated)
     buf = encode(r, &len);
     tern_msg_free(r);
     /* header, fixed, prompt of 3 tokens, its image (tag, length, path, digest) */
-    size_t resp = 8 + 60 + 8 + 4 * 3 + 5 + strlen("img/a.png") + 32;
+    size_t resp = 8 + 84 + 8 + 4 * 3 + 5 + strlen("img/a.png") + 32;
     put32(buf + resp, 1u << 30);
     expect_refused(buf, len, "ends inside");
     free(buf);

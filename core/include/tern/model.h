@@ -304,6 +304,24 @@ typedef struct tern_model_ops {
      * spec (readable, decodable, its size where fit is EXACT, no more
      * markers than images) before anything runs. */
     int (*image_spec)(void *state, tern_image_spec *out);
+
+    /* ---- appended in ABI 1.14 (check TERN_HAS(ops, encode_chat_json)) ---- */
+
+    /* As encode_chat, with the conversation as Hugging Face's
+     * apply_chat_template takes it, rendered by the model's own template:
+     * `messages` a JSON array of message objects (role and content; an
+     * assistant's "tool_calls", a "tool" message's "name"; any role the
+     * template accepts), `tools` NULL or a JSON array of function schemas
+     * (tern/tool.h describe()) for the template's tool block.
+     * add_generation_prompt: 1 to end with the assistant's turn opened.
+     * Ownership as encode_chat. TERN_EUNSUPPORTED with a message when the
+     * template cannot render them (the model has no template source to
+     * interpret, only a named one), TERN_EINVAL for malformed JSON or a
+     * template's own error. Optional (NULL): a run with tools refuses the
+     * model. */
+    int (*encode_chat_json)(void *state, const char *messages, const char *tools,
+                            int add_generation_prompt, int32_t **ids, size_t *n_ids, char **text,
+                            size_t *text_len);
 } tern_model_ops;
 
 #ifdef __cplusplus

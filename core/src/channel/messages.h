@@ -106,6 +106,9 @@ typedef struct tern_rollout_msg {
     double gen_seconds, wait_seconds;
     uint64_t gen_tokens;
     uint64_t done_unix_ns;   /* wall clock when generation ended (ns since 1970) */
+    /* the tools' calls in these trajectories, and those answered "invalid
+     * tool call" or "tool error" (docs/agents.md, "Tools") */
+    uint64_t tool_calls, tool_invalid, tool_failed;
 } tern_rollout_msg;
 
 /* trainer -> master */

@@ -3,6 +3,7 @@
 
 #include "config/run_settings.h"
 #include "tern/environment.h"
+#include "tern/tool.h"
 
 static const tern_setting_spec run_keys[] = {
     TERN_SETTING(.name = "name", .type = TERN_SETTING_STRING, .def = "\"run\"",
@@ -56,6 +57,17 @@ static const tern_setting_spec environment_slot_keys[] = {
     TERN_SETTINGS_END,
 };
 
+/* Keys the core owns in a tool slot (docs/agents.md, "Tools"). */
+static const tern_setting_spec tool_slot_keys[] = {
+    TERN_SETTING(.name = "plugin", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
+                 .doc = "name of the tool plugin (see `tern plugins`)"),
+    TERN_SETTING(.name = "output_max", .type = TERN_SETTING_INT, .def = "2048", .min = 16,
+                 .max = TERN_TOOL_OUTPUT_MAX, .aka = "max_output|output_limit",
+                 .doc = "bytes of a call's output the model sees at most; the rest is cut, "
+                        "and the model told so"),
+    TERN_SETTINGS_END,
+};
+
 static const tern_setting_spec reward_slot_keys[] = {
     TERN_SETTING(.name = "plugin", .type = TERN_SETTING_STRING, .flags = TERN_SETTING_REQUIRED,
                  .doc = "name of the reward plugin (see `tern plugins`)"),
@@ -93,6 +105,8 @@ const tern_setting_spec tern_core_schema[] = {
     TERN_SETTING(.name = "environment", .type = TERN_SETTING_GROUP, .aka = "env|environments",
                  .doc = "what the policy talks to for many turns: trajectories, not single "
                  "answers (docs/agents.md)"),
+    TERN_SETTING(.name = "tools", .type = TERN_SETTING_LIST, .aka = "tool",
+                 .doc = "functions the policy may call in its turns (docs/agents.md, \"Tools\")"),
     TERN_SETTING(.name = "rewards", .type = TERN_SETTING_LIST, .aka = "reward",
                  .doc = "reward plugins, each routed by task domain"),
     TERN_SETTING(.name = "data", .type = TERN_SETTING_GROUP, .children = tern_data_keys,
@@ -118,6 +132,7 @@ const tern_slot_def tern_slots[] = {
     {"transport", TERN_KIND_TRANSPORT, 0, plugin_slot_keys},
     {"rewards", TERN_KIND_REWARD, 1, reward_slot_keys},
     {"environment", TERN_KIND_ENVIRONMENT, 0, environment_slot_keys},
+    {"tools", TERN_KIND_TOOL, 1, tool_slot_keys},
 };
 const size_t tern_n_slots = sizeof tern_slots / sizeof tern_slots[0];
 

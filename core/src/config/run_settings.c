@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/errmsg.h"
+#include "tern/environment.h"
 #include "config/schema.h"
 
 #define BIG 1e9
@@ -47,6 +48,12 @@ const tern_setting_spec tern_explorer_keys[] = {
     TERN_SETTING(.name = "max_tokens", .type = TERN_SETTING_INT, .def = "16", .min = 1,
                  .max = 1e6, .aka = "max_new_tokens|response_length",
                  .doc = "response tokens at most (a response ends earlier at EOS)"),
+    /* no .def: given beside an environment (or without tools) it is refused */
+    TERN_SETTING(.name = "tool_turns", .type = TERN_SETTING_INT, .min = 1,
+                 .max = TERN_ENV_MAX_TURNS, .aka = "max_tool_turns",
+                 .doc = "with tools and no environment: the model's turns in one trajectory at "
+                        "most, its calls and its answer (default 4; with an environment: its "
+                        "max_turns)"),
     TERN_SETTINGS_END,
 };
 
@@ -333,10 +340,20 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->top_k = (int32_t)get_int(ex, "top_k");
     s->top_p = get_float(ex, "top_p");
     s->max_tokens = (uint32_t)get_int(ex, "max_tokens");
-    config_setting_t *env = config_setting_get_member(config_root_setting(&c->cfg), "environment");
+    config_setting_t *root = config_root_setting(&c->cfg);
+    config_setting_t *env = config_setting_get_member(root, "environment");
+    config_setting_t *tools = config_setting_get_member(root, "tools");
+    config_setting_t *tt = tern_config_lookup(ex, "tool_turns");
     s->has_environment = env != NULL;
+    s->has_tools = tools && config_setting_length(tools) > 0;
     config_setting_t *mt = env ? tern_config_lookup(env, "max_turns") : NULL;
-    s->max_turns = !env ? 1 : mt ? (uint32_t)config_setting_get_int64(mt) : 8;
+    s->max_turns = env ? (mt ? (uint32_t)config_setting_get_int64(mt) : 8)
+                   : s->has_tools ? (tt ? (uint32_t)config_setting_get_int64(tt) : 4) : 1;
+    if (tt && (env || !s->has_tools))
+        tern_diag_addf(d, "%s: explorer.tool_turns bounds the turns of a run with tools and no "
+                       "environment; %s", tern_config_where(c, tt, where, sizeof where),
+                       env ? "with an environment its max_turns does: set environment.max_turns"
+                           : "this run has no tools section: remove it");
     if (s->temperature == 0)
         tern_diag_addf(d, "%s: explorer.temperature = 0 samples greedily: every response of a "
                        "group would be the same and RL would learn nothing; use e.g. 1.0",

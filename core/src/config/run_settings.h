@@ -35,9 +35,12 @@ typedef struct tern_run_settings {
     char *system_prompt;          /* data.system_prompt, or NULL */
     /* explorer */
     uint32_t batch_tasks, group_size, max_tokens;
-    /* environment section (docs/agents.md): there is one, and its max_turns
-     * (1 without one: every response is one answer) */
+    /* environment and tools sections (docs/agents.md): whether there are,
+     * and the model's turns at most in a trajectory: environment.max_turns,
+     * else explorer.tool_turns with tools, else 1 (every response is one
+     * answer) */
     int has_environment;
+    int has_tools;
     uint32_t max_turns;
     double temperature, top_p;
     int32_t top_k;

@@ -245,8 +245,8 @@ int tern_evaluate(tern_run *run, const tern_snapshot *w, tern_eval_result *out)
     if (tern_accuracy_tally_init(&t.acc) != 0 || !t.responses)
         rc = tern_errorf(TERN_ENOMEM, "out of memory");
     for (size_t from = 0; rc == TERN_OK && from < n; from += CHUNK)
-        rc = (run->env_ops ? eval_chunk_env : eval_chunk)(run, tern_snapshot_version(w), from,
-                                                          from + CHUNK < n ? from + CHUNK : n, &t);
+        rc = (TERN_RUN_TRAJECTORIES(run) ? eval_chunk_env : eval_chunk)(
+            run, tern_snapshot_version(w), from, from + CHUNK < n ? from + CHUNK : n, &t);
     if (rc == TERN_OK) {
         out->per_domain = json_object();
         out->accuracy = out->per_domain ? tern_accuracy_tally_result(&t.acc, out->per_domain,

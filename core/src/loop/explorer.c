@@ -249,12 +249,12 @@ void *tern_explorer_main(void *arg)
         }
         uint64_t span = tern_trace_begin(tr, "rollout");
         if (rc == TERN_OK)
-            rc = run->env_ops ? tern_explore_trajectories(run, id, job, out)
+            rc = TERN_RUN_TRAJECTORIES(run) ? tern_explore_trajectories(run, id, job, out)
                               : generate(run, id, job, out);
         char args[224];
         int at = snprintf(args, sizeof args, "{\"explorer\":%u,\"batch\":%lld,\"version\":%lld",
                           id, (long long)job->batch, (long long)out->version);
-        if (rc == TERN_OK && run->env_ops && at > 0 && (size_t)at < sizeof args) {
+        if (rc == TERN_OK && TERN_RUN_TRAJECTORIES(run) && at > 0 && (size_t)at < sizeof args) {
             /* trajectories: how many turns, for the timeline (docs/timeline.md) */
             double turns = 0;
             uint32_t most = 0, n = out->n * out->group_size;

@@ -731,7 +731,7 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     if (failures)
         tern_failure_log_keep(&run->failures, &run->rewards, tasks, texts, ntok, v, total, "rl",
                               r->batch);
-    if (run->env_ops)
+    if (TERN_RUN_TRAJECTORIES(run))
         tern_trajectory_returns(run, r, tasks, v, total, 0, "rl", r->batch);
     uint64_t rewarded_ns = tern_run_unix_ns();
     int put_any = 0;
@@ -763,6 +763,10 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
             goto done;
         put_any = 1;
     }
+    ms->line_tool_calls += r->tool_calls;
+    ms->line_tool_invalid += r->tool_invalid;
+    ms->line_tool_failed += r->tool_failed;
+    ms->line_trajectories += (uint64_t)r->n * r->group_size;
     ms->line_gen_tokens += (double)r->gen_tokens;
     ms->line_gen_seconds += r->gen_seconds;
     ms->line_explorer_wait += r->wait_seconds;
@@ -939,6 +943,19 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
         uint64_t filtered = step_counts_take(&ms->filtered_at, m->step - 1);
         json_object_set_new(o, "filtered_groups", json_integer((json_int_t)filtered));
     }
+    if (run->tools.n) {
+        /* the explorers' tool calls since the last line (docs/agents.md, "Tools") */
+        uint64_t c = ms->line_tool_calls;
+        json_object_set_new(o, "tools/calls", json_real(ms->line_trajectories
+                                                            ? (double)c / ms->line_trajectories
+                                                            : 0));
+        json_object_set_new(o, "tools/invalid", json_real(c ? (double)ms->line_tool_invalid / c
+                                                            : 0));
+        json_object_set_new(o, "tools/failed", json_real(c ? (double)ms->line_tool_failed / c
+                                                           : 0));
+    }
+    ms->line_tool_calls = ms->line_tool_invalid = ms->line_tool_failed = 0;
+    ms->line_trajectories = 0;
     ms->rollout_tokens += ms->line_gen_tokens;
     ms->rollout_seconds += ms->line_gen_seconds;
     ms->master_wait = ms->line_gen_tokens = ms->line_gen_seconds = ms->line_explorer_wait = 0;

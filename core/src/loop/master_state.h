@@ -64,6 +64,8 @@ typedef struct master {
     step_counts surplus_at;    /* surplus groups the master dropped as stale, the same way */
     /* the rollouts' figures since the last metrics line (explorer side) */
     double line_gen_tokens, line_gen_seconds, line_explorer_wait;
+    /* the tools' calls in the trajectories received since the last line */
+    uint64_t line_tool_calls, line_tool_invalid, line_tool_failed, line_trajectories;
     pthread_t *explorer_threads; /* [n_explorers] once RL started */
     tern_explorer_arg *explorer_args;
     uint32_t explorers_started;

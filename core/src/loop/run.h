@@ -29,6 +29,7 @@
 #include "base/op_watch.h"
 #include "model/model.h"
 #include "tern/buffer.h"
+#include "agent/toolbox.h"
 #include "tern/environment.h"
 #include "tern/model.h"
 #include "tern/reward.h"
@@ -88,6 +89,8 @@ typedef struct tern_run {
     const char *env_plugin;
     int env_thread_safe;
     pthread_mutex_t env_lock;
+    /* the tools section's (docs/agents.md, "Tools"): n 0 without one */
+    tern_toolbox tools;
 
     /* the indices of the training tasks that have an answer, in file order:
      * what the warm-up learns from (tern_run_check finds them, once) */

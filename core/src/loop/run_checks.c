@@ -79,6 +79,58 @@ static int check_environment(tern_run *run)
     return TERN_OK;
 }
 
+/* The tools section's plugins (docs/agents.md, "Tools"), opened into
+ * run->tools: the policy's template must render tool turns, appended token
+ * for token; a template without a tool block gets tern's in the system
+ * turn. */
+static int check_tools(tern_run *run)
+{
+    int rc = tern_toolbox_open(&run->tools, run->session);
+    if (rc != TERN_OK || run->tools.n == 0)
+        return rc;
+    const char *path = run->session->config.path;
+    if (!tern_model_has_chat_json(&run->policy))
+        return tern_errorf(TERN_ECONFIG, "%s: tools: the model plugin cannot render tools and "
+                           "tool turns with its chat template (encode_chat_json, ABI 1.14): use "
+                           "the transformer model with a chat model, or remove the tools "
+                           "section", path);
+    const char *one = "[{\"role\":\"user\",\"content\":\"x\"}]";
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    rc = tern_model_chat_json(&run->policy, "tools: the chat template", one, NULL, &a, &na);
+    if (rc == TERN_OK)
+        rc = tern_model_chat_json(&run->policy, "tools: the chat template with the tools", one,
+                                  run->tools.schemas, &b, &nb);
+    if (rc == TERN_OK && na == nb && memcmp(a, b, na * sizeof *a) == 0)
+        rc = tern_toolbox_make_system_block(&run->tools);
+    free(a), free(b);
+    a = b = NULL;
+    const char *name = run->tools.tool[0].name, *output = "42";
+    if (rc == TERN_OK)
+        rc = tern_tool_turn_tokens(&run->policy, run->special.eos, NULL, &name, &output, 1, &a,
+                                   &na);
+    if (rc == TERN_OK)
+        rc = tern_tool_turn_tokens(&run->policy, run->special.eos, "Be brief.", &name, &output,
+                                   1, &b, &nb);
+    if (rc == TERN_OK && (na != nb || memcmp(a, b, na * sizeof *a) != 0))
+        rc = tern_errorf(TERN_EUNSUPPORTED, "the model's chat template renders a tool turn "
+                         "differently when a system turn came first (it is not prefix-stable)");
+    free(a), free(b);
+    if (rc != TERN_OK && rc != TERN_ENOMEM)
+        return tern_errorf(TERN_ECONFIG, "%s: tools: the model's chat template cannot describe "
+                           "the tools or append their answers as tool turns (%s); use a chat "
+                           "model whose template renders tool turns (ChatML: Qwen2.5, SmolLM2; "
+                           "Llama 3.1), or remove the tools section (docs/agents.md, "
+                           "\"Tools\")", path, tern_error_message());
+    if (rc == TERN_OK)
+        tern_logf(TERN_LOG_INFO, "tools", "%zu tool%s (first: %s), described %s", run->tools.n,
+                  run->tools.n == 1 ? "" : "s", name,
+                  run->tools.system_block ? "by tern in the system turn (the model's template "
+                                            "has no tool block)"
+                                          : "by the model's template");
+    return rc;
+}
+
 /* The plugins a run needs and what it asks of them; fills in run's plugin
  * fields. Config problems to d. */
 static int check_plugins(tern_run *run, tern_diag *d)
@@ -459,6 +511,8 @@ int tern_run_check(tern_run *run, tern_diag *d)
         rc = check_warmup_answers(run, d);
     if (rc == TERN_OK)
         rc = check_plugins(run, d);
+    if (rc == TERN_OK)
+        rc = check_tools(run);
     /* a worker rank neither rewards nor reads prompts: the master checks those */
     if (rc != TERN_OK || (run->ranks && run->ranks->role != TERN_RANK_MASTER))
         return rc;
@@ -497,6 +551,7 @@ void tern_run_check_free(tern_run *run)
     if (run->env_ops)
         pthread_mutex_destroy(&run->env_lock);
     run->env_ops = NULL;
+    tern_toolbox_close(&run->tools);
     tern_failure_log_close(&run->failures);
     tern_rewarder_close(&run->rewards);
     free(run->answered);

@@ -135,7 +135,7 @@ static int add_whole_group(tern_run *run, const tern_experience *e, json_t *line
             json_object_set_new(one, "failure",
                                 json_string(tern_reward_failure_name(
                                     (tern_reward_failure)r->failure)));
-        if (one && r->end != TERN_END_ANSWER) { /* a trajectory: its turns, how it ended */
+        if (one && (r->n_turns > 0 || r->end != TERN_END_ANSWER)) { /* a trajectory */
             json_t *turns = turns_json(run, r, &rc);
             if (turns)
                 json_object_set_new(one, "turns", turns);
@@ -237,7 +237,8 @@ int tern_step_figures(tern_run *run, const tern_experience *g, size_t n, int64_t
             len += r->len;
             by_length += r->finish == TERN_FINISH_LENGTH;
             count++;
-            if (r->end != TERN_END_ANSWER) { /* a trajectory (docs/agents.md, "Figures") */
+            /* a trajectory (docs/agents.md, "Figures"): turns, or an end */
+            if (r->n_turns > 0 || r->end != TERN_END_ANSWER) {
                 trajectories++;
                 turns += r->n_turns;
                 solved += r->accuracy > 0;

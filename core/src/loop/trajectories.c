@@ -16,6 +16,12 @@
  *                             turns are never rendered again
  *   until done, max_turns, no room in the context, or the environment failed.
  *
+ * With tools (the tools section), a turn that calls them is answered by the
+ * tools instead of step(): the calls' outputs are `tool` turns, rendered by
+ * the template and appended the same way, and the model writes its next
+ * turn. Without an environment the first turn that calls no tool is the
+ * trajectory's final answer, which the rewards score.
+ *
  * The observation's tokens come from the template itself: render a fixed
  * conversation [system, user "x", assistant "ok", user OBS] and take what
  * follows the assistant's end-of-turn token. tern_run_check_environment
@@ -31,6 +37,10 @@
 #include "loop/reward_failures.h"
 #include "loop/run.h"
 #include "loop/trajectories.h"
+
+#include <jansson.h>
+
+#include "agent/tool_calls.h"
 
 /* One trajectory being sampled. */
 typedef struct traj {
@@ -48,6 +58,11 @@ typedef struct traj {
     char reason[TERN_ENV_REASON_MAX];
     char *text;       /* the last turn's text, without the end-of-turn token */
 } traj;
+
+/* The tools' calls of one batch. */
+typedef struct tool_counts {
+    uint64_t calls, invalid, failed;
+} tool_counts;
 
 static int grow(traj *t, uint32_t more)
 {
@@ -183,6 +198,134 @@ int tern_observation_tokens(const tern_model *m, int32_t eos, const char *system
     return rc;
 }
 
+/* The tokens the template puts after an assistant turn's end-of-turn token
+ * for the messages `after` (a JSON array: tool turns), rendered with the
+ * model's own template as tern_observation_tokens renders a user turn. */
+static int turn_tokens_json(const tern_model *m, int32_t eos, const char *system,
+                            json_t *after, int32_t **ids, size_t *n)
+{
+    const char *what = "explorer: the chat template (tool turns)";
+    json_t *msgs = json_array();
+    if (msgs && system)
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
+    if (msgs)
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", "x"));
+    char *before = msgs ? json_dumps(msgs, JSON_COMPACT) : NULL;
+    if (msgs) {
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "assistant", "content", "ok"));
+        json_array_extend(msgs, after);
+    }
+    char *all = msgs ? json_dumps(msgs, JSON_COMPACT) : NULL;
+    json_decref(msgs);
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    *ids = NULL, *n = 0;
+    int rc = before && all ? TERN_OK : tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    if (rc == TERN_OK)
+        rc = tern_model_chat_json(m, what, before, NULL, &a, &na);
+    if (rc == TERN_OK)
+        rc = tern_model_chat_json(m, what, all, NULL, &b, &nb);
+    free(before), free(all);
+    if (rc == TERN_OK && (nb < na || memcmp(a, b, na * sizeof *a) != 0))
+        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template renders the "
+                         "turns before an assistant's differently once tool turns follow (it is "
+                         "not prefix-stable), so tool results cannot be appended token for "
+                         "token");
+    size_t p = na;
+    while (rc == TERN_OK && p < nb && b[p] != eos)
+        p++;
+    if (rc == TERN_OK && p >= nb)
+        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template closes an "
+                         "assistant turn without its end-of-turn token (id %d): tool results "
+                         "cannot be appended after the model's turns", eos);
+    if (rc == TERN_OK) {
+        *n = nb - p - 1;
+        if (!(*ids = malloc((*n ? *n : 1) * sizeof **ids)))
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        else
+            memcpy(*ids, b + p + 1, *n * sizeof **ids);
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
+int tern_tool_turn_tokens(const tern_model *m, int32_t eos, const char *system,
+                          const char *const *names, const char *const *outputs, size_t k,
+                          int32_t **ids, size_t *n)
+{
+    json_t *after = json_array();
+    for (size_t i = 0; after && i < k; i++)
+        if (json_array_append_new(after, json_pack("{s:s, s:s, s:s}", "role", "tool", "name",
+                                                   names[i], "content", outputs[i])) != 0) {
+            json_decref(after);
+            after = NULL;
+        }
+    if (!after) {
+        *ids = NULL, *n = 0;
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    }
+    int rc = turn_tokens_json(m, eos, system, after, ids, n);
+    json_decref(after);
+    return rc;
+}
+
+int tern_traj_prompt(const tern_run *run, const tern_model *m, const char *system,
+                     const char *prompt, int32_t **ids, size_t *n)
+{
+    const tern_toolbox *box = &run->tools;
+    if (box->n == 0)
+        return tern_run_prompt(m, "explorer", system, prompt, NULL, ids, n);
+    if (box->system_block) { /* no tool block in the template: tern's, in the system turn */
+        size_t len = (system ? strlen(system) + 2 : 0) + strlen(box->system_block) + 1;
+        char *sys = malloc(len);
+        if (!sys)
+            return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        snprintf(sys, len, "%s%s%s", system ? system : "", system ? "\n\n" : "",
+                 box->system_block);
+        int rc = tern_run_prompt(m, "explorer", sys, prompt, NULL, ids, n);
+        free(sys);
+        return rc;
+    }
+    json_t *msgs = json_array();
+    if (msgs && system)
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
+    if (msgs)
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", prompt));
+    char *text = msgs ? json_dumps(msgs, JSON_COMPACT) : NULL;
+    json_decref(msgs);
+    if (!text)
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    int rc = tern_model_chat_json(m, "explorer: format the prompt with the chat template and "
+                                  "the tools", text, box->schemas, ids, n);
+    free(text);
+    return rc;
+}
+
+/* Append context tokens ids[0..n) after the model's turn of t (its
+ * end-of-turn token first when the turn was cut by max_tokens), or end t
+ * when the context has no room for them and one more token. */
+static int append_context(tern_run *run, traj *t, const int32_t *ids, size_t n, int ended)
+{
+    int32_t *all = malloc((n + 1) * sizeof *all);
+    if (!all)
+        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    size_t k = 0;
+    if (!ended)
+        all[k++] = run->special.eos;
+    memcpy(all + k, ids, n * sizeof *ids);
+    k += n;
+    /* the model's next turn needs room: at least one token */
+    uint32_t ctx = run->special.context_len > 0 ? (uint32_t)run->special.context_len : 0;
+    int rc = TERN_OK;
+    if (ctx && (size_t)t->prompt_len + t->len + k + 1 > ctx)
+        finish(t, TERN_END_CONTEXT, 0, "no room left in the model's context for another turn");
+    else
+        rc = append(t, all, NULL, (uint32_t)k, 0);
+    free(all);
+    return rc;
+}
+
 /* After the model's turn of t (ended by a stop token or not), the
  * observation as context: the template's tokens for a new user turn; a
  * turn cut by max_tokens gets its end-of-turn token first. */
@@ -192,28 +335,9 @@ static int append_observation(tern_run *run, const tern_model *m, traj *t, const
     int32_t *ids = NULL;
     size_t n = 0;
     int rc = tern_observation_tokens(m, run->special.eos, system, obs, &ids, &n);
-    if (rc != TERN_OK)
-        return rc;
-    int32_t *all = malloc((n + 1) * sizeof *all);
-    if (!all) {
-        free(ids);
-        return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-    }
-    size_t k = 0;
-    if (!ended)
-        all[k++] = run->special.eos;
-    memcpy(all + k, ids, n * sizeof *ids);
-    k += n;
+    if (rc == TERN_OK)
+        rc = append_context(run, t, ids, n, ended);
     free(ids);
-    /* the model's next turn needs room: at least one token */
-    uint32_t ctx = run->special.context_len > 0 ? (uint32_t)run->special.context_len : 0;
-    if (ctx && (size_t)t->prompt_len + t->len + k + 1 > ctx) {
-        free(all);
-        finish(t, TERN_END_CONTEXT, 0, "no room left in the model's context for another turn");
-        return TERN_OK;
-    }
-    rc = append(t, all, NULL, (uint32_t)k, 0);
-    free(all);
     return rc;
 }
 
@@ -229,9 +353,67 @@ static void traj_free(traj *t)
     free(t->tok), free(t->lp), free(t->seg), free(t->turn), free(t->text);
 }
 
-/* The model's turn `o` of trajectory t: kept as sampled, then stepped. */
+/* The tool calls in t's last turn, if any (*called 1): each answered by its
+ * tool, the answers appended as tool turns, or t ended when its turns are
+ * used up. `seed` is the turn's; the calls' are drawn from it. */
+static int answer_calls(tern_run *run, const tern_model *m, traj *t, const char *system,
+                        int ended, uint64_t seed, tool_counts *counts, int *called)
+{
+    tern_parsed_call *calls = NULL;
+    size_t n = 0;
+    *called = 0;
+    int rc = tern_tool_calls_parse(t->text, &calls, &n);
+    if (rc != TERN_OK || n == 0)
+        return rc;
+    *called = 1;
+    t->turn[t->n_turn++] = 0.0; /* a turn of calls earns nothing by itself */
+    if (t->n_turn >= run->set.max_turns) {
+        finish(t, TERN_END_MAX_TURNS, 0, "max_turns reached while calling tools");
+        tern_tool_calls_free(calls, n);
+        return TERN_OK;
+    }
+    size_t k = n < TERN_TOOL_MAX_CALLS ? n : TERN_TOOL_MAX_CALLS;
+    char **out = calloc(k, sizeof *out);
+    const char **names = calloc(k, sizeof *names);
+    if (!out || !names)
+        rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    for (size_t i = 0; rc == TERN_OK && i < k; i++) {
+        uint32_t status = TERN_TOOL_OK;
+        if (i + 1 == TERN_TOOL_MAX_CALLS && n > TERN_TOOL_MAX_CALLS) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "invalid tool call: more than %d calls in one turn; the "
+                     "rest were not made", TERN_TOOL_MAX_CALLS);
+            status = TERN_TOOL_INVALID;
+            if (!(out[i] = strdup(msg)))
+                rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        } else {
+            rc = tern_toolbox_answer(&run->tools, &calls[i], seed + i, &out[i], &status);
+        }
+        names[i] = calls[i].name ? calls[i].name : "invalid";
+        counts->calls++;
+        counts->invalid += status == TERN_TOOL_INVALID;
+        counts->failed += status == TERN_TOOL_FAILED;
+    }
+    int32_t *ids = NULL;
+    size_t len = 0;
+    if (rc == TERN_OK)
+        rc = tern_tool_turn_tokens(m, run->special.eos, system, names, (const char *const *)out,
+                                   k, &ids, &len);
+    if (rc == TERN_OK)
+        rc = append_context(run, t, ids, len, ended);
+    free(ids);
+    for (size_t i = 0; out && i < k; i++)
+        free(out[i]);
+    free(out);
+    free(names);
+    tern_tool_calls_free(calls, n);
+    return rc;
+}
+
+/* The model's turn `o` of trajectory t: kept as sampled, then its tool
+ * calls answered or the turn stepped. */
 static int take_turn(tern_run *run, const tern_model *m, traj *t, const tern_gen_output *o,
-                     const char *system, uint32_t turn)
+                     const char *system, uint32_t turn, uint64_t seed, tool_counts *counts)
 {
     int rc = append(t, o->tokens, o->logprobs, (uint32_t)o->len, 1);
     if (rc != TERN_OK)
@@ -245,6 +427,17 @@ static int take_turn(tern_run *run, const tern_model *m, traj *t, const tern_gen
                          &t->text, NULL);
     if (rc != TERN_OK)
         return rc;
+    if (run->tools.n) {
+        int called = 0;
+        rc = answer_calls(run, m, t, system, ended, seed, counts, &called);
+        if (rc != TERN_OK || called)
+            return rc;
+    }
+    if (!run->env_ops) { /* tools and no environment: the final answer */
+        t->turn[t->n_turn++] = 0.0;
+        finish(t, TERN_END_ANSWER, 0, NULL);
+        return TERN_OK;
+    }
     tern_env_action act = {.size = sizeof act, .text = t->text, .text_len = strlen(t->text),
                            .tokens = o->tokens, .n_tokens = o->len, .turn = turn};
     tern_env_result res = {.size = sizeof res};
@@ -310,6 +503,7 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
     int rc = TERN_OK;
     int32_t stop = run->special.eos;
     size_t n_out = 0;
+    tool_counts counts = {0};
     if (!tr || !req || !outs || !who || !out->task_index || !out->prompt_tokens ||
         !out->prompt_len || !out->resp) {
         rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
@@ -324,6 +518,12 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
         char *first = NULL;
         for (uint32_t j = 0; j < G && rc == TERN_OK; j++) {
             traj *t = &tr[(size_t)i * G + j];
+            if (!run->env_ops) { /* tools alone: the task's prompt is the first turn */
+                t->going = 1;
+                if (!first && !(first = strdup(plan->prompt[i])))
+                    rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+                continue;
+            }
             tern_env_result res = {.size = sizeof res};
             snprintf(stream, sizeof stream, "%s-episode", plan->stream);
             uint64_t seed = tern_run_seed(run, stream, plan->at, (uint64_t)i * G + j);
@@ -356,8 +556,7 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
         if (rc == TERN_OK && !first)
             rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
         if (rc == TERN_OK)
-            rc = tern_run_prompt(h, "explorer", plan->system[i], first, NULL,
-                                 &out->prompt_tokens[i], &n);
+            rc = tern_traj_prompt(run, h, plan->system[i], first, &out->prompt_tokens[i], &n);
         free(first);
         out->prompt_len[i] = (uint32_t)n;
         for (uint32_t j = 0; j < G; j++)
@@ -416,14 +615,19 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
         for (size_t k = 0; rc == TERN_OK && k < n_out; k++) {
             traj *t = &tr[who[k]];
             out->gen_tokens += outs[k].len;
+            uint64_t seed = tern_run_seed(run, "tool", plan->at, (uint64_t)turn << 32 | who[k]);
             if (t->going)
-                rc = take_turn(run, h, t, &outs[k], plan->system[who[k] / G], turn);
+                rc = take_turn(run, h, t, &outs[k], plan->system[who[k] / G], turn,
+                               seed * TERN_TOOL_MAX_CALLS, &counts);
         }
         tern_model_release_outputs(h, outs, n_out);
         n_out = 0;
     }
     out->gen_seconds = tern_run_now() - t0;
     out->done_unix_ns = tern_run_unix_ns();
+    out->tool_calls = counts.calls;
+    out->tool_invalid = counts.invalid;
+    out->tool_failed = counts.failed;
     for (size_t x = 0; rc == TERN_OK && x < total; x++) {
         traj *t = &tr[x];
         tern_response *r = &out->resp[x];
@@ -448,7 +652,7 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
 done:
     tern_model_release_outputs(h, outs, n_out);
     for (size_t x = 0; tr && x < total; x++) {
-        if (tr[x].episode) {
+        if (tr[x].episode && run->env_ops) {
             env_lock(run);
             run->env_ops->close(run->env, tr[x].episode);
             env_unlock(run);

@@ -118,6 +118,29 @@ int tern_model_chat_turns(const tern_model *m, const char *what, const tern_chat
     return own_ids(m, what, t, *n, ids);
 }
 
+int tern_model_has_chat_json(const tern_model *m)
+{
+    return TERN_HAS(m->ops, encode_chat_json) && m->ops->encode_chat_json;
+}
+
+int tern_model_chat_json(const tern_model *m, const char *what, const char *messages,
+                         const char *tools, int32_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!tern_model_has_chat_json(m))
+        return tern_errorf(TERN_EUNSUPPORTED, "%s: the model plugin renders no JSON "
+                           "conversations (encode_chat_json, ABI 1.14)", what);
+    int32_t *t = NULL;
+    tern_error_clear();
+    int rc = m->ops->encode_chat_json(m->state, messages, tools, 1, &t, n, NULL, NULL);
+    if (rc != TERN_OK) {
+        *n = 0;
+        return failed(rc, what, "encode_chat_json");
+    }
+    return own_ids(m, what, t, *n, ids);
+}
+
 int tern_model_text(const tern_model *m, const char *what, const int32_t *tokens, size_t n,
                     char **text, size_t *len)
 {

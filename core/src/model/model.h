@@ -61,6 +61,15 @@ TERN_INTERNAL int tern_model_chat(const tern_model *m, const char *what, const c
 TERN_INTERNAL int tern_model_chat_turns(const tern_model *m, const char *what,
                                         const tern_chat_message *msgs, size_t k, int32_t **ids,
                                         size_t *n);
+/* 1 when the model renders JSON conversations (encode_chat_json, ABI 1.14). */
+TERN_INTERNAL int tern_model_has_chat_json(const tern_model *m);
+/* The ids of a JSON conversation `messages` (Hugging Face's message objects)
+ * with the function schemas `tools` (a JSON array, or NULL), as the model's
+ * own template renders them, ending with the generation prompt: our own
+ * array of *n (+1) ids. A model without the op: TERN_EUNSUPPORTED, "WHAT:
+ * the model plugin renders no JSON conversations". */
+TERN_INTERNAL int tern_model_chat_json(const tern_model *m, const char *what, const char *messages,
+                                       const char *tools, int32_t **ids, size_t *n);
 /* The text of tokens[0..n) as our own NUL-terminated string (the ABI does
  * not promise the NUL); *len its bytes when len is not NULL. */
 TERN_INTERNAL int tern_model_text(const tern_model *m, const char *what, const int32_t *tokens,

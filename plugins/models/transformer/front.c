@@ -516,6 +516,32 @@ int front_encode_chat(void *state, const tern_chat_message *msgs, size_t n, int3
     return TERN_OK;
 }
 
+int front_encode_chat_json(void *state, const char *messages, const char *tools, int gen,
+                           int32_t **ids, size_t *n_ids, char **text, size_t *text_len)
+{
+    transformer *t = state;
+    const char *name = chat_template_name(t->chat);
+    char *s = NULL;
+    size_t len = 0;
+    if (chat_template_apply_json(t->chat, messages, tools, NULL, gen, &s, &len, t->err,
+                                 sizeof t->err) != 0)
+        return host->fail(t->ctx, chat_template_interprets(t->chat) ? TERN_EINVAL
+                                                                    : TERN_EUNSUPPORTED,
+                          "chat template %s: %s", name, t->err);
+    int add_bos = chat_template_end_of_turn(t->chat) == NULL;
+    if (encode_text(t, s, len, add_bos, ids, n_ids) != 0) {
+        free(s);
+        return host->fail(t->ctx, TERN_ENOMEM, "encode_chat_json: out of memory");
+    }
+    if (text) {
+        *text = s;
+        *text_len = len;
+    } else {
+        free(s);
+    }
+    return TERN_OK;
+}
+
 /* Push the host copy to the engine if tensors() handed it out since. */
 static int sync_engine(transformer *t)
 {

@@ -98,6 +98,10 @@ int front_tokenize(void *state, const char *text, size_t len, int add_bos, int32
 int front_detokenize(void *state, const int32_t *ids, size_t n, char **text, size_t *len);
 int front_encode_chat(void *state, const tern_chat_message *msgs, size_t n, int32_t **ids,
                       size_t *n_ids, char **text, size_t *text_len);
+/* encode_chat_json (ABI 1.14): the conversation as JSON through the model's
+ * own template (chat_template_apply_json). */
+int front_encode_chat_json(void *state, const char *messages, const char *tools, int gen,
+                           int32_t **ids, size_t *n_ids, char **text, size_t *text_len);
 int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs);
 int front_score(void *state, const tern_sequence *seqs, size_t n, float **logprobs,
                 float **entropies);
@@ -129,7 +133,7 @@ int front_device_gradients(void *state, const tern_tensor **out, size_t *n, int3
      .backward = front_backward, .step = front_step, .tensors = front_tensors,                 \
      .save = front_save, .load = front_load, .special_tokens = front_special_tokens,           \
      .encode_chat = front_encode_chat, .gradients = (gradients_fn),                            \
-     .image_spec = front_image_spec, __VA_ARGS__}
+     .image_spec = front_image_spec, .encode_chat_json = front_encode_chat_json, __VA_ARGS__}
 #define FRONT_DEVICE_OPS                                                                         \
     .device_tensors = front_device_tensors, .device_tensors_written = front_device_tensors_written, \
     .device_gradients = front_device_gradients

@@ -39,6 +39,9 @@ struct chat_template {
     jinja_template *jinja;  /* jinja: the model's template, interpreted */
     char *eos;              /* jinja: the file's eos_token, or NULL */
     char *end_of_turn;      /* jinja: what ends an assistant turn (jinja_end_of_turn()) */
+    /* a C template recognised from a model's source: that source interpreted,
+     * for what the C one does not render (tools, tool calls, other roles) */
+    chat_template *full;
 };
 
 #define LLAMA_BOS "<|begin_of_text|>"
@@ -322,6 +325,23 @@ static int json_arg(const char *what, const char *text, json_type type, json_t *
     return 0;
 }
 
+/* Whether every message is {role, content} strings with a role the C
+ * templates render. */
+static int plain_messages(json_t *msgs)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(msgs, i, e) {
+        const char *role = json_string_value(json_object_get(e, "role"));
+        if (!json_is_object(e) || json_object_size(e) != 2 || !role ||
+            !json_is_string(json_object_get(e, "content")) ||
+            (strcmp(role, "system") != 0 && strcmp(role, "user") != 0 &&
+             strcmp(role, "assistant") != 0))
+            return 0;
+    }
+    return 1;
+}
+
 int chat_template_apply_json(const chat_template *t, const char *messages, const char *tools,
                              const char *variables, int add_generation_prompt, char **text,
                              size_t *len, char *err, size_t errn)
@@ -344,6 +364,8 @@ int chat_template_apply_json(const chat_template *t, const char *messages, const
                 chat_template_name(t));
     } else if (t->fam == FAM_JINJA) {
         rc = apply_jinja(t, msgs, tl, vars, add_generation_prompt, text, len, err, errn);
+    } else if (t->full && (tl || (vars && json_object_size(vars)) || !plain_messages(msgs))) {
+        rc = apply_jinja(t->full, msgs, tl, vars, add_generation_prompt, text, len, err, errn);
     } else if (tl || (vars && json_object_size(vars))) {
         tf_fail(err, errn, "chat template %s: tools and template variables need the model's "
                            "own template; set chat_template = \"jinja\"", chat_template_name(t));
@@ -921,6 +943,15 @@ static int from_config_text(const char *path, const char *text, size_t len, int 
     } else {
         rc = 0;
     }
+    if (rc == 0 && t->fam != FAM_JINJA) {
+        /* the same source interpreted, for tools and tool turns; a source the
+         * C template renders but the interpreter cannot parse keeps none */
+        char ignored[8];
+        if (!(t->full = new_template(FAM_NONE)))
+            rc = tf_fail(err, errn, "chat template: out of memory reading %s", path);
+        else if (make_jinja(t->full, path, src, root, ignored, sizeof ignored) != 0)
+            chat_template_free(t->full), t->full = NULL;
+    }
     free(c);
     json_decref(root);
     if (rc != 0) {
@@ -998,7 +1029,13 @@ int chat_template_set_date(chat_template *t, const char *date, char *err, size_t
         return tf_fail(err, errn, "chat template: out of memory");
     free(t->date);
     t->date = s;
-    return 0;
+    /* the interpreted copy renders the same date */
+    return t->full ? chat_template_set_date(t->full, date, err, errn) : 0;
+}
+
+int chat_template_interprets(const chat_template *t)
+{
+    return t->fam == FAM_JINJA || t->full != NULL;
 }
 
 const char *chat_template_name(const chat_template *t)
@@ -1051,5 +1088,6 @@ void chat_template_free(chat_template *t)
     jinja_free(t->jinja);
     free(t->eos);
     free(t->end_of_turn);
+    chat_template_free(t->full);
     free(t);
 }

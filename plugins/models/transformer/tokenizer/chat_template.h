@@ -145,13 +145,21 @@ int chat_template_apply(const chat_template *t, const chat_message *msgs, size_t
  * `tools` NULL or an array of JSON-schema function descriptions
  * ({"type": "function", "function": {"name", "description", "parameters"}}),
  * `variables` NULL or an object of extra template variables
- * ({"enable_thinking": false}). The C templates take only {role, content}
- * string messages and neither tools nor variables (an error says to use
- * "jinja").
+ * ({"enable_thinking": false}). A C template "auto" recognised in a model's
+ * tokenizer_config.json renders {role, content} messages itself and hands
+ * anything more (tools, variables, tool calls, other roles) to that same
+ * source interpreted, so the bytes are the model's template's either way; an
+ * explicitly named C template takes only {role, content} string messages and
+ * neither tools nor variables (an error says to use "jinja").
  */
 int chat_template_apply_json(const chat_template *t, const char *messages, const char *tools,
                              const char *variables, int add_generation_prompt, char **text,
                              size_t *len, char *err, size_t errn);
+
+/* 1 when chat_template_apply_json() renders tools, tool calls and any role
+ * with the model's own template (a jinja template, or a C one "auto"
+ * recognised in a model's source), 0 for a template named explicitly. */
+int chat_template_interprets(const chat_template *t);
 
 /* The template's name: "jinja", "chatml", "llama3", "llama3.1", "plain" or
  * "none" (what "auto" picked). Owned by t. */
