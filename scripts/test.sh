@@ -5,8 +5,8 @@
 # plainly once more, as an AVX2-only CPU runs them), then `tern run` under
 # ThreadSanitizer (scripts/tsan.sh), then a short fuzzing run of
 # the settings layer, the safetensors reader, the experience decoder and the
-# reward plugins' parsers (math, k12, vision, format, countdown, exec, code) and the code
-# reward's sandbox messages.
+# reward plugins' parsers (math, k12, vision, format, countdown, exec, code), the code
+# reward's sandbox messages and the calculator tool's expressions.
 # Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,8 +56,8 @@ scripts/tsan.sh
 
 # 10 s a target keeps the whole suite near 20 minutes on 2 cores (TERN_FUZZ_SECONDS for longer)
 secs=${TERN_FUZZ_SECONDS:-10}
-targets="settings safetensors gguf experience math k12 vision format countdown exec code sandbox_wire tokenizer wire jinja tool_calls"
-echo "== fuzz the settings layer, the safetensors and GGUF readers, the experience decoder, the role messages' wire format, the reward parsers, the tokenizers, the Jinja interpreter and the tool-call reader (libFuzzer, ${secs} s each)"
+targets="settings safetensors gguf experience math k12 vision format countdown exec code sandbox_wire tokenizer wire jinja tool_calls calculator"
+echo "== fuzz the settings layer, the safetensors and GGUF readers, the experience decoder, the role messages' wire format, the reward parsers, the tokenizers, the Jinja interpreter, the tool-call reader and the calculator tool's evaluator (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$jobs" --target $(printf 'fuzz_%s ' $targets)

@@ -36,6 +36,7 @@ for f in ./usr/bin/tern "./usr/lib/$ARCH/libtern.so.1" "./usr/lib/$ARCH/tern/abi
          "./usr/lib/$ARCH/tern/abi-1/exec.so" "./usr/lib/$ARCH/tern/abi-1/python.so" \
          ./usr/share/tern/etc/data/countdown-train.jsonl \
          "./usr/lib/$ARCH/tern/abi-1/code.so" "./usr/lib/$ARCH/tern/abi-1/tern-sandbox" \
+         "./usr/lib/$ARCH/tern/abi-1/calculator_tool.so" \
          ./usr/share/doc/tern/sandbox.md \
          ./usr/share/tern/etc/modes/fully_async.cfg ./usr/share/doc/tern/rewards.md \
          ./usr/share/tern/etc/quickstart.cfg ./usr/share/man/man1/tern.1.gz \
@@ -51,8 +52,8 @@ for f in ./usr/include/tern/plugin.h ./usr/include/tern/reward.h "./usr/lib/$ARC
   check "libtern-dev contains $f" grep -q " $f" "$WORK/dev.txt"
 done
 check "headers are not in tern" bash -c "! grep -q '/usr/include' '$WORK/runtime.txt'"
-check "dependencies are computed (libconfig, jansson, sqlite, utf8proc, png, seccomp, libc)" bash -c \
-  "dpkg-deb -f '$RUNTIME' Depends | tee '$WORK/depends.txt' | grep -q libconfig9 && grep -q libjansson4 '$WORK/depends.txt' && grep -q libsqlite3-0 '$WORK/depends.txt' && grep -q libutf8proc2 '$WORK/depends.txt' && grep -q libpng16-16 '$WORK/depends.txt' && grep -q libseccomp2 '$WORK/depends.txt' && grep -q libc6 '$WORK/depends.txt'"
+check "dependencies are computed (libconfig, jansson, sqlite, utf8proc, png, seccomp, gmp, libc)" bash -c \
+  "dpkg-deb -f '$RUNTIME' Depends | tee '$WORK/depends.txt' | grep -q libconfig9 && grep -q libjansson4 '$WORK/depends.txt' && grep -q libsqlite3-0 '$WORK/depends.txt' && grep -q libutf8proc2 '$WORK/depends.txt' && grep -q libpng16-16 '$WORK/depends.txt' && grep -q libseccomp2 '$WORK/depends.txt' && grep -q libgmp10 '$WORK/depends.txt' && grep -q libc6 '$WORK/depends.txt'"
 check "the code reward's interpreter and compiler are recommended" bash -c \
   "dpkg-deb -f '$RUNTIME' Recommends | grep -q python3"
 check "libtern-dev depends on the same tern" bash -c "dpkg-deb -f '$DEV' Depends | grep -q 'tern (= '"
