@@ -313,3 +313,75 @@ Test(tool_run, ranks_carry_the_tool_calls, .timeout = 300)
               1e-12, "one call a trajectory");
     json_decref(y);
 }
+
+/* A user's tools are Python functions in the environment's file: the
+ * class's `tools`, described from their signatures and docstrings; a method
+ * acts on the episode's own instance; bad arguments and exceptions are what
+ * the model reads. */
+Test(tool_run, an_environment_files_python_functions_are_its_tools, .timeout = 300)
+{
+    result r;
+    run(&r, "command -v python3 >/dev/null");
+    if (r.code != 0)
+        cr_skip_test("python3 is not installed");
+    make_model("qwen", NULL);
+    write_file(WORK "/tool_env.py",
+               "def multiply(a: int, b: int) -> int:\n"
+               "    \"\"\"Multiply two integers exactly.\n"
+               "\n"
+               "    Args:\n"
+               "        a: the first factor\n"
+               "        b: the second factor\n"
+               "    \"\"\"\n"
+               "    return a * b\n"
+               "\n"
+               "def divide(a: float, b: float) -> float:\n"
+               "    \"\"\"Divide a by b.\"\"\"\n"
+               "    return a / b\n"
+               "\n"
+               "class Env:\n"
+               "    def secret(self) -> str:\n"
+               "        \"\"\"The episode's secret word.\"\"\"\n"
+               "        return self.word\n"
+               "    tools = [multiply, divide, secret]\n"
+               "    def reset(self, task):\n"
+               "        self.word = 'kiwi'\n"
+               "        return 'Find the word.'\n"
+               "    def step(self, action):\n"
+               "        return None, 1.0 if 'kiwi' in action else 0.0, True\n");
+    write_config("pytools", "qwen",
+                 "\"<tool_call>{\\\"name\\\": \\\"multiply\\\", \\\"arguments\\\": {\\\"a\\\": 123, "
+                 "\\\"b\\\": 456}}</tool_call>\", "
+                 "\"<tool_call>{\\\"name\\\": \\\"secret\\\", \\\"arguments\\\": {}}</tool_call>\", "
+                 "\"<tool_call>{\\\"name\\\": \\\"multiply\\\", \\\"arguments\\\": {\\\"a\\\": 1}}"
+                 "</tool_call>\", "
+                 "\"<tool_call>{\\\"name\\\": \\\"divide\\\", \\\"arguments\\\": {\\\"a\\\": 1, "
+                 "\\\"b\\\": 0}}</tool_call>\", \"It is kiwi.\"",
+                 "{ plugin = \"echo_tool\"; }",
+                 "environment = { plugin = \"python\"; file = \"tool_env.py\"; max_turns = 8; };\n",
+                 1);
+    /* the environment's rewards are the trajectory's: no rewards section */
+    run(&r, "cd %s && sed -i '/^rewards = /d; /tool_turns/s/ tool_turns = 8;//' pytools.cfg && "
+            "rm -rf runs/pytools && %s run pytools.cfg", WORK, TERN);
+    cr_assert_eq(r.code, 0, "tern run: exit %d\n%s", r.code, r.err);
+    json_t *groups = load_lines("pytools", "rollouts.jsonl", "responses");
+    cr_assert_gt(json_array_size(groups), 0);
+    json_t *resp = json_array_get(json_object_get(json_array_get(groups, 0), "responses"), 0);
+    json_t *turns = json_object_get(resp, "turns");
+    cr_assert_eq(json_array_size(turns), 9, "5 model turns, 4 tool turns");
+    static const char *const want[] = {
+        "\nuser\n<tool_response>\n56088\n</tool_response>\nassistant\n",
+        "\nuser\n<tool_response>\nkiwi\n</tool_response>\nassistant\n",
+        "\nuser\n<tool_response>\ninvalid tool call: multiply(): missing a required argument: "
+        "'b'\n</tool_response>\nassistant\n",
+        "\nuser\n<tool_response>\ntool error: ZeroDivisionError: division by zero "
+        "(tool_env.py:12)\n</tool_response>\nassistant\n"};
+    for (size_t k = 0; k < 4; k++)
+        cr_expect_str_eq(json_string_value(json_object_get(json_array_get(turns, 2 * k + 1),
+                                                           "text")), want[k], "tool turn %zu",
+                         k + 1);
+    cr_expect_str_eq(json_string_value(json_object_get(resp, "end")), "done");
+    cr_expect(fabs(json_real_value(json_object_get(resp, "reward")) - 1) < 1e-12,
+              "the environment's reward on the final turn");
+    json_decref(groups);
+}

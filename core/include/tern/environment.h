@@ -40,6 +40,7 @@
 
 #include "abi.h"
 #include "host.h"
+#include "tool.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,6 +123,23 @@ typedef struct tern_environment_ops {
                 tern_env_result *out);
     /* End the episode, done or not, and free it. */
     void (*close)(void *state, void *episode);
+
+    /* ---- appended in ABI 1.14 (check TERN_HAS(ops, call_tool)) ---- */
+
+    /* The environment's own tools (docs/agents.md, "Tools"), which the
+     * model may call in its turns beside the run's tool plugins: *schemas
+     * a JSON array of function schemas in tern/tool.h describe()'s form,
+     * owned by the instance until destroy; NULL or "[]" for none. Optional
+     * (NULL): none. */
+    int (*tools)(void *state, const char **schemas);
+    /* One call of one of them on an episode (between its reset and close;
+     * the tool may read and change the episode's state), as
+     * tern_tool_ops.call answers it: TERN_OK with out filled (a call that
+     * cannot be made, because the episode's worker died, is
+     * TERN_TOOL_FAILED with the reason), a failure status only when the
+     * plugin itself is broken. Required when tools() gives any. */
+    int (*call_tool)(void *state, void *episode, const tern_tool_call *call,
+                     tern_tool_result *out);
 } tern_environment_ops;
 
 #ifdef __cplusplus

@@ -27,15 +27,10 @@ static int name_ok(const char *s)
     return 1;
 }
 
-/* The schema tool t describes, checked, appended to arr; t->name from it. */
-static int add_schema(tern_tool *t, json_t *arr)
+/* The schema text (tool t's), checked, appended to arr; t->name from it. */
+static int add_schema(tern_tool *t, const char *text, json_t *arr)
 {
-    const char *text = NULL;
-    tern_error_clear();
-    int rc = t->ops->describe(t->state, &text);
-    if (rc != TERN_OK)
-        return tern_errorf(TERN_ECONFIG, "%s: tool plugin '%s': describe failed: %s", t->label,
-                           t->plugin, tern_error_message());
+    int rc;
     json_error_t je;
     json_t *v = text ? json_loads(text, 0, &je) : NULL;
     json_t *fn = json_object_get(v, "function");
@@ -60,20 +55,92 @@ static int add_schema(tern_tool *t, json_t *arr)
     return TERN_OK;
 }
 
-int tern_toolbox_open(tern_toolbox *box, tern_session *s)
+/* The box's last tool t is named like an earlier one: refused. */
+static int check_unique(const tern_toolbox *box, const tern_tool *t)
+{
+    for (size_t k = 0; k + 1 < box->n; k++)
+        if (strcmp(box->tool[k].name, t->name) == 0)
+            return tern_errorf(TERN_ECONFIG, "%s and %s: two tools are named \"%s\" (plugins "
+                               "'%s' and '%s'); the model calls tools by name, so keep one",
+                               box->tool[k].label, t->label, t->name, box->tool[k].plugin,
+                               t->plugin);
+    return TERN_OK;
+}
+
+/* The environment's own tools, into box (room for them made by the caller). */
+static int add_environment_tools(tern_toolbox *box, const tern_toolbox_env *env, json_t *list,
+                                 json_t *arr)
+{
+    size_t i;
+    json_t *e;
+    int rc = TERN_OK;
+    json_array_foreach(list, i, e) {
+        tern_tool *t = &box->tool[box->n++];
+        *t = (tern_tool){.env_ops = env->ops, .state = env->state, .plugin = env->plugin,
+                         .label = "environment", .output_max = DEFAULT_OUTPUT_MAX,
+                         .thread_safe = env->thread_safe, .lock = env->lock};
+        char *text = json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII);
+        rc = text ? add_schema(t, text, arr) : tern_errorf(TERN_ENOMEM, "tools: out of memory");
+        free(text);
+        if (rc == TERN_OK)
+            rc = check_unique(box, t);
+        if (rc != TERN_OK)
+            break;
+    }
+    return rc;
+}
+
+/* The environment's tools() as a JSON array (NULL with none), or a message. */
+static int environment_tools(const tern_toolbox_env *env, json_t **list)
+{
+    *list = NULL;
+    if (!env || !TERN_HAS(env->ops, call_tool) || !env->ops->tools)
+        return TERN_OK;
+    const char *text = NULL;
+    if (!env->thread_safe)
+        pthread_mutex_lock(env->lock);
+    tern_error_clear();
+    int rc = env->ops->tools(env->state, &text);
+    json_t *v = rc == TERN_OK && text ? json_loads(text, 0, NULL) : NULL;
+    if (!env->thread_safe)
+        pthread_mutex_unlock(env->lock);
+    if (rc != TERN_OK)
+        return tern_errorf(TERN_ECONFIG, "environment: plugin '%s': its tools failed: %s",
+                           env->plugin, tern_error_message());
+    if (text && !json_is_array(v)) {
+        json_decref(v);
+        return tern_errorf(TERN_ECONFIG, "environment: plugin '%s' lists its tools with text "
+                           "that is not a JSON array of function schemas (tern/environment.h "
+                           "tools()): fix the plugin", env->plugin);
+    }
+    if (json_array_size(v) && !env->ops->call_tool) {
+        json_decref(v);
+        return tern_errorf(TERN_ECONFIG, "environment: plugin '%s' lists tools but has no "
+                           "call_tool op: fix the plugin", env->plugin);
+    }
+    if (json_array_size(v))
+        *list = v;
+    else
+        json_decref(v);
+    return TERN_OK;
+}
+
+int tern_toolbox_open(tern_toolbox *box, tern_session *s, const tern_toolbox_env *env)
 {
     memset(box, 0, sizeof *box);
-    size_t n = 0;
+    json_t *env_tools = NULL;
+    int rc = environment_tools(env, &env_tools);
+    size_t n = json_array_size(env_tools);
     for (size_t i = 0; i < s->n_inst; i++)
         n += s->inst[i].created && s->inst[i].slot->kind == TERN_KIND_TOOL;
-    if (n == 0)
-        return TERN_OK;
+    if (rc != TERN_OK || n == 0)
+        return rc;
     json_t *arr = json_array();
     if (!arr || !(box->tool = calloc(n, sizeof *box->tool))) {
         json_decref(arr);
+        json_decref(env_tools);
         return tern_errorf(TERN_ENOMEM, "tools: out of memory");
     }
-    int rc = TERN_OK;
     for (size_t i = 0; i < s->n_inst && rc == TERN_OK; i++) {
         tern_instance *in = &s->inst[i];
         if (!in->created || in->slot->kind != TERN_KIND_TOOL)
@@ -85,20 +152,27 @@ int tern_toolbox_open(tern_toolbox *box, tern_session *s)
         t->plugin = in->entry->name;
         t->label = in->label;
         t->thread_safe = (d->caps & TERN_CAP_THREAD_SAFE) != 0;
-        pthread_mutex_init(&t->lock, NULL);
+        pthread_mutex_init(&t->own_lock, NULL);
+        t->lock = &t->own_lock;
         config_setting_t *om = config_setting_get_member(in->group, "output_max");
         t->output_max = om ? (size_t)config_setting_get_int64(om) : DEFAULT_OUTPUT_MAX;
-        rc = add_schema(t, arr);
-        for (size_t k = 0; rc == TERN_OK && k + 1 < box->n; k++)
-            if (strcmp(box->tool[k].name, t->name) == 0)
-                rc = tern_errorf(TERN_ECONFIG, "%s and %s: two tools are named \"%s\" (plugins "
-                                 "'%s' and '%s'); the model calls tools by name, so keep one",
-                                 box->tool[k].label, t->label, t->name, box->tool[k].plugin,
-                                 t->plugin);
+        const char *text = NULL;
+        tern_error_clear();
+        rc = t->ops->describe(t->state, &text);
+        if (rc != TERN_OK)
+            rc = tern_errorf(TERN_ECONFIG, "%s: tool plugin '%s': describe failed: %s", t->label,
+                             t->plugin, tern_error_message());
+        else
+            rc = add_schema(t, text, arr);
+        if (rc == TERN_OK)
+            rc = check_unique(box, t);
     }
+    if (rc == TERN_OK && env_tools)
+        rc = add_environment_tools(box, env, env_tools, arr);
     if (rc == TERN_OK && !(box->schemas = json_dumps(arr, JSON_COMPACT | JSON_ENSURE_ASCII)))
         rc = tern_errorf(TERN_ENOMEM, "tools: out of memory");
     json_decref(arr);
+    json_decref(env_tools);
     if (rc != TERN_OK)
         tern_toolbox_close(box);
     return rc;
@@ -108,7 +182,8 @@ void tern_toolbox_close(tern_toolbox *box)
 {
     for (size_t i = 0; i < box->n; i++) {
         free(box->tool[i].name);
-        pthread_mutex_destroy(&box->tool[i].lock);
+        if (box->tool[i].lock == &box->tool[i].own_lock)
+            pthread_mutex_destroy(&box->tool[i].own_lock);
     }
     free(box->tool);
     free(box->schemas);
@@ -158,8 +233,8 @@ static int say(char **text, const char *fmt, const char *a, const char *b)
     return TERN_OK;
 }
 
-int tern_toolbox_answer(tern_toolbox *box, const tern_parsed_call *c, uint64_t seed, char **text,
-                        uint32_t *status)
+int tern_toolbox_answer(tern_toolbox *box, const tern_parsed_call *c, uint64_t seed,
+                        void *episode, char **text, uint32_t *status)
 {
     *text = NULL;
     *status = TERN_TOOL_INVALID;
@@ -189,15 +264,17 @@ int tern_toolbox_answer(tern_toolbox *box, const tern_parsed_call *c, uint64_t s
                            .seed = seed};
     tern_tool_result res = {.size = sizeof res, .output = out, .output_cap = t->output_max + 1};
     if (!t->thread_safe)
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(t->lock);
     tern_error_clear();
-    int rc = t->ops->call(t->state, &call, &res);
+    int rc = t->ops ? t->ops->call(t->state, &call, &res)
+                    : t->env_ops->call_tool(t->state, episode, &call, &res);
     if (!t->thread_safe)
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(t->lock);
     if (rc != TERN_OK) {
         free(out);
-        return tern_errorf(rc < 0 ? rc : TERN_ERR, "%s: tool plugin '%s' failed on a call of "
-                           "\"%s\": %s", t->label, t->plugin, c->name, tern_error_message());
+        return tern_errorf(rc < 0 ? rc : TERN_ERR, "%s: %s plugin '%s' failed on a call of "
+                           "\"%s\": %s", t->label, t->ops ? "tool" : "environment", t->plugin,
+                           c->name, tern_error_message());
     }
     /* what the plugin wrote, bounded by the buffer whatever it claims */
     out[t->output_max] = '\0';

@@ -85,7 +85,9 @@ static int check_environment(tern_run *run)
  * turn. */
 static int check_tools(tern_run *run)
 {
-    int rc = tern_toolbox_open(&run->tools, run->session);
+    tern_toolbox_env env = {.ops = run->env_ops, .state = run->env, .plugin = run->env_plugin,
+                            .thread_safe = run->env_thread_safe, .lock = &run->env_lock};
+    int rc = tern_toolbox_open(&run->tools, run->session, run->env_ops ? &env : NULL);
     if (rc != TERN_OK || run->tools.n == 0)
         return rc;
     const char *path = run->session->config.path;

@@ -387,7 +387,8 @@ static int answer_calls(tern_run *run, const tern_model *m, traj *t, const char 
             if (!(out[i] = strdup(msg)))
                 rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
         } else {
-            rc = tern_toolbox_answer(&run->tools, &calls[i], seed + i, &out[i], &status);
+            rc = tern_toolbox_answer(&run->tools, &calls[i], seed + i, t->episode, &out[i],
+                                     &status);
         }
         names[i] = calls[i].name ? calls[i].name : "invalid";
         counts->calls++;

@@ -142,3 +142,69 @@ env_reply env_parse_reply(const char *line, size_t len, int step, env_answer *a)
     json_decref(v);
     return out;
 }
+
+char *env_request_call(uint64_t id, const char *name, const char *arguments, size_t max,
+                       size_t *n)
+{
+    json_t *args = json_loads(arguments, 0, NULL);
+    json_t *nm = json_string(name);
+    char *a = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : NULL;
+    char *s = nm ? json_dumps(nm, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    json_decref(args);
+    json_decref(nm);
+    char *out = NULL;
+    if (a && s) {
+        /* the id by hand, as reset's: jansson's integers are signed */
+        char head[96];
+        snprintf(head, sizeof head, "{\"op\":\"call\",\"id\":%" PRIu64 ",\"max\":%zu,\"name\":",
+                 id, max);
+        size_t h = strlen(head), ls = strlen(s), la = strlen(a);
+        const char *mid = ",\"arguments\":";
+        size_t lm = strlen(mid);
+        if ((out = malloc(h + ls + lm + la + 3))) {
+            char *p = out;
+            memcpy(p, head, h), p += h;
+            memcpy(p, s, ls), p += ls;
+            memcpy(p, mid, lm), p += lm;
+            memcpy(p, a, la), p += la;
+            memcpy(p, "}\n", 3);
+            *n = h + ls + lm + la + 2;
+        }
+    }
+    free(a);
+    free(s);
+    return out;
+}
+
+env_reply env_parse_call_reply(const char *line, size_t len, tern_tool_result *out, char *why,
+                               size_t cap)
+{
+    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+    const char *status = json_string_value(json_object_get(v, "status"));
+    json_t *output = json_object_get(v, "output");
+    env_reply rc = ENV_ANSWERED;
+    if (!json_is_object(v) || !status || !json_is_string(output) ||
+        (strcmp(status, "ok") != 0 && strcmp(status, "invalid") != 0 &&
+         strcmp(status, "failed") != 0)) {
+        snprintf(why, cap, "the worker's reply to a tool call is no answer");
+        rc = ENV_NOT_A_REPLY;
+    } else {
+        out->status = strcmp(status, "ok") == 0        ? TERN_TOOL_OK
+                      : strcmp(status, "invalid") == 0 ? TERN_TOOL_INVALID
+                                                       : TERN_TOOL_FAILED;
+        const char *text = json_string_value(output);
+        size_t k = strnlen(text, json_string_length(output)); /* a NUL ends it */
+        if (k + 1 > out->output_cap) {
+            k = out->output_cap - 1;
+            while (k && ((unsigned char)text[k] & 0xC0) == 0x80)
+                k--; /* not inside a character */
+            out->truncated = 1;
+        }
+        memcpy(out->output, text, k);
+        out->output[k] = '\0';
+        out->output_len = k;
+        out->truncated |= json_is_true(json_object_get(v, "truncated"));
+    }
+    json_decref(v);
+    return rc;
+}

@@ -6,6 +6,8 @@
  *   step   {"op": "step", "id": N, "action": "the model's turn"}
  *      ->  {"observation": "..." | null, "reward": 0.5, "done": false, "reason": "..."}
  *   close  {"op": "close", "id": N}          (no answer: it rides with the next request)
+ *   call   {"op": "call", "id": N, "name": F, "arguments": {...}, "max": BYTES}
+ *      ->  {"status": "ok" | "invalid" | "failed", "output": "...", "truncated": false}
  *
  * and, for either request, {"error": "Type: message (file:line)"} when the
  * user's code raised, {"garbage": "what is wrong"} when it answered the wrong
@@ -47,5 +49,16 @@ typedef enum env_reply {
  * TERN_ENV_OBSERVATION_MAX is a garbage answer. */
 env_reply env_parse_reply(const char *line, size_t len, int step, env_answer *a);
 void env_answer_free(env_answer *a);
+
+/* A call of tool `name` with the arguments' JSON object text on episode id,
+ * its output at most `max` bytes: malloc'd with its '\n', *n its length;
+ * NULL without memory or for arguments that are not a JSON object. */
+char *env_request_call(uint64_t id, const char *name, const char *arguments, size_t max,
+                       size_t *n);
+/* Parse the answer line[0..len) to a call into *out (its output buffer,
+ * output_cap bytes, cut there with truncated set): ENV_ANSWERED, or
+ * ENV_NOT_A_REPLY with why[0..cap) saying what is wrong. */
+env_reply env_parse_call_reply(const char *line, size_t len, tern_tool_result *out, char *why,
+                               size_t cap);
 
 #endif

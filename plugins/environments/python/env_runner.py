@@ -9,6 +9,11 @@
 #   {"op": "step", "id": N, "action": "..."}  answers {"observation",
 #       "reward", "done"[, "reason"]} from its step(action)
 #   {"op": "close", "id": N}  drops the instance; no answer
+#   {"op": "call", "id": N, "name": F, "arguments": {...}, "max": BYTES}
+#       calls the tool F (the class's `tools`: a function, or a method of
+#       the episode's instance when its first parameter is self) and answers
+#       {"status": "ok"|"invalid"|"failed", "output": str, "truncated": bool}
+# The ready line lists the tools' JSON schemas: {"ready": true, "tools": [...]}.
 # An exception is {"error": "Type: message (file:line)"}, an answer of the
 # wrong shape {"garbage": "what is wrong"}: that episode ends, the others go
 # on. The protocol has its own descriptor: fd 1 (print(), a C library's
@@ -132,15 +137,128 @@ def load(class_name):
         return cls, False
 
 
+JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean",
+              list: "array", dict: "object", tuple: "array"}
+
+
+def json_type(annotation):
+    """The JSON schema type of a parameter's annotation (None: any)."""
+    origin = getattr(annotation, "__origin__", None) or annotation
+    if isinstance(origin, str):  # from __future__ import annotations
+        origin = {"int": int, "float": float, "str": str, "bool": bool, "list": list,
+                  "dict": dict}.get(origin.split("[")[0], None)
+    return JSON_TYPES.get(origin)
+
+
+def docstring_parts(fn):
+    """The description (the docstring's first paragraph) and each argument's
+    line under "Args:" (Google style, as transformers' get_json_schema reads)."""
+    doc = inspect.getdoc(fn) or ""
+    head, _, rest = doc.partition("\n\n")
+    args = {}
+    if "Args:" in doc:
+        for line in doc.split("Args:", 1)[1].splitlines():
+            name, sep, text = line.strip().partition(":")
+            if sep and name and " " not in name.strip():
+                args[name.strip()] = text.strip()
+    return " ".join(head.split()), args
+
+
+def schema_of(fn):
+    """The function's JSON schema as chat templates take it."""
+    sig = inspect.signature(fn)
+    description, docs = docstring_parts(fn)
+    props, required = {}, []
+    for i, (name, p) in enumerate(sig.parameters.items()):
+        if i == 0 and name == "self":
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"tool {fn.__name__}() takes *args or **kwargs: name its "
+                            "parameters, the model calls it with a JSON object")
+        prop = {}
+        kind = json_type(p.annotation) if p.annotation is not p.empty else None
+        if kind:
+            prop["type"] = kind
+        if name in docs:
+            prop["description"] = docs[name]
+        props[name] = prop
+        if p.default is p.empty:
+            required.append(name)
+    return {"type": "function",
+            "function": {"name": fn.__name__, "description": description or fn.__name__,
+                         "parameters": {"type": "object", "properties": props,
+                                        "required": required}}}
+
+
+def tools_of(cls):
+    """The class's `tools`: name -> (function, is_method), and their schemas."""
+    found, schemas = {}, []
+    listed = getattr(cls, "tools", None) or []
+    if not isinstance(listed, (list, tuple)):
+        raise TypeError(f"class '{cls.__name__}'s tools must be a list of functions, "
+                        f"not {type(listed).__name__}")
+    for fn in listed:
+        fn = getattr(fn, "__func__", fn)  # a staticmethod
+        if not callable(fn) or not hasattr(fn, "__name__"):
+            raise TypeError(f"class '{cls.__name__}'s tools holds {fn!r}, not a function")
+        params = list(inspect.signature(fn).parameters)
+        found[fn.__name__] = (fn, bool(params) and params[0] == "self")
+        schemas.append(schema_of(fn))
+    return found, schemas
+
+
+def text_of(value):
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def cut(text, limit):
+    """text in at most `limit` UTF-8 bytes, cut at a character, and whether it was."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return data.decode("utf-8"), False
+    return data[:limit].decode("utf-8", "ignore"), True
+
+
+def call_answer(request):
+    name = request.get("name")
+    limit = int(request.get("max", 2048))
+    entry = tools.get(name)
+    if entry is None:
+        return {"status": "invalid", "output": f"no tool is named {name!r}", "truncated": False}
+    fn, is_method = entry
+    args = request.get("arguments") or {}
+    env = episodes.get(request["id"])
+    if is_method and env is None:
+        return {"status": "failed", "output": "the episode is not in this worker",
+                "truncated": False}
+    bound = (lambda **kw: fn(env, **kw)) if is_method else fn
+    try:
+        inspect.signature(fn).bind(*([env] if is_method else []), **args)
+    except TypeError as exc:
+        return {"status": "invalid", "output": f"{name}(): {exc}", "truncated": False}
+    try:
+        out, truncated = cut(text_of(bound(**args)), limit)
+        return {"status": "ok", "output": out, "truncated": truncated}
+    except Exception as exc:
+        out, truncated = cut(where(exc), limit)
+        return {"status": "failed", "output": out, "truncated": truncated}
+
+
 path, observation_max = os.path.abspath(sys.argv[1]), int(sys.argv[3])
 try:
     sys.path.insert(0, os.path.dirname(path))
     Env, takes_seed = load(sys.argv[2])
+    tools, schemas = tools_of(Env)
 except BaseException as exc:  # a syntax error, a failed import, no such class
     say({"error": where(exc) if not isinstance(exc, SyntaxError) else
          f"SyntaxError: {exc.msg} ({os.path.basename(exc.filename or path)}:{exc.lineno})"})
     sys.exit(3)
-say({"ready": True})
+say({"ready": True, "tools": schemas})
 
 episodes = {}
 for line in sys.stdin.buffer:
@@ -148,6 +266,9 @@ for line in sys.stdin.buffer:
     op, eid = request["op"], request["id"]
     if op == "close":
         episodes.pop(eid, None)
+        continue
+    if op == "call":
+        say(call_answer(request))
         continue
     try:
         if op == "reset":

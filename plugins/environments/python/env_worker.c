@@ -50,6 +50,12 @@ static int await_ready(env_worker *w, char *why, size_t n)
         json_t *v = json_loadb(line, len, 0, NULL);
         json_t *err = json_object_get(v, "error");
         int ok = json_is_true(json_object_get(v, "ready"));
+        json_t *tools = json_object_get(v, "tools");
+        if (ok && json_is_array(tools) && json_array_size(tools)) {
+            /* the class's tools: the same file each start, so the last is kept */
+            free(w->tools);
+            w->tools = json_dumps(tools, JSON_COMPACT | JSON_ENSURE_ASCII);
+        }
         if (!ok)
             snprintf(why, n, "%s", json_is_string(err) ? json_string_value(err)
                                                       : "it did not say it was ready");
@@ -181,6 +187,7 @@ void env_worker_free(env_worker *w)
         free(w->argv[i]);
     free(w->dir);
     free(w->closes);
+    free(w->tools);
     memset(w, 0, sizeof *w);
     w->child.fd = -1;
 }

@@ -26,6 +26,7 @@ typedef struct env_worker {
     /* close lines not sent yet: they go out with the next request */
     char *closes;
     size_t closes_len, closes_cap;
+    char *tools; /* the ready line's "tools": a JSON array's compact text, or NULL */
 } env_worker;
 
 /* Keep argv and dir (copied) and start the worker: 0, or -1 with why[0..n)

@@ -16,7 +16,9 @@
  * crash or a hang ends that episode with its failure and reason, a dead or
  * hung worker is started again for the next episode, and the episodes it
  * held end (crash, timeout) at their next step. A file that does not load
- * is refused at create, with Python's message. */
+ * is refused at create, with Python's message. The class's `tools` (a list
+ * of functions, or methods of the episode's instance) are the
+ * environment's tools (docs/agents.md, "Tools"). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +215,55 @@ static void python_env_close(void *state, void *handle)
     forget(s, ep);
 }
 
+static int python_env_tools(void *state, const char **schemas)
+{
+    python_env *s = state;
+    *schemas = s->worker.tools;
+    return TERN_OK;
+}
+
+/* A call of one of the class's tools on the episode's instance. A worker
+ * that dies or hangs meanwhile ends the episodes it held, as a step does;
+ * the call is then a failed one, which the model reads. */
+static int python_env_call_tool(void *state, void *handle, const tern_tool_call *call,
+                                tern_tool_result *out)
+{
+    python_env *s = state;
+    episode *ep = handle;
+    out->status = TERN_TOOL_FAILED;
+    if (!ep || ep->ended || ep->lost || ep->generation != s->worker.generation ||
+        !env_worker_running(&s->worker)) {
+        snprintf(out->output, out->output_cap, "the episode's Python worker is gone");
+        out->output_len = strlen(out->output);
+        return TERN_OK;
+    }
+    size_t n = 0;
+    char *request = env_request_call(ep->id, call->name, call->arguments,
+                                     out->output_cap - 1, &n);
+    if (!request)
+        return host->fail(s->ctx, TERN_ENOMEM, "python_env: out of memory writing a call");
+    const char *line = NULL;
+    size_t len = 0;
+    char why[TERN_ENV_REASON_MAX];
+    uint64_t gen = s->worker.generation;
+    uint32_t f = env_worker_call(&s->worker, request, n, &line, &len, why, sizeof why);
+    free(request);
+    if (f == TERN_ENV_OK && env_parse_call_reply(line, len, out, why, sizeof why) == ENV_ANSWERED)
+        return TERN_OK;
+    if (f == TERN_ENV_OK) { /* out of step: what it says next means nothing */
+        env_worker_kill(&s->worker);
+        f = TERN_ENV_GARBAGE;
+    }
+    worker_lost(s, ep, gen, f, why);
+    ep->lost = f;
+    snprintf(ep->lost_reason, sizeof ep->lost_reason, "its worker ended in a tool call: %.120s",
+             why);
+    out->status = TERN_TOOL_FAILED;
+    snprintf(out->output, out->output_cap, "the tool's Python worker ended: %s", why);
+    out->output_len = strlen(out->output);
+    return TERN_OK;
+}
+
 static void python_env_destroy(void *state)
 {
     python_env *s = state;
@@ -271,6 +322,8 @@ static const tern_environment_ops python_env_ops = {
     .reset = python_env_reset,
     .step = python_env_step,
     .close = python_env_close,
+    .tools = python_env_tools,
+    .call_tool = python_env_call_tool,
 };
 
 static const tern_setting_spec python_env_settings[] = {
