@@ -6,18 +6,15 @@
  * (task.h), build one sandbox request (run.h), run the batch's requests
  * through the pool (pool.h), `pool` at a time, and read each verdict.
  * The reward is the fraction of tests passed, or 1/0 with scoring = "all".
+ * The sandbox settings, finding tern-sandbox and making the pool are
+ * runner.h's, shared with the python tool.
  *
  * An instance's settings and pool are read-only or locked after create(),
  * so score() is reentrant and the descriptor says TERN_CAP_THREAD_SAFE;
  * two batches scored at once share the pool's slots. */
-#include <dlfcn.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <tern/plugin.h>
 #include <tern/reward.h>
@@ -25,15 +22,11 @@
 #include "extract.h"
 #include "pool.h"
 #include "run.h"
+#include "runner.h"
 #include "task.h"
 
 static const tern_host *host;
 
-/* Host paths every sandbox shows: the system's programs and libraries, and
- * what the dynamic loader and compiler read from /etc. Missing ones are
- * left out. */
-static const char *const default_binds[] = {"/usr", "/etc/alternatives", "/etc/ld.so.cache"};
-#define MAX_BINDS 24
 #define MAX_FLAGS 32
 
 typedef struct code_state {
@@ -42,96 +35,17 @@ typedef struct code_state {
     code_lang default_lang;
     code_judge_opts tolerance;
     int all_or_nothing, unfenced;
-    const char *binds[MAX_BINDS];
     const char *flags[MAX_FLAGS];
-    sandbox_pool *pool;
-    unsigned slots;
+    code_runner runner; /* the sandbox settings and the pool (runner.h) */
 } code_state;
 
 /* ---- Settings ------------------------------------------------------------------ */
-
-static void get_mb(tern_ctx *ctx, const char *key, uint64_t *out)
-{
-    int64_t v = 0;
-    host->get_int(ctx, key, &v);
-    *out = (uint64_t)v << 20;
-}
 
 static uint64_t get_u(tern_ctx *ctx, const char *key)
 {
     int64_t v = 0;
     host->get_int(ctx, key, &v);
     return (uint64_t)v;
-}
-
-/* Whether path is dir or lies under it. */
-static int under(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
-/* Whether path (resolved) lies in one of the binds. */
-static int visible(const code_state *st, const char *resolved)
-{
-    for (size_t i = 0; i < st->cfg.n_binds; i++)
-        if (under(resolved, st->cfg.binds[i]))
-            return 1;
-    return 0;
-}
-
-/* A program the sandbox runs: it exists here, is executable, and it and
- * what its links lead to are inside the sandbox's view. */
-static int check_program(tern_ctx *ctx, const code_state *st, const char *key, const char *path)
-{
-    char resolved[PATH_MAX];
-    if (path[0] != '/')
-        return host->setting_error(ctx, key, "'%s' is not an absolute path", path);
-    if (!realpath(path, resolved) || access(resolved, X_OK) != 0)
-        return host->setting_error(ctx, key, "'%s': %s", path, strerror(errno));
-    if (!visible(st, resolved))
-        return host->setting_error(ctx, key, "'%s' (%s) is outside what the sandbox shows "
-                                   "(binds): add its folder to `binds`", path, resolved);
-    return TERN_OK;
-}
-
-static int read_binds(tern_ctx *ctx, code_state *st)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof default_binds / sizeof *default_binds; i++)
-        if (access(default_binds[i], F_OK) == 0)
-            st->binds[n++] = default_binds[i];
-    size_t extra = 0;
-    host->get_count(ctx, "binds", &extra);
-    if (n + extra > MAX_BINDS)
-        return host->setting_error(ctx, "binds", "%zu paths; at most %zu", extra,
-                                   (size_t)MAX_BINDS - n);
-    for (size_t i = 0; i < extra; i++) {
-        char key[32];
-        const char *b = NULL;
-        snprintf(key, sizeof key, "binds.%zu", i);
-        host->get_string(ctx, key, &b);
-        char resolved[PATH_MAX];
-        errno = 0;
-        if (b[0] != '/' || strstr(b, "/./") || strstr(b, "/../") || strcmp(b, "/") == 0 ||
-            (strlen(b) > 1 && b[strlen(b) - 1] == '/'))
-            return host->setting_error(ctx, "binds", "'%s' is not a plain absolute path to a "
-                                       "folder or file (no trailing '/', no . or ..)", b);
-        /* the reserved paths first: whether such a path exists on this
-         * machine does not matter, it can never be bound */
-        static const char *const reserved[] = {"/tmp", "/box", "/dev", "/proc"};
-        for (size_t r = 0; r < sizeof reserved / sizeof *reserved; r++)
-            if (under(b, reserved[r]))
-                return host->setting_error(ctx, "binds", "'%s': %s is the sandbox's own", b,
-                                           reserved[r]);
-        if (!realpath(b, resolved) || strcmp(resolved, b) != 0)
-            return host->setting_error(ctx, "binds", "'%s': %s", b, errno ? strerror(errno) :
-                                       "a symbolic link: give the path it leads to");
-        st->binds[n++] = b;
-    }
-    st->cfg.binds = st->binds;
-    st->cfg.n_binds = n;
-    return TERN_OK;
 }
 
 static int read_flags(tern_ctx *ctx, code_state *st)
@@ -156,27 +70,6 @@ static int read_flags(tern_ctx *ctx, code_state *st)
     return TERN_OK;
 }
 
-/* tern-sandbox: the `helper` setting, else beside this plugin's .so. */
-static int find_helper(tern_ctx *ctx, char *out, size_t cap)
-{
-    const char *given = NULL;
-    if (host->get_string(ctx, "helper", &given) == TERN_OK && given[0]) {
-        snprintf(out, cap, "%s", given);
-    } else {
-        Dl_info info;
-        if (!dladdr((void *)find_helper, &info) || !info.dli_fname)
-            return host->fail(ctx, TERN_ERR, "code: cannot find where this plugin was "
-                              "loaded from; set `helper` to the path of tern-sandbox");
-        const char *slash = strrchr(info.dli_fname, '/');
-        int dir = slash ? (int)(slash - info.dli_fname) : 1;
-        snprintf(out, cap, "%.*s/tern-sandbox", dir, slash ? info.dli_fname : ".");
-    }
-    if (access(out, X_OK) != 0)
-        return host->setting_error(ctx, "helper", "tern-sandbox '%s': %s (it is installed "
-                                   "beside the plugin; docs/sandbox.md)", out, strerror(errno));
-    return TERN_OK;
-}
-
 static int code_create(tern_ctx *ctx, void **out)
 {
     code_state *st = calloc(1, sizeof *st);
@@ -191,51 +84,29 @@ static int code_create(tern_ctx *ctx, void **out)
     host->get_bool(ctx, "unfenced", &st->unfenced);
     host->get_float(ctx, "abs_tolerance", &st->tolerance.abs_tol);
     host->get_float(ctx, "rel_tolerance", &st->tolerance.rel_tol);
-    host->get_string(ctx, "python", &st->cfg.python);
     host->get_string(ctx, "c_compiler", &st->cfg.cc);
 
-    sandbox_limits *l = &st->cfg.limits;
-    l->wall_ms = get_u(ctx, "time_ms");
-    l->cpu_ms = get_u(ctx, "cpu_ms");
-    if (l->cpu_ms == 0)
-        l->cpu_ms = l->wall_ms;
-    get_mb(ctx, "memory_mb", &l->memory_bytes);
-    l->processes = get_u(ctx, "processes");
-    l->open_files = get_u(ctx, "open_files");
-    get_mb(ctx, "file_mb", &l->file_bytes);
-    l->output_bytes = get_u(ctx, "output_kb") << 10;
-    st->cfg.compile = *l;
+    /* the limits, binds, interpreter and pool every sandboxing plugin shares */
+    code_runner *r = &st->runner;
+    int rc = code_runner_read(host, ctx, r);
+    st->cfg.python = r->python;
+    st->cfg.limits = r->limits;
+    st->cfg.tmpfs_bytes = r->tmpfs_bytes;
+    st->cfg.binds = r->binds;
+    st->cfg.n_binds = r->n_binds;
+    st->cfg.compile = r->limits;
     st->cfg.compile.wall_ms = st->cfg.compile.cpu_ms = get_u(ctx, "compile_time_ms");
-    get_mb(ctx, "compile_memory_mb", &st->cfg.compile.memory_bytes);
+    st->cfg.compile.memory_bytes = get_u(ctx, "compile_memory_mb") << 20;
     if (st->cfg.compile.processes < 8)
         st->cfg.compile.processes = 8; /* gcc runs cc1, as, collect2 and ld */
-    get_mb(ctx, "tmpfs_mb", &st->cfg.tmpfs_bytes);
-    int64_t slots = 0;
-    host->get_int(ctx, "pool", &slots);
-    if (slots == 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        slots = cpus > 0 ? cpus : 1;
-    }
-    st->slots = (unsigned)slots;
 
-    char helper[PATH_MAX + 16], why[300];
-    int rc = read_binds(ctx, st);
     if (rc == TERN_OK)
         rc = read_flags(ctx, st);
     if (rc == TERN_OK)
-        rc = check_program(ctx, st, "python", st->cfg.python);
+        rc = code_runner_check_program(host, ctx, r, "c_compiler", st->cfg.cc);
     if (rc == TERN_OK)
-        rc = check_program(ctx, st, "c_compiler", st->cfg.cc);
-    if (rc == TERN_OK)
-        rc = find_helper(ctx, helper, sizeof helper);
-    if (rc == TERN_OK && !(st->pool = sandbox_pool_create(helper, st->slots)))
-        rc = host->fail(ctx, TERN_ENOMEM, "out of memory");
-    /* one real sandbox now, so a machine that cannot make them is told at
-     * start (and by `tern check`), not after the first batch */
-    if (rc == TERN_OK && sandbox_pool_check(st->pool, why, sizeof why) != 0)
-        rc = host->fail(ctx, TERN_EUNSUPPORTED, "code: cannot run sandboxes here: %s", why);
+        rc = code_runner_start(host, ctx, "code", r);
     if (rc != TERN_OK) {
-        sandbox_pool_destroy(st->pool);
         free(st);
         return rc;
     }
@@ -247,7 +118,7 @@ static void code_destroy(void *state)
 {
     code_state *st = state;
     if (st)
-        sandbox_pool_destroy(st->pool);
+        code_runner_close(&st->runner);
     free(st);
 }
 
@@ -298,7 +169,7 @@ static int run_chunk(const code_state *st, pending *p, size_t n, tern_reward_res
     for (size_t i = 0; i < n; i++)
         reqs[i] = &p[i].run.req;
     uint64_t t0 = host->now_ns();
-    if (sandbox_pool_run(st->pool, reqs, out, n, why, sizeof why) != 0) {
+    if (sandbox_pool_run(st->runner.pool, reqs, out, n, why, sizeof why) != 0) {
         rc = host->fail(st->ctx, TERN_ERR, "code: %s", why);
         goto done;
     }
@@ -338,7 +209,7 @@ static int code_score(void *state, const tern_reward_item *items, tern_reward_re
         return host->fail(NULL, TERN_EINVAL, "code: score() called without its arrays");
     /* requests are built a chunk at a time: a batch of large tests would
      * otherwise be held in memory all at once */
-    size_t chunk = 4 * (size_t)st->slots;
+    size_t chunk = 4 * (size_t)st->runner.slots;
     pending *p = calloc(chunk, sizeof *p);
     if (!p)
         return host->fail(st->ctx, TERN_ENOMEM, "code: out of memory");
@@ -405,40 +276,18 @@ static const tern_setting_spec code_settings[] = {
                                       "(0: compared as text); a task may override it"),
     TERN_SETTING(.name = "rel_tolerance", .type = TERN_SETTING_FLOAT, .def = "0", .min = 0,
                  .max = 1e300, .doc = "... or within this fraction of the expected value"),
-    TERN_SETTING(.name = "python", .type = TERN_SETTING_STRING, .def = "\"/usr/bin/python3\"",
-                 .doc = "the Python interpreter (inside binds)"),
+    CODE_RUNNER_PYTHON_SETTING,
     TERN_SETTING(.name = "c_compiler", .type = TERN_SETTING_STRING, .def = "\"/usr/bin/gcc\"",
                  .doc = "the C compiler (inside binds)"),
     TERN_SETTING(.name = "c_flags", .type = TERN_SETTING_STRINGS,
                  .doc = "compiler flags before -o (default [\"-O2\", \"-std=gnu17\"]); -lm is "
                         "always linked"),
-    TERN_SETTING(.name = "time_ms", .type = TERN_SETTING_INT, .def = "5000", .min = 1,
-                 .max = 600000, .doc = "wall-clock limit of each test run, ms"),
-    TERN_SETTING(.name = "cpu_ms", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 600000,
-                 .doc = "CPU-time limit of each test run, ms (0: time_ms)"),
-    TERN_SETTING(.name = "memory_mb", .type = TERN_SETTING_INT, .def = "512", .min = 16,
-                 .max = 1048576, .doc = "address space of each process, MiB"),
-    TERN_SETTING(.name = "processes", .type = TERN_SETTING_INT, .def = "16", .min = 1,
-                 .max = 4096, .doc = "processes and threads a run may have at once"),
-    TERN_SETTING(.name = "open_files", .type = TERN_SETTING_INT, .def = "64", .min = 8,
-                 .max = 65536, .doc = "open descriptors per process"),
-    TERN_SETTING(.name = "file_mb", .type = TERN_SETTING_INT, .def = "16", .min = 1,
-                 .max = 1048576, .doc = "largest file a program may write, MiB"),
-    TERN_SETTING(.name = "output_kb", .type = TERN_SETTING_INT, .def = "1024", .min = 1,
-                 .max = 1048576, .doc = "stdout a test run may write, KiB; more fails it"),
-    TERN_SETTING(.name = "tmpfs_mb", .type = TERN_SETTING_INT, .def = "64", .min = 1,
-                 .max = 1048576, .doc = "writable space (/box and /tmp together), MiB"),
+    CODE_RUNNER_LIMIT_SETTINGS("each test run"),
     TERN_SETTING(.name = "compile_time_ms", .type = TERN_SETTING_INT, .def = "10000", .min = 1,
                  .max = 600000, .doc = "wall and CPU limit of compiling a C program, ms"),
     TERN_SETTING(.name = "compile_memory_mb", .type = TERN_SETTING_INT, .def = "1024", .min = 64,
                  .max = 1048576, .doc = "address space of the compiler's processes, MiB"),
-    TERN_SETTING(.name = "pool", .type = TERN_SETTING_INT, .def = "0", .min = 0, .max = 1024,
-                 .doc = "sandboxes running at once (0: one per online CPU)"),
-    TERN_SETTING(.name = "binds", .type = TERN_SETTING_STRINGS,
-                 .doc = "host paths shown read-only inside, besides /usr, /etc/alternatives "
-                        "and /etc/ld.so.cache"),
-    TERN_SETTING(.name = "helper", .type = TERN_SETTING_STRING,
-                 .doc = "path of tern-sandbox (default: beside this plugin)"),
+    CODE_RUNNER_HOST_SETTINGS,
     TERN_SETTINGS_END,
 };
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../common/reward_text.h"
+#include "runner.h"
 
 /* harness.py, embedded at build time (CMakeLists.txt) */
 extern const char code_harness_py[];
@@ -177,14 +178,11 @@ static void telling_line(const uint8_t *text, size_t n, char *dst, size_t cap)
     reward_excerpt(dst, cap, best, best_len, 90);
 }
 
+/* Whether r died of its memory limit; always judged against the test
+ * limits (runner.h). */
 static int memory_exhausted(const code_config *cfg, const sandbox_step_result *r)
 {
-    if (r->err && memmem(r->err, r->err_len, "MemoryError", 11))
-        return 1;
-    /* a C program whose malloc() failed and then crashed, or the kernel's
-     * OOM killer: most of the address-space limit was resident */
-    return (r->outcome == SANDBOX_SIGNALED || r->code != 0) &&
-           r->max_rss_kb * 1024u >= cfg->limits.memory_bytes / 10u * 9u;
+    return code_runner_out_of_memory(&cfg->limits, r);
 }
 
 /* A step that did not exit 0 (or hit a limit): its kind and a phrase. */
