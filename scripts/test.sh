@@ -36,7 +36,7 @@ if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
   logs="build=build/Testing/Temporary/LastTest-native.log build(avx2)=build/Testing/Temporary/LastTest.log"
   TERN_SIMD=avx2 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} \
     ctest --test-dir build --output-on-failure -j "$jobs" \
-    -E '^(packaging_.*|test_(sqlite|fifo|priority|run_kills|code_text|reward_score)|test_[a-z0-9]+_reward)$'
+    -E '^(packaging_.*|test_(sqlite|fifo|priority|run_kills|code_text|reward_score|python_tool)|test_[a-z0-9]+_reward)$'
 fi
 
 echo "== build and test under ASan + UBSan"

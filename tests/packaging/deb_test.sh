@@ -36,7 +36,7 @@ for f in ./usr/bin/tern "./usr/lib/$ARCH/libtern.so.1" "./usr/lib/$ARCH/tern/abi
          "./usr/lib/$ARCH/tern/abi-1/exec.so" "./usr/lib/$ARCH/tern/abi-1/python.so" \
          ./usr/share/tern/etc/data/countdown-train.jsonl \
          "./usr/lib/$ARCH/tern/abi-1/code.so" "./usr/lib/$ARCH/tern/abi-1/tern-sandbox" \
-         "./usr/lib/$ARCH/tern/abi-1/calculator_tool.so" \
+         "./usr/lib/$ARCH/tern/abi-1/calculator_tool.so" "./usr/lib/$ARCH/tern/abi-1/python_tool.so" \
          ./usr/share/doc/tern/sandbox.md \
          ./usr/share/tern/etc/modes/fully_async.cfg ./usr/share/doc/tern/rewards.md \
          ./usr/share/tern/etc/quickstart.cfg ./usr/share/man/man1/tern.1.gz \
