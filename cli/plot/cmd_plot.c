@@ -33,7 +33,7 @@ extern char **environ;
 
 /* The panels drawn when --keys is not given, in this order; their titles
  * serve --keys too. `quiet`: a figure only some runs have (a run with an
- * environment's trajectories, docs/agents.md), not named among those left
+ * environment's trajectories, or tools: docs/agents.md), not named among those left
  * out when no run has it. */
 static const struct {
     const char *key, *title;
@@ -43,6 +43,7 @@ static const struct {
     {"eval/accuracy", "Held-out accuracy", 0},
     {"solve_rate", "Solve rate (trajectories)", 1},
     {"turns", "Turns per trajectory", 1},
+    {"tools/calls", "Tool calls per trajectory", 1},
     {"kl", "KL to the reference", 0},
     {"entropy", "Entropy", 0},
     {"response_length", "Response length", 0},

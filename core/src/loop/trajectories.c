@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "data/task_file.h"
 #include "loop/reward_failures.h"
 #include "loop/run.h"
 #include "loop/trajectories.h"
@@ -570,10 +571,24 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
         n_out = 0;
         for (uint32_t i = 0; i < plan->n; i++) {
             if (turn == 1) { /* the group shares its prompt: one request of G samples */
+                uint32_t room = plan->max_tokens, P = out->prompt_len[i];
+                size_t ctx = run->special.context_len > 0 ? (size_t)run->special.context_len : 0;
+                if (ctx && P >= ctx) {
+                    /* the tools' descriptions may make a prompt the start checked too long */
+                    char id[96];
+                    rc = tern_errorf(TERN_EINVAL, "explorer: the prompt of task %s is %u tokens%s, "
+                                     "and the model's context holds %zu: shorten it or give "
+                                     "fewer tools",
+                                     tern_task_id_text(plan->tasks[i], id, sizeof id), P,
+                                     run->tools.n ? " with the tools' descriptions" : "", ctx);
+                    break;
+                }
+                if (ctx && ctx - P < room)
+                    room = (uint32_t)(ctx - P);
                 req[n_req++] = (tern_gen_request){
                     .size = sizeof req[0], .prompt = out->prompt_tokens[i],
                     .prompt_len = out->prompt_len[i], .n_samples = G,
-                    .max_new_tokens = plan->max_tokens, .temperature = plan->temperature,
+                    .max_new_tokens = room, .temperature = plan->temperature,
                     .top_k = plan->top_k, .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
                     .seed = tern_run_seed(run, plan->stream, plan->at, i)};
                 for (uint32_t j = 0; j < G; j++)
