@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "channel/messages.h"
+#include "loop/turn_tokens.h"
 #include "model/model.h"
 
 struct tern_run;
@@ -40,32 +41,9 @@ int tern_sample_trajectories(struct tern_run *run, const tern_traj_plan *plan,
 int tern_explore_trajectories(struct tern_run *run, uint32_t id,
                               const struct tern_explore_job *job, tern_rollout_msg *out);
 
-/* The tokens model m's chat template puts after an assistant turn's
- * end-of-turn token `eos` for a user turn `observation` (after an optional
- * system turn): our own array of *n (+1) ids. TERN_EUNSUPPORTED with a
- * message for a template that is not prefix-stable there. */
-int tern_observation_tokens(const tern_model *m, int32_t eos, const char *system,
-                            const char *observation, int32_t **ids, size_t *n);
-
 /* Whether the run samples trajectories (an environment, or tools) rather
  * than one answer per sample. */
 #define TERN_RUN_TRAJECTORIES(run) ((run)->env_ops != NULL || (run)->tools.n > 0)
-
-/* The first turn's ids of a trajectory: the task's prompt after an optional
- * system turn, with the run's tools described (the template's tool block, or
- * tern's in the system turn when it has none; docs/agents.md, "Tools"); as
- * tern_run_prompt without tools. Our own array of *n (+1) ids. */
-int tern_traj_prompt(const struct tern_run *run, const tern_model *m, const char *system,
-                     const char *prompt, int32_t **ids, size_t *n);
-
-/* The tokens model m's template puts after an assistant turn's end-of-turn
- * token `eos` for k `tool` turns (names[i]: the function, outputs[i]: what
- * it answered), after an optional system turn: our own array of *n (+1)
- * ids. TERN_EUNSUPPORTED with a message for a template that cannot render
- * them or is not prefix-stable there. */
-int tern_tool_turn_tokens(const tern_model *m, int32_t eos, const char *system,
-                          const char *const *names, const char *const *outputs, size_t k,
-                          int32_t **ids, size_t *n);
 
 /* The verdicts v[0..n) on r's trajectories (tasks[i] the task of
  * r->resp[i]) made returns (docs/agents.md, "Rewards"): each reward plus the
