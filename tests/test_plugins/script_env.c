@@ -14,10 +14,17 @@
  *                {"reset": SEED} and {"seed": SEED, "turn": T, "ids": [...],
  *                 "text": "..."} (the action's ids exactly as they came; bytes of
  *                 the text outside ASCII as '?', to stay JSON)
+ *   delay_ms     each step sleeps this long first (a slow environment, for
+ *                bench/bench_agents.c)
+ *
+ * Thread-safe (episodes are independent; trace lines are written whole
+ * under a lock), so the core may step several episodes at once.
  *
  * Turn t's reward is t / 8, so a done episode of 3 turns returns 0.75. */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +34,10 @@
 
 static const tern_host *host;
 
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
 typedef struct env {
-    int64_t turns, fail_turn;
+    int64_t turns, fail_turn, delay_ms;
     const char *observation, *first, *fail, *trace;
     tern_ctx *ctx;
 } env;
@@ -56,6 +65,8 @@ static int env_create(tern_ctx *ctx, void **state)
         rc = host->get_string(ctx, "fail", &e->fail);
     if (rc == TERN_OK)
         rc = host->get_string(ctx, "trace", &e->trace);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "delay_ms", &e->delay_ms);
     if (rc != TERN_OK) {
         free(e);
         return rc;
@@ -75,11 +86,13 @@ static void trace_line(const env *e, const char *line)
 {
     if (!*e->trace)
         return;
+    pthread_mutex_lock(&trace_lock);
     FILE *f = fopen(e->trace, "a");
     if (f) {
         fputs(line, f);
         fclose(f);
     }
+    pthread_mutex_unlock(&trace_lock);
 }
 
 static int env_reset(void *state, const tern_task *task, uint64_t seed, void **episode_out,
@@ -114,6 +127,11 @@ static int env_step(void *state, void *episode_in, const tern_env_action *a,
 {
     env *e = state;
     episode *ep = episode_in;
+    if (e->delay_ms > 0) {
+        struct timespec d = {e->delay_ms / 1000, (long)(e->delay_ms % 1000) * 1000000L};
+        while (nanosleep(&d, &d) != 0)
+            ;
+    }
     ep->turn++;
     /* the action, as it came: ids and text */
     size_t cap = 64 + 12 * a->n_tokens + 6 * a->text_len, n = 0;
@@ -187,6 +205,8 @@ static const tern_setting_spec settings[] = {
                  .doc = "how an odd-seeded episode fails"),
     TERN_SETTING(.name = "trace", .type = TERN_SETTING_STRING, .def = "\"\"",
                  .doc = "a file of every reset and step, JSON lines"),
+    TERN_SETTING(.name = "delay_ms", .type = TERN_SETTING_INT, .def = "0", .min = 0,
+                 .max = 60000, .doc = "each step sleeps this long first"),
     TERN_SETTINGS_END,
 };
 
@@ -194,6 +214,7 @@ static const tern_plugin_descriptor desc = {
     .size = sizeof desc, .abi_major = TERN_ABI_MAJOR, .abi_minor = TERN_ABI_MINOR,
     .kind = TERN_KIND_ENVIRONMENT, .name = "script_env", .version = "1.0.0",
     .summary = "a test environment whose episodes follow its settings", .ops = &ops,
+    .caps = TERN_CAP_THREAD_SAFE,
     .settings = settings};
 
 TERN_PLUGIN_EXPORT const tern_plugin_descriptor *tern_plugin_entry(const tern_host *h)

@@ -48,6 +48,10 @@ const tern_setting_spec tern_explorer_keys[] = {
     TERN_SETTING(.name = "max_tokens", .type = TERN_SETTING_INT, .def = "16", .min = 1,
                  .max = 1e6, .aka = "max_new_tokens|response_length",
                  .doc = "response tokens at most (a response ends earlier at EOS)"),
+    TERN_SETTING(.name = "waves", .type = TERN_SETTING_INT, .def = "2", .min = 1, .max = 16,
+                 .doc = "with an environment or tools: the batch's tasks take turns in this many "
+                        "waves; while one decodes, the others' turns are with the environment "
+                        "and the tools (1: all decode, then all step)"),
     /* no .def: given beside an environment (or without tools) it is refused */
     TERN_SETTING(.name = "tool_turns", .type = TERN_SETTING_INT, .min = 1,
                  .max = TERN_ENV_MAX_TURNS, .aka = "max_tool_turns",
@@ -340,6 +344,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->top_k = (int32_t)get_int(ex, "top_k");
     s->top_p = get_float(ex, "top_p");
     s->max_tokens = (uint32_t)get_int(ex, "max_tokens");
+    s->waves = (uint32_t)get_int(ex, "waves");
     config_setting_t *root = config_root_setting(&c->cfg);
     config_setting_t *env = config_setting_get_member(root, "environment");
     config_setting_t *tools = config_setting_get_member(root, "tools");

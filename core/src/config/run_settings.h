@@ -42,6 +42,7 @@ typedef struct tern_run_settings {
     int has_environment;
     int has_tools;
     uint32_t max_turns;
+    uint32_t waves;         /* explorer.waves: the batch's tasks take turns in this many */
     double temperature, top_p;
     int32_t top_k;
     /* trainer */

@@ -35,6 +35,7 @@
 
 #include "base/errmsg.h"
 #include "data/task_file.h"
+#include "loop/job_pool.h"
 #include "loop/reward_failures.h"
 #include "loop/run.h"
 #include "loop/trajectories.h"
@@ -208,68 +209,196 @@ static void traj_free(traj *t)
     free(t->tok), free(t->lp), free(t->seg), free(t->turn), free(t->text);
 }
 
-/* The tool calls in t's last turn, if any (*called 1): each answered by its
- * tool, the answers appended as tool turns, or t ended when its turns are
- * used up. `seed` is the turn's; the calls' are drawn from it. */
-static int answer_calls(tern_run *run, const tern_model *m, traj *t, const char *system,
-                        int ended, uint64_t seed, tool_counts *counts, int *called)
+/* What one trajectory's turn hands to the job threads, and what comes back:
+ * its tool calls answered, or the environment's step. A job never calls the
+ * model: the explorer's thread renders the answers' tokens (finish_job). */
+typedef enum job_kind {
+    JOB_CALLS,  /* the turn called tools: answers[], or none when its turns are used up */
+    JOB_STEP,   /* the environment's step: res, observation */
+    JOB_ANSWER  /* tools and no environment, and no call: the final answer */
+} job_kind;
+
+typedef struct turn_job {
+    tern_run *run;
+    traj *t;
+    int active;             /* submitted, not finished yet */
+    uint32_t turn;          /* the model's turn number, from 1 */
+    uint64_t seed;          /* the turn's; its calls' seeds follow it */
+    const int32_t *tokens;  /* the turn as sampled (in t->tok) */
+    size_t n_tokens;
+    int ended;              /* it ended with the end-of-turn token */
+    /* what came back */
+    job_kind kind;
+    tern_parsed_call *calls;
+    size_t n_calls, n_answers;
+    char **answers;
+    int out_of_turns;       /* the calls were not made: the turns are used up */
+    tool_counts counts;
+    tern_env_result res;
+    char *observation;      /* res's, our copy */
+    int rc;                 /* a plugin failed (broken), with this message */
+    char *error;
+} turn_job;
+
+static void job_clear(turn_job *j)
 {
-    tern_parsed_call *calls = NULL;
-    size_t n = 0;
-    *called = 0;
-    int rc = tern_tool_calls_parse(t->text, &calls, &n);
-    if (rc != TERN_OK || n == 0)
-        return rc;
-    *called = 1;
-    t->turn[t->n_turn++] = 0.0; /* a turn of calls earns nothing by itself */
-    if (t->n_turn >= run->set.max_turns) {
-        finish(t, TERN_END_MAX_TURNS, 0, "max_turns reached while calling tools");
-        tern_tool_calls_free(calls, n);
-        return TERN_OK;
+    tern_tool_calls_free(j->calls, j->n_calls);
+    for (size_t i = 0; j->answers && i < j->n_answers; i++)
+        free(j->answers[i]);
+    free(j->answers), free(j->observation), free(j->error);
+    j->calls = NULL, j->answers = NULL, j->observation = NULL, j->error = NULL;
+    j->n_calls = j->n_answers = 0;
+}
+
+/* A job's failure, with its thread's message kept for the explorer's. */
+static void job_failed(turn_job *j, int rc, const char *what)
+{
+    tern_role_failed(rc, "explorer", what);
+    j->rc = rc < 0 ? rc : TERN_ERR;
+    j->error = strdup(tern_error_message());
+}
+
+/* The calls of the turn, each answered by its tool (at most
+ * TERN_TOOL_MAX_CALLS; the last of them then says so). */
+static void answer_calls(turn_job *j)
+{
+    tern_run *run = j->run;
+    if (j->t->n_turn + 1 >= run->set.max_turns) {
+        j->out_of_turns = 1; /* this turn is the last: no answer would be read */
+        return;
     }
-    size_t k = n < TERN_TOOL_MAX_CALLS ? n : TERN_TOOL_MAX_CALLS;
-    char **out = calloc(k, sizeof *out);
-    const char **names = calloc(k, sizeof *names);
-    if (!out || !names)
-        rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-    for (size_t i = 0; rc == TERN_OK && i < k; i++) {
+    size_t k = j->n_calls < TERN_TOOL_MAX_CALLS ? j->n_calls : TERN_TOOL_MAX_CALLS;
+    if (!(j->answers = calloc(k, sizeof *j->answers))) {
+        job_failed(j, tern_errorf(TERN_ENOMEM, "out of memory"), "tool calls");
+        return;
+    }
+    for (size_t i = 0; i < k; i++, j->n_answers++) {
         uint32_t status = TERN_TOOL_OK;
-        if (i + 1 == TERN_TOOL_MAX_CALLS && n > TERN_TOOL_MAX_CALLS) {
+        int rc = TERN_OK;
+        if (i + 1 == TERN_TOOL_MAX_CALLS && j->n_calls > TERN_TOOL_MAX_CALLS) {
             char msg[96];
             snprintf(msg, sizeof msg, "invalid tool call: more than %d calls in one turn; the "
                      "rest were not made", TERN_TOOL_MAX_CALLS);
             status = TERN_TOOL_INVALID;
-            if (!(out[i] = strdup(msg)))
-                rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+            if (!(j->answers[i] = strdup(msg)))
+                rc = tern_errorf(TERN_ENOMEM, "out of memory");
         } else {
-            rc = tern_toolbox_answer(&run->tools, &calls[i], seed + i, t->episode, &out[i],
-                                     &status);
+            rc = tern_toolbox_answer(&run->tools, &j->calls[i], j->seed + i, j->t->episode,
+                                     &j->answers[i], &status);
         }
-        names[i] = calls[i].name ? calls[i].name : "invalid";
-        counts->calls++;
-        counts->invalid += status == TERN_TOOL_INVALID;
-        counts->failed += status == TERN_TOOL_FAILED;
+        if (rc != TERN_OK) {
+            job_failed(j, rc, "a tool call");
+            return;
+        }
+        j->counts.calls++;
+        j->counts.invalid += status == TERN_TOOL_INVALID;
+        j->counts.failed += status == TERN_TOOL_FAILED;
     }
-    int32_t *ids = NULL;
-    size_t len = 0;
-    if (rc == TERN_OK)
-        rc = tern_tool_turn_tokens(m, run->special.eos, system, names, (const char *const *)out,
-                                   k, &ids, &len);
-    if (rc == TERN_OK)
-        rc = append_context(run, t, ids, len, ended);
-    free(ids);
-    for (size_t i = 0; out && i < k; i++)
-        free(out[i]);
-    free(out);
-    free(names);
-    tern_tool_calls_free(calls, n);
+}
+
+/* A job thread's work on one turn: its calls, or the environment's step. */
+static void run_job(void *arg)
+{
+    turn_job *j = arg;
+    tern_run *run = j->run;
+    traj *t = j->t;
+    if (run->tools.n) {
+        int rc = tern_tool_calls_parse(t->text, &j->calls, &j->n_calls);
+        if (rc != TERN_OK) {
+            job_failed(j, rc, "reading tool calls");
+            return;
+        }
+        if (j->n_calls) {
+            j->kind = JOB_CALLS;
+            answer_calls(j);
+            return;
+        }
+    }
+    if (!run->env_ops) {
+        j->kind = JOB_ANSWER;
+        return;
+    }
+    j->kind = JOB_STEP;
+    tern_env_action act = {.size = sizeof act, .text = t->text, .text_len = strlen(t->text),
+                           .tokens = j->tokens, .n_tokens = j->n_tokens, .turn = j->turn};
+    j->res = (tern_env_result){.size = sizeof j->res};
+    env_lock(run);
+    tern_error_clear();
+    int rc = run->env_ops->step(run->env, t->episode, &act, &j->res);
+    check_result(&j->res, 1);
+    /* the observation is the plugin's until its next call on the episode */
+    if (rc == TERN_OK && !j->res.failure && j->res.observation &&
+        !(j->observation = strdup(j->res.observation)))
+        rc = tern_errorf(TERN_ENOMEM, "out of memory");
+    j->res.observation = NULL;
+    if (rc != TERN_OK)
+        job_failed(j, rc, "the environment's step");
+    env_unlock(run);
+}
+
+/* The explorer's side of a finished job: the turn's reward, and the answers
+ * or the observation appended as context, or the trajectory ended. */
+static int finish_job(tern_run *run, const tern_model *m, turn_job *j, const char *system,
+                      tool_counts *counts)
+{
+    traj *t = j->t;
+    int rc = TERN_OK;
+    j->active = 0;
+    if (j->rc != TERN_OK) {
+        rc = tern_errorf(j->rc, "%s", j->error ? j->error : "explorer: out of memory");
+        job_clear(j);
+        return rc;
+    }
+    counts->calls += j->counts.calls;
+    counts->invalid += j->counts.invalid;
+    counts->failed += j->counts.failed;
+    switch (j->kind) {
+    case JOB_CALLS:
+        t->turn[t->n_turn++] = 0.0; /* a turn of calls earns nothing by itself */
+        if (j->out_of_turns || t->n_turn >= run->set.max_turns) {
+            finish(t, TERN_END_MAX_TURNS, 0, "max_turns reached while calling tools");
+            break;
+        }
+        const char **names = calloc(j->n_answers ? j->n_answers : 1, sizeof *names);
+        int32_t *ids = NULL;
+        size_t len = 0;
+        if (!names)
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        for (size_t i = 0; names && i < j->n_answers; i++)
+            names[i] = j->calls[i].name ? j->calls[i].name : "invalid";
+        if (rc == TERN_OK)
+            rc = tern_tool_turn_tokens(m, run->special.eos, system, names,
+                                       (const char *const *)j->answers, j->n_answers, &ids,
+                                       &len);
+        if (rc == TERN_OK)
+            rc = append_context(run, t, ids, len, j->ended);
+        free(ids);
+        free(names);
+        break;
+    case JOB_ANSWER:
+        t->turn[t->n_turn++] = 0.0;
+        finish(t, TERN_END_ANSWER, 0, NULL);
+        break;
+    case JOB_STEP:
+        t->turn[t->n_turn++] = j->res.failure ? 0.0 : j->res.reward;
+        if (j->res.failure)
+            finish(t, TERN_END_FAILED, j->res.failure, j->res.reason);
+        else if (j->res.done)
+            finish(t, TERN_END_DONE, 0, j->res.reason);
+        else if (t->n_turn >= run->set.max_turns)
+            finish(t, TERN_END_MAX_TURNS, 0, "max_turns reached");
+        else
+            rc = append_observation(run, m, t, system, j->observation, j->ended);
+        break;
+    }
+    job_clear(j);
     return rc;
 }
 
-/* The model's turn `o` of trajectory t: kept as sampled, then its tool
- * calls answered or the turn stepped. */
+/* The model's turn `o` of trajectory t, kept as sampled and made text; then
+ * job j for the job threads. */
 static int take_turn(tern_run *run, const tern_model *m, traj *t, const tern_gen_output *o,
-                     const char *system, uint32_t turn, uint64_t seed, tool_counts *counts)
+                     uint64_t seed, turn_job *j)
 {
     int rc = append(t, o->tokens, o->logprobs, (uint32_t)o->len, 1);
     if (rc != TERN_OK)
@@ -283,41 +412,9 @@ static int take_turn(tern_run *run, const tern_model *m, traj *t, const tern_gen
                          &t->text, NULL);
     if (rc != TERN_OK)
         return rc;
-    if (run->tools.n) {
-        int called = 0;
-        rc = answer_calls(run, m, t, system, ended, seed, counts, &called);
-        if (rc != TERN_OK || called)
-            return rc;
-    }
-    if (!run->env_ops) { /* tools and no environment: the final answer */
-        t->turn[t->n_turn++] = 0.0;
-        finish(t, TERN_END_ANSWER, 0, NULL);
-        return TERN_OK;
-    }
-    tern_env_action act = {.size = sizeof act, .text = t->text, .text_len = strlen(t->text),
-                           .tokens = o->tokens, .n_tokens = o->len, .turn = turn};
-    tern_env_result res = {.size = sizeof res};
-    env_lock(run);
-    tern_error_clear();
-    rc = run->env_ops->step(run->env, t->episode, &act, &res);
-    check_result(&res, 1);
-    /* the observation is the plugin's until its next call on the episode:
-     * used before that */
-    t->turn[t->n_turn++] = res.failure ? 0.0 : res.reward;
-    if (rc != TERN_OK) {
-        env_unlock(run);
-        return tern_role_failed(rc, "explorer", "the environment's step");
-    }
-    if (res.failure)
-        finish(t, TERN_END_FAILED, res.failure, res.reason);
-    else if (res.done)
-        finish(t, TERN_END_DONE, 0, res.reason);
-    else if (t->n_turn >= run->set.max_turns)
-        finish(t, TERN_END_MAX_TURNS, 0, "max_turns reached");
-    else
-        rc = append_observation(run, m, t, system, res.observation, ended);
-    env_unlock(run);
-    return rc;
+    *j = (turn_job){.run = run, .t = t, .active = 1, .turn = t->n_turn + 1, .seed = seed,
+                    .tokens = t->tok + t->len - o->len, .n_tokens = o->len, .ended = ended};
+    return TERN_OK;
 }
 
 int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job *job,
@@ -360,6 +457,8 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
     int32_t stop = run->special.eos;
     size_t n_out = 0;
     tool_counts counts = {0};
+    turn_job *jobs = NULL;     /* [total] a trajectory's turn in the job threads */
+    tern_job_pool *pool = NULL;
     if (!tr || !req || !outs || !who || !out->task_index || !out->prompt_tokens ||
         !out->prompt_len || !out->resp) {
         rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
@@ -418,81 +517,140 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
         for (uint32_t j = 0; j < G; j++)
             tr[(size_t)i * G + j].prompt_len = (uint32_t)n;
     }
-    /* turn after turn: every trajectory still going in one generate() */
+    /* turn after turn, in waves of tasks that take turns: while one wave
+     * decodes, the others' turns are with the tools and the environment on
+     * the job threads; a wave's trajectories still going decode in one
+     * generate() (the first turn: one request of G samples per task) */
+    size_t W = run->set.waves ? run->set.waves : 1;
+    if (W > plan->n)
+        W = plan->n ? plan->n : 1;
+    if (W > TERN_JOB_POOL_GROUPS)
+        W = TERN_JOB_POOL_GROUPS;
+    size_t threads = total < TERN_JOB_POOL_THREADS ? total : TERN_JOB_POOL_THREADS;
+    if (rc == TERN_OK && !(jobs = calloc(total ? total : 1, sizeof *jobs)))
+        rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+    if (rc == TERN_OK)
+        rc = tern_job_pool_start(&pool, threads, run_job);
     snprintf(stream, sizeof stream, "%s-turn", plan->stream);
-    for (uint32_t turn = 1; rc == TERN_OK && turn <= run->set.max_turns; turn++) {
-        size_t n_req = 0;
-        n_out = 0;
-        for (uint32_t i = 0; i < plan->n; i++) {
-            if (turn == 1) { /* the group shares its prompt: one request of G samples */
-                uint32_t room = plan->max_tokens, P = out->prompt_len[i];
-                size_t ctx = run->special.context_len > 0 ? (size_t)run->special.context_len : 0;
-                if (ctx && P >= ctx) {
-                    /* the tools' descriptions may make a prompt the start checked too long */
-                    char id[96];
-                    rc = tern_errorf(TERN_EINVAL, "explorer: the prompt of task %s is %u tokens%s, "
-                                     "and the model's context holds %zu: shorten it or give "
-                                     "fewer tools",
-                                     tern_task_id_text(plan->tasks[i], id, sizeof id), P,
-                                     run->tools.n ? " with the tools' descriptions" : "", ctx);
-                    break;
+    for (int any = 1, first = 1; rc == TERN_OK && any; first = 0) {
+        any = 0;
+        for (size_t w = 0; rc == TERN_OK && w < W; w++) {
+            /* the wave's tasks [lo, hi) and their trajectories */
+            uint32_t lo = (uint32_t)(w * plan->n / W), hi = (uint32_t)((w + 1) * plan->n / W);
+            tern_job_pool_wait(pool, w);
+            for (size_t x = (size_t)lo * G; x < (size_t)hi * G; x++)
+                if (jobs[x].active) {
+                    int jrc = finish_job(run, h, &jobs[x], plan->system[x / G], &counts);
+                    if (rc == TERN_OK)
+                        rc = jrc;
                 }
-                if (ctx && ctx - P < room)
-                    room = (uint32_t)(ctx - P);
-                req[n_req++] = (tern_gen_request){
-                    .size = sizeof req[0], .prompt = out->prompt_tokens[i],
-                    .prompt_len = out->prompt_len[i], .n_samples = G,
-                    .max_new_tokens = room, .temperature = plan->temperature,
-                    .top_k = plan->top_k, .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
-                    .seed = tern_run_seed(run, plan->stream, plan->at, i)};
-                for (uint32_t j = 0; j < G; j++)
-                    who[n_out++] = (size_t)i * G + j;
+            if (rc != TERN_OK)
+                break;
+            size_t n_req = 0;
+            n_out = 0;
+            for (uint32_t i = lo; i < hi && rc == TERN_OK; i++) {
+                int started = 0; /* a trajectory of the task began: its reset did not fail */
+                for (uint32_t j = 0; first && j < G; j++)
+                    started |= tr[(size_t)i * G + j].going;
+                if (first && !started)
+                    continue;
+                if (first) { /* the group shares its prompt: one request of G samples */
+                    uint32_t room = plan->max_tokens, P = out->prompt_len[i];
+                    size_t ctx = run->special.context_len > 0 ? (size_t)run->special.context_len
+                                                              : 0;
+                    if (ctx && P >= ctx) {
+                        /* the tools' descriptions may make a prompt the start checked too long */
+                        char id[96];
+                        rc = tern_errorf(TERN_EINVAL, "explorer: the prompt of task %s is %u "
+                                         "tokens%s, and the model's context holds %zu: shorten "
+                                         "it or give fewer tools",
+                                         tern_task_id_text(plan->tasks[i], id, sizeof id), P,
+                                         run->tools.n ? " with the tools' descriptions" : "",
+                                         ctx);
+                        break;
+                    }
+                    if (ctx && ctx - P < room)
+                        room = (uint32_t)(ctx - P);
+                    req[n_req++] = (tern_gen_request){
+                        .size = sizeof req[0], .prompt = out->prompt_tokens[i],
+                        .prompt_len = out->prompt_len[i], .n_samples = G,
+                        .max_new_tokens = room, .temperature = plan->temperature,
+                        .top_k = plan->top_k, .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
+                        .seed = tern_run_seed(run, plan->stream, plan->at, i)};
+                    for (uint32_t j = 0; j < G; j++)
+                        who[n_out++] = (size_t)i * G + j;
+                    continue;
+                }
+                for (uint32_t j = 0; j < G; j++) {
+                    size_t x = (size_t)i * G + j;
+                    traj *t = &tr[x];
+                    if (!t->going)
+                        continue;
+                    /* the stream: the prompt, then every token so far */
+                    size_t P = out->prompt_len[i], len = P + t->len;
+                    if ((rc = grow(t, (uint32_t)P)) != TERN_OK)
+                        break;
+                    memmove(t->tok + P, t->tok, t->len * sizeof *t->tok);
+                    memcpy(t->tok, out->prompt_tokens[i], P * sizeof *t->tok);
+                    uint32_t room = plan->max_tokens;
+                    if (run->special.context_len > 0 &&
+                        (size_t)run->special.context_len - len < room)
+                        room = (uint32_t)((size_t)run->special.context_len - len);
+                    /* seeded by the trajectory's own turn: the same in any wave */
+                    uint64_t turn = t->n_turn + 1;
+                    req[n_req++] = (tern_gen_request){
+                        .size = sizeof req[0], .prompt = t->tok, .prompt_len = len,
+                        .n_samples = 1, .max_new_tokens = room,
+                        .temperature = plan->temperature, .top_k = plan->top_k,
+                        .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
+                        .seed = tern_run_seed(run, stream, plan->at, turn << 32 | x)};
+                    who[n_out++] = x;
+                }
+            }
+            if (rc != TERN_OK || n_req == 0) {
+                for (size_t k = 0; !first && k < n_out; k++) /* streams back */
+                    memmove(tr[who[k]].tok, tr[who[k]].tok + tr[who[k]].prompt_len,
+                            tr[who[k]].len * sizeof(int32_t));
+                n_out = 0;
                 continue;
             }
-            for (uint32_t j = 0; j < G; j++) {
-                size_t x = (size_t)i * G + j;
+            any = 1;
+            for (size_t k = 0; k < n_out; k++)
+                outs[k] = (tern_gen_output){.size = sizeof outs[k]};
+            uint64_t span = tern_trace_begin(run->session->trace, "generate");
+            rc = tern_model_generate(h, "explorer: generate", req, n_req, outs);
+            char args[48];
+            snprintf(args, sizeof args, "{\"rows\":%zu}", n_out);
+            tern_trace_end(run->session->trace, span, args);
+            /* the streams back to the tokens after the prompt */
+            for (size_t k = 0; !first && k < n_out; k++) {
+                traj *t = &tr[who[k]];
+                memmove(t->tok, t->tok + t->prompt_len, t->len * sizeof *t->tok);
+            }
+            for (size_t k = 0; rc == TERN_OK && k < n_out; k++) {
+                size_t x = who[k];
                 traj *t = &tr[x];
+                out->gen_tokens += outs[k].len;
                 if (!t->going)
                     continue;
-                /* the stream: the prompt, then every token so far */
-                size_t P = out->prompt_len[i], len = P + t->len;
-                if ((rc = grow(t, (uint32_t)P)) != TERN_OK)
-                    break;
-                memmove(t->tok + P, t->tok, t->len * sizeof *t->tok);
-                memcpy(t->tok, out->prompt_tokens[i], P * sizeof *t->tok);
-                uint32_t room = plan->max_tokens;
-                if (run->special.context_len > 0 &&
-                    (size_t)run->special.context_len - len < room)
-                    room = (uint32_t)((size_t)run->special.context_len - len);
-                req[n_req++] = (tern_gen_request){
-                    .size = sizeof req[0], .prompt = t->tok, .prompt_len = len, .n_samples = 1,
-                    .max_new_tokens = room, .temperature = plan->temperature,
-                    .top_k = plan->top_k, .top_p = plan->top_p, .stop = &stop, .n_stop = 1,
-                    .seed = tern_run_seed(run, stream, plan->at, (uint64_t)turn << 32 | x)};
-                who[n_out++] = x;
+                uint64_t seed = tern_run_seed(run, "tool", plan->at,
+                                              (uint64_t)(t->n_turn + 1) << 32 | x);
+                rc = take_turn(run, h, t, &outs[k], seed * TERN_TOOL_MAX_CALLS, &jobs[x]);
+                if (rc == TERN_OK && (rc = tern_job_pool_submit(pool, &jobs[x], w)) != TERN_OK)
+                    jobs[x].active = 0;
             }
+            tern_model_release_outputs(h, outs, n_out);
+            n_out = 0;
         }
-        if (rc != TERN_OK || n_req == 0)
-            break;
-        for (size_t k = 0; k < n_out; k++)
-            outs[k] = (tern_gen_output){.size = sizeof outs[k]};
-        rc = tern_model_generate(h, "explorer: generate", req, n_req, outs);
-        /* the streams back to the tokens after the prompt */
-        for (size_t k = 0; turn > 1 && k < n_out; k++) {
-            traj *t = &tr[who[k]];
-            memmove(t->tok, t->tok + t->prompt_len, t->len * sizeof *t->tok);
-        }
-        for (size_t k = 0; rc == TERN_OK && k < n_out; k++) {
-            traj *t = &tr[who[k]];
-            out->gen_tokens += outs[k].len;
-            uint64_t seed = tern_run_seed(run, "tool", plan->at, (uint64_t)turn << 32 | who[k]);
-            if (t->going)
-                rc = take_turn(run, h, t, &outs[k], plan->system[who[k] / G], turn,
-                               seed * TERN_TOOL_MAX_CALLS, &counts);
-        }
-        tern_model_release_outputs(h, outs, n_out);
-        n_out = 0;
     }
+    /* a failure leaves jobs behind: they run out before anything is freed */
+    tern_job_pool_stop(pool);
+    pool = NULL;
+    for (size_t x = 0; jobs && x < total; x++)
+        if (jobs[x].active) {
+            jobs[x].active = 0;
+            job_clear(&jobs[x]);
+        }
     out->gen_seconds = tern_run_now() - t0;
     out->done_unix_ns = tern_run_unix_ns();
     out->tool_calls = counts.calls;
@@ -520,6 +678,10 @@ int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rol
             rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
     }
 done:
+    tern_job_pool_stop(pool);
+    for (size_t x = 0; jobs && x < total; x++)
+        job_clear(&jobs[x]);
+    free(jobs);
     tern_model_release_outputs(h, outs, n_out);
     for (size_t x = 0; tr && x < total; x++) {
         if (tr[x].episode && run->env_ops) {
