@@ -85,9 +85,9 @@ static const command commands[] = {
      "test that runs `tern check --plugins-only test.cfg`), test.cfg and\n"
      "README.md. Then:\n"
      "cd DIR && cmake -S . -B build && cmake --build build && ctest --test-dir build\n"
-     "KIND is model, reward, buffer, sync or environment. NAME is the plugin's\n"
-     "name: a lower-case letter, then lower-case letters, digits or '_' (at most\n"
-     "64).\n"
+     "KIND is model, reward, buffer, sync, environment or tool. NAME is the\n"
+     "plugin's name: a lower-case letter, then lower-case letters, digits or '_'\n"
+     "(at most 64).\n"
      "DIR must not exist or be empty: nothing is ever overwritten.\n"
      "Exit: 0 written, 1 a file could not be written, 2 bad usage.",
      new_plugin_cmd, NULL},

@@ -21,7 +21,8 @@
 
 #define NAME_MAX_LEN 64
 
-static const char *const kinds[] = {"model", "reward", "buffer", "sync", "environment"};
+static const char *const kinds[] = {"model", "reward", "buffer", "sync", "environment",
+                                     "tool"};
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
 /* What a project holds: template (under <kind>/) -> file (NULL: NAME.c), and
@@ -292,7 +293,7 @@ static int check_args(const tern_invocation *inv, const char *kind, const char *
         kind_ok |= strcmp(kind, kinds[i]) == 0;
     if (!kind_ok) {
         fprintf(err, "tern new-plugin: unknown kind '%s'; KIND is one of: model, reward, buffer, "
-                "sync, environment\n", kind ? kind : "");
+                "sync, environment, tool\n", kind ? kind : "");
         return TERN_EXIT_USAGE;
     }
     if (!name || !tern_new_plugin_name_ok(name)) {

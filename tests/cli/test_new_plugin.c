@@ -1,9 +1,11 @@
 /* test_new_plugin.c: `tern new-plugin KIND NAME [DIR]` end to end: for each
- * kind (environment included) the generated project's plugin builds warning-free against the SDK
- * alone, exports one function, passes `tern check` through the real loader,
- * and every op does what its header says; bad kinds, names and directories
- * are refused without touching anything, and a failed write leaves nothing. */
+ * kind (model, reward, buffer, sync, environment, tool) the generated
+ * project's plugin builds warning-free against the SDK alone, exports one
+ * function, passes `tern check` through the real loader, and every op does
+ * what its header says; bad kinds, names and directories are refused without
+ * touching anything, and a failed write leaves nothing. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "tern/model.h"
 #include "tern/reward.h"
 #include "tern/sync.h"
+#include "tern/tool.h"
 
 #define TERN TERN_TEST_BIN
 #define SRC TERN_TEST_SOURCE_DIR
@@ -126,7 +129,8 @@ Test(new_plugin, help)
     run(&r, "%s help new-plugin", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern new-plugin KIND NAME [DIR]"), "%s", r.out);
-    cr_expect(strstr(r.out, "KIND is model, reward, buffer, sync or environment"), "%s", r.out);
+    cr_expect(strstr(r.out, "KIND is model, reward, buffer, sync, environment or tool"), "%s",
+              r.out);
     run(&r, "%s new-plugin --help", TERN);
     cr_expect_eq(r.code, 0);
     cr_expect(strstr(r.out, "usage: tern new-plugin KIND NAME [DIR]"), "%s", r.out);
@@ -452,13 +456,127 @@ Test(new_plugin, environment)
     cleanup("environment");
 }
 
+/* One call of the generated tool with `args`, into a buffer of `cap` bytes
+ * (at most 512). */
+static tern_tool_result tool_call_with(const harness *h, const char *args, char *buf, size_t cap)
+{
+    const tern_tool_ops *ops = harness_ops(h);
+    tern_tool_result out = {.size = sizeof out, .output = buf, .output_cap = cap};
+    tern_tool_call c = {.size = sizeof c, .name = "demo_tool", .arguments = args, .seed = 1};
+    memset(buf, 'x', cap);
+    cr_assert_eq(ops->call(h->state, &c, &out), TERN_OK, "%s", args);
+    cr_expect_eq(out.output_len, strlen(buf), "%s: output_len", args);
+    cr_expect_lt(out.output_len, cap, "%s", args);
+    return out;
+}
+
+Test(new_plugin, tool)
+{
+    generate_and_check("tool");
+    harness h;
+    open_generated(&h, "tool", TERN_KIND_TOOL, "");
+    const tern_tool_ops *ops = harness_ops(&h);
+    cr_expect(h.entry->plugin->desc->caps & TERN_CAP_THREAD_SAFE);
+    const char *schema = NULL;
+    cr_assert_eq(ops->describe(h.state, &schema), TERN_OK);
+    cr_assert_not_null(schema);
+    json_t *js = json_loads(schema, 0, NULL);
+    cr_assert_not_null(js, "the schema is JSON: %s", schema);
+    cr_expect_str_eq(json_string_value(json_object_get(js, "type")), "function");
+    json_t *fn = json_object_get(js, "function");
+    cr_expect_str_eq(json_string_value(json_object_get(fn, "name")), "demo_tool",
+                     "the default name is the plugin's: %s", schema);
+    cr_expect(json_is_string(json_object_get(fn, "description")), "%s", schema);
+    json_t *params = json_object_get(fn, "parameters");
+    cr_expect_str_eq(json_string_value(json_object_get(params, "type")), "object");
+    cr_expect(json_is_object(json_object_get(json_object_get(params, "properties"), "text")),
+              "%s", schema);
+    json_decref(js);
+
+    char buf[512];
+    tern_tool_result r = tool_call_with(&h, "{\"text\": \"hello world\"}", buf, sizeof buf);
+    cr_expect_eq(r.status, TERN_TOOL_OK);
+    cr_expect_str_eq(buf, "characters: 11, words: 2, lines: 1");
+    cr_expect_not(r.truncated);
+    /* compact, with escapes as the core writes them (JSON_ENSURE_ASCII): the
+     * text is "caf<U+00E9> \"au lait\"<LF><TAB>fin\ <U+1F600>": 22 characters */
+    r = tool_call_with(&h, "{\"text\":\"caf\\u00e9 \\\"au lait\\\"\\n\\tfin\\\\ "
+                           "\\ud83d\\ude00\"}", buf, sizeof buf);
+    cr_expect_eq(r.status, TERN_TOOL_OK, "%s", buf);
+    cr_expect_str_eq(buf, "characters: 22, words: 5, lines: 2");
+    r = tool_call_with(&h, " { \"text\" : \"a\\nb\\n\" } ", buf, sizeof buf);
+    cr_expect_str_eq(buf, "characters: 4, words: 2, lines: 2", "a last newline ends a line");
+    r = tool_call_with(&h, "{\"text\": \"\"}", buf, sizeof buf);
+    cr_expect_str_eq(buf, "characters: 0, words: 0, lines: 0");
+
+    /* arguments it does not take: invalid, and the output says why */
+    const struct {
+        const char *args, *why;
+    } bad[] = {
+        {"{}", "the arguments need \"text\""},
+        {"[\"hi\"]", "the arguments must be a JSON object"},
+        {"", "the arguments must be a JSON object"},
+        {"{\"text\": 3}", "\"text\" must be a string such as \"hello world\", not a number"},
+        {"{\"text\": \"a\", \"lang\": \"en\"}", "unknown argument \"lang\""},
+        {"{\"text\": \"a\", \"text\": \"b\"}", "\"text\" is given twice"},
+        {"{\"text\": \"a\",}", "not valid JSON"},
+        {"{\"text\": \"a\"} {}", "something follows"},
+        {"{\"text\": \"abc", "a string is not closed"},
+        {"{\"text\": \"a\\qb\"}", "unknown escape"},
+        {"{\"text\": \"\\u12g4\"}", "4 hex digits"},
+        {"{\"text\": \"\\ud83d\"}", "surrogate pair alone"},
+        {"{\"text\": \"a\nb\"}", "control character"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = tool_call_with(&h, bad[i].args, buf, sizeof buf);
+        cr_expect_eq(r.status, TERN_TOOL_INVALID, "%s: %s", bad[i].args, buf);
+        cr_expect(strstr(buf, bad[i].why), "%s: %s", bad[i].args, buf);
+        cr_expect_null(strchr(buf, '\n'), "one line: %s", buf);
+    }
+
+    /* an output longer than the core's buffer is cut, and says so */
+    r = tool_call_with(&h, "{\"text\": \"hello world\"}", buf, 8);
+    cr_expect_eq(r.status, TERN_TOOL_OK);
+    cr_expect_str_eq(buf, "charact");
+    cr_expect_eq(r.output_len, 7);
+    cr_expect(r.truncated);
+    r = tool_call_with(&h, "{\"text\": \"hello world\"}", buf, 1);
+    cr_expect_str_eq(buf, "");
+    cr_expect(r.truncated);
+    harness_close(&h);
+
+    /* the setting renames the function; a name the core would refuse is a
+     * config error, said at create */
+    open_generated(&h, "tool", TERN_KIND_TOOL, "name = \"count-text\";");
+    ops = harness_ops(&h);
+    cr_assert_eq(ops->describe(h.state, &schema), TERN_OK);
+    cr_expect(strstr(schema, "\"name\": \"count-text\""), "%s", schema);
+    harness_close(&h);
+    harness bad_name;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/np_tool/demo_tool", WORK);
+    setenv("TERN_PLUGIN_PATH", dir, 1);
+    cr_expect_eq(harness_open(&bad_name, "demo_tool", TERN_KIND_TOOL, "name = \"count text\";"),
+                 TERN_ECONFIG);
+    cr_expect(strstr(bad_name.error, "name"), "%s", bad_name.error);
+    cr_expect(strstr(bad_name.error, "\"count text\" is not a function name"), "%s",
+              bad_name.error);
+    harness_close(&bad_name);
+    result res;
+    run(&res, "cd np_tool/demo_tool && TERN_PLUGIN_PATH=$PWD %s check --plugins-only test.cfg "
+              "-o 'tools.0.name=\"\"'", TERN);
+    cr_expect_eq(res.code, 2, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.err, "is not a function name"), "%s", res.err);
+    cleanup("tool");
+}
+
 Test(new_plugin, refuses_unknown_kind_and_bad_names)
 {
     result r;
     run(&r, "%s new-plugin widget np_w", TERN);
     cr_expect_eq(r.code, 2);
     cr_expect(strstr(r.err, "unknown kind 'widget'; KIND is one of: model, reward, buffer, sync, "
-                             "environment"),
+                             "environment, tool\n"),
               "%s", r.err);
     cr_expect(!exists(WORK "/np_w"), "nothing created");
 

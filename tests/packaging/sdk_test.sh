@@ -56,10 +56,13 @@ check "new-plugin: configure against the stage only" \
   cmake -S "$WORK/np" -B "$WORK/np/build" -DCMAKE_PREFIX_PATH="$STAGE"
 check "new-plugin: build" cmake --build "$WORK/np/build"
 check "new-plugin: its test" ctest --test-dir "$WORK/np/build" --output-on-failure
-# an environment project too: the newest kind builds against the stage alone
+# an environment and a tool project too: the newest kinds build against the stage alone
 check "new-plugin: generate an environment project" "$TERN" new-plugin environment np_env "$WORK/np_env"
 check "new-plugin: the environment project configures, builds and passes its test" bash -c \
   "cmake -S '$WORK/np_env' -B '$WORK/np_env/build' -DCMAKE_PREFIX_PATH='$STAGE' >/dev/null && cmake --build '$WORK/np_env/build' >/dev/null && ctest --test-dir '$WORK/np_env/build' --output-on-failure"
+check "new-plugin: generate a tool project" "$TERN" new-plugin tool np_tool "$WORK/np_tool"
+check "new-plugin: the tool project configures, builds and passes its test" bash -c \
+  "cmake -S '$WORK/np_tool' -B '$WORK/np_tool/build' -DCMAKE_PREFIX_PATH='$STAGE' >/dev/null && cmake --build '$WORK/np_tool/build' >/dev/null && ctest --test-dir '$WORK/np_tool/build' --output-on-failure"
 # issue 28: it used to go to <CMAKE_INSTALL_PREFIX>/lib/tern/abi-1 (by
 # default /usr/local/...), where the tern it was built for does not look
 check "new-plugin: cmake --install puts it in the staged tern's plugin directory" bash -c \
