@@ -36,6 +36,14 @@ static tern_plugin_descriptor desc;
 static char *script[MAX_SCRIPT];
 static size_t n_script;
 
+/* The script outlives the instances; freed when the module is unloaded. */
+__attribute__((destructor)) static void free_script(void)
+{
+    for (size_t i = 0; i < n_script; i++)
+        free(script[i]);
+    n_script = 0;
+}
+
 static int create(tern_ctx *ctx, void **state)
 {
     size_t n = 0;

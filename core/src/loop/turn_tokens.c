@@ -10,6 +10,38 @@
 #include "base/errmsg.h"
 #include "loop/run.h"
 
+/* What the rendering b[0..nb) of k+1 turns adds after the rendering
+ * a[0..na) of k and the assistant's end-of-turn token eos: our own copy into
+ * *ids, *n. TERN_EUNSUPPORTED when a is not b's prefix (the template is not
+ * prefix-stable) or no end-of-turn token follows it; `what` names the turns
+ * appended ("observations", "tool results"). a and b are freed. */
+static int tokens_after(int32_t *a, size_t na, int32_t *b, size_t nb, int32_t eos,
+                        const char *what, int32_t **ids, size_t *n)
+{
+    int rc = TERN_OK;
+    if (nb < na || memcmp(a, b, na * sizeof *a) != 0)
+        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template renders the "
+                         "turns before an assistant's differently once more turns follow (it is "
+                         "not prefix-stable), so %s cannot be appended token for token", what);
+    size_t p = na;
+    while (rc == TERN_OK && p < nb && b[p] != eos)
+        p++;
+    if (rc == TERN_OK && p >= nb)
+        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template closes an "
+                         "assistant turn without its end-of-turn token (id %d): %s cannot be "
+                         "appended after the model's turns", eos, what);
+    if (rc == TERN_OK) {
+        *n = nb - p - 1;
+        if (!(*ids = malloc((*n ? *n : 1) * sizeof **ids)))
+            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
+        else
+            memcpy(*ids, b + p + 1, *n * sizeof **ids);
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
 int tern_observation_tokens(const tern_model *m, int32_t eos, const char *system,
                             const char *observation, int32_t **ids, size_t *n)
 {
@@ -29,27 +61,11 @@ int tern_observation_tokens(const tern_model *m, int32_t eos, const char *system
     int rc = tern_model_chat_turns(m, "explorer: the chat template", msgs, before, &a, &na);
     if (rc == TERN_OK)
         rc = tern_model_chat_turns(m, "explorer: the chat template", msgs, k, &b, &nb);
-    if (rc == TERN_OK && (nb < na || memcmp(a, b, na * sizeof *a) != 0))
-        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template renders the "
-                         "turns before an assistant's differently once one follows (it is not "
-                         "prefix-stable), so observations cannot be appended token for token");
-    size_t p = na;
-    while (rc == TERN_OK && p < nb && b[p] != eos)
-        p++;
-    if (rc == TERN_OK && p >= nb)
-        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template closes an "
-                         "assistant turn without its end-of-turn token (id %d): observations "
-                         "cannot be appended after the model's turns", eos);
-    if (rc == TERN_OK) {
-        *n = nb - p - 1;
-        if (!(*ids = malloc((*n ? *n : 1) * sizeof **ids)))
-            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-        else
-            memcpy(*ids, b + p + 1, *n * sizeof **ids);
+    if (rc != TERN_OK) {
+        free(a), free(b);
+        return rc;
     }
-    free(a);
-    free(b);
-    return rc;
+    return tokens_after(a, na, b, nb, eos, "observations", ids, n);
 }
 
 /* The tokens the template puts after an assistant turn's end-of-turn token
@@ -80,28 +96,11 @@ static int turn_tokens_json(const tern_model *m, int32_t eos, const char *system
     if (rc == TERN_OK)
         rc = tern_model_chat_json(m, what, all, NULL, &b, &nb);
     free(before), free(all);
-    if (rc == TERN_OK && (nb < na || memcmp(a, b, na * sizeof *a) != 0))
-        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template renders the "
-                         "turns before an assistant's differently once tool turns follow (it is "
-                         "not prefix-stable), so tool results cannot be appended token for "
-                         "token");
-    size_t p = na;
-    while (rc == TERN_OK && p < nb && b[p] != eos)
-        p++;
-    if (rc == TERN_OK && p >= nb)
-        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template closes an "
-                         "assistant turn without its end-of-turn token (id %d): tool results "
-                         "cannot be appended after the model's turns", eos);
-    if (rc == TERN_OK) {
-        *n = nb - p - 1;
-        if (!(*ids = malloc((*n ? *n : 1) * sizeof **ids)))
-            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-        else
-            memcpy(*ids, b + p + 1, *n * sizeof **ids);
+    if (rc != TERN_OK) {
+        free(a), free(b);
+        return rc;
     }
-    free(a);
-    free(b);
-    return rc;
+    return tokens_after(a, na, b, nb, eos, "tool results", ids, n);
 }
 
 int tern_tool_turn_tokens(const tern_model *m, int32_t eos, const char *system,
