@@ -6,8 +6,9 @@
  *     their own isolated workers;
  *   - (every etc/modes/ config obeys its sync rules on ranks:
  *     test_ranks_modes.c, a test of its own so ctest runs it beside this);
- *   - a layout that does not fit the ranks launched is refused before
- *     anything is created;
+ *   - a layout that does not fit the ranks launched, or a rank launched with
+ *     other settings than the master's, is refused before anything is
+ *     created;
  *   - a stop signal at mpirun, or a killed rank, then --resume: every step
  *     and every batch once.
  * Skipped, with the reason, in a build without MPI. */
@@ -145,6 +146,37 @@ static void refused(int np, const char *opts, const char *want)
     struct stat st;
     snprintf(path, sizeof path, "%s/refused_test", work);
     cr_expect_neq(stat(path, &st), 0, "nothing is created");
+}
+
+/* Ranks launched with other settings than the master's (mpirun's MPMD form
+ * gives ranks 1 and 2 an -o of their own): the run is refused before
+ * anything is created, naming the first setting that differs, by the rank
+ * that differs. */
+Test(ranks, a_rank_launched_with_other_settings_is_refused)
+{
+    test_need_mpi();
+    const char *work = test_work_dir();
+    static const struct {
+        const char *opts, *want;
+    } cases[] = {
+        {"-o explorer.group_size=4", "explorer.group_size is 4 here and 8 on the master"},
+        {"-o 'rewards.[0].weight=2.0'", "rewards.[0].weight is 2 here and 1 on the master"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        result r;
+        run(&r, "cd %s && rm -rf refused_test && %s -np 1 %s run %s/etc/modes/synchronous.cfg "
+                "-o 'run.out_dir=\"refused_test\"' : -np 2 %s run "
+                "%s/etc/modes/synchronous.cfg -o 'run.out_dir=\"refused_test\"' %s",
+            work, MPIRUN, TERN, SRC, TERN, SRC, cases[i].opts);
+        cr_expect_eq(r.code, 2, "%s: exit %d\n%s", cases[i].opts, r.code, r.err);
+        cr_expect(strstr(r.err, cases[i].want) && strstr(r.err, "launched with another config "
+                                                         "than the master's"),
+                  "%s: the message says '%s':\n%s", cases[i].opts, cases[i].want, r.err);
+        char path[1024];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/refused_test", work);
+        cr_expect_neq(stat(path, &st), 0, "%s: nothing is created", cases[i].opts);
+    }
 }
 
 Test(ranks, more_explorer_ranks_asked_than_launched_is_refused)

@@ -11,6 +11,7 @@
 
 #include "base/errmsg.h"
 #include "config/config.h"
+#include "config/config_diff.h"
 #include "config/core_schema.h"
 #include "config/schema.h"
 #include "config/suggest.h"
@@ -794,4 +795,49 @@ Test(overrides, integers_past_64_bits_and_empty_names_are_refused)
         cr_expect_str_eq(k.d.msgs[0], want);
         release(&k);
     }
+}
+
+/* Two texts' first difference (config_diff.c), as a rank and the master
+ * compare their resolved configs. */
+static int first_difference(const char *a_text, const char *b_text, char *path, char *va,
+                            char *vb)
+{
+    config_t a, b;
+    config_init(&a);
+    config_init(&b);
+    cr_assert_eq(config_read_string(&a, a_text), CONFIG_TRUE, "%s", a_text);
+    cr_assert_eq(config_read_string(&b, b_text), CONFIG_TRUE, "%s", b_text);
+    int d = tern_config_first_difference(&a, &b, path, 256, va, vb, 160);
+    config_destroy(&a);
+    config_destroy(&b);
+    return d;
+}
+
+Test(config_diff, the_first_differing_setting_is_named_with_both_values)
+{
+    char path[256], va[160], vb[160];
+    cr_expect_eq(first_difference("a = { x = 1; y = \"s\"; }; l = (1, 2);",
+                                  "l = (1, 2); a = { y = \"s\"; x = 1L; };", path, va, vb),
+                 0, "the same settings in another order, an int and an int64 alike");
+    cr_expect_eq(first_difference("a = { x = 1; };", "a = { x = 2; };", path, va, vb), 1);
+    cr_expect_str_eq(path, "a.x");
+    cr_expect_str_eq(va, "1");
+    cr_expect_str_eq(vb, "2");
+    cr_expect_eq(first_difference("a = { x = 1; };", "a = { x = 1; z = 0.5; };", path, va, vb),
+                 1);
+    cr_expect_str_eq(path, "a.z");
+    cr_expect_str_eq(va, "(none)");
+    cr_expect_str_eq(vb, "0.5");
+    cr_expect_eq(first_difference("r = ( { w = 1.0; } );", "r = ( { w = 3e-4; } );", path, va,
+                                  vb),
+                 1);
+    cr_expect_str_eq(path, "r.[0].w");
+    cr_expect_str_eq(vb, "0.0003");
+    cr_expect_eq(first_difference("l = [1, 2];", "l = [1, 2, 3];", path, va, vb), 1);
+    cr_expect_str_eq(path, "l");
+    cr_expect_str_eq(va, "a list of 2");
+    cr_expect_eq(first_difference("s = \"a\";", "s = 1;", path, va, vb), 1);
+    cr_expect_str_eq(va, "\"a\"");
+    cr_expect_eq(first_difference("b = true;", "b = false;", path, va, vb), 1);
+    cr_expect_str_eq(vb, "false");
 }

@@ -39,6 +39,7 @@ typedef enum tern_link_tag {
     TERN_TAG_TRAIN,       /* leading trainer -> trainer ranks: an order (wire.h) */
     TERN_TAG_REWARD_ASK,  /* master -> reward rank: responses to score (wire.h) */
     TERN_TAG_REWARD_ANSWER, /* reward rank -> master: the verdicts (wire.h) */
+    TERN_TAG_CONFIG,      /* master -> workers at start: its resolved config (text) */
     TERN_TAG_COUNT
 } tern_link_tag;
 

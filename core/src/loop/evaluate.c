@@ -166,9 +166,8 @@ static int add_turns(tern_run *run, const tern_response *x, json_t *e)
         free(raw), free(text);
         at += x->seg_len[k];
     }
-    static const char *const ends[] = {"answer", "done", "max_turns", "context", "failed"};
     if (rc == TERN_OK && (json_object_set_new(e, "turns", turns) != 0 ||
-                          json_object_set_new(e, "end", json_string(ends[x->end])) != 0))
+                          json_object_set_new(e, "end", json_string(tern_traj_end_name(x->end))) != 0))
         rc = TERN_ENOMEM;
     else if (rc != TERN_OK)
         json_decref(turns);

@@ -1237,8 +1237,15 @@ int tern_master_run(tern_session *s, const tern_loop_options *o, tern_diag *d,
     int have_handler[N_STOP_SIGNALS] = {0}, handling = 0, watching = 0;
     stuck_stop_arg stuck = {run, ms};
 
+    int rc = TERN_OK;
+#ifdef TERN_HAVE_MPI
+    /* every rank checks that it was launched with the master's config */
+    if (rk)
+        rc = tern_ranks_master_send_config(run);
+#endif
     /* the same checks as `tern check`, then what only a run makes */
-    int rc = tern_run_check(run, d);
+    if (rc == TERN_OK)
+        rc = tern_run_check(run, d);
 #ifdef TERN_HAVE_MPI
     if (rc == TERN_OK && rk)
         rc = tern_ranks_layout(run, rk);

@@ -97,6 +97,10 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
 
 /* ---- the master's side (ranks_master.c) ---------------------------------------- */
 
+/* Send every worker the master's resolved config, which each compares with
+ * its own before its checks (a rank launched with other -o options or
+ * another file refuses to start, naming the first setting that differs). */
+int tern_ranks_master_send_config(tern_run *run);
 /* Every rank's checks agree (tern_link_agree on `rc`, this rank's): rc, or
  * TERN_ERR naming the worker rank that failed (it printed why). */
 int tern_ranks_master_agree(tern_run *run, int rc);

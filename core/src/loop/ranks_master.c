@@ -17,6 +17,7 @@
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "channel/wire.h"
+#include "config/config_diff.h"
 #include "loop/master_state.h"
 #include "loop/ranks.h"
 #include "rundir/trace.h"
@@ -192,6 +193,19 @@ static int start_pump(tern_run *run, void *(*body)(void *), const char *name)
         return tern_errorf(TERN_ERR, "cannot start the %s pump thread", name);
     rk->n_threads++;
     return TERN_OK;
+}
+
+int tern_ranks_master_send_config(tern_run *run)
+{
+    tern_ranks *rk = run->ranks;
+    char *text = tern_config_to_text(&run->session->config.cfg);
+    if (!text)
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    int rc = TERN_OK;
+    for (int i = 1; i < rk->size && rc == TERN_OK; i++)
+        rc = tern_link_send(rk->link, i, TERN_TAG_CONFIG, text, strlen(text));
+    free(text);
+    return rc;
 }
 
 int tern_ranks_master_agree(tern_run *run, int rc)

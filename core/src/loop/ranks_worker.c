@@ -21,6 +21,7 @@
 #include "channel/transport_mpi.h"
 #include "channel/transport_plugin.h"
 #include "channel/wire.h"
+#include "config/config_diff.h"
 #include "loop/data_parallel.h"
 #include "loop/master_state.h"
 #include "loop/ranks.h"
@@ -127,6 +128,44 @@ static int take_setup(worker *w)
         return rc;
     rc = tern_ranks_setup_read(run, buf, len, &w->clock_offset);
     free(buf);
+    return rc;
+}
+
+/* This rank's resolved config is the master's (TERN_TAG_CONFIG): one file
+ * and the same -o options on every rank, or a rank would train, sample or
+ * reward with settings config.cfg does not record. TERN_ECONFIG naming the
+ * first setting that differs. */
+static int check_same_config(worker *w)
+{
+    void *buf = NULL;
+    size_t len = 0;
+    int rc = tern_link_recv(w->rk->link, TERN_TAG_CONFIG, -1, &buf, &len, NULL);
+    if (rc != TERN_OK)
+        return rc;
+    char *text = malloc(len + 1);
+    if (!text) {
+        free(buf);
+        return tern_errorf(TERN_ENOMEM, "out of memory");
+    }
+    memcpy(text, buf, len);
+    text[len] = '\0';
+    free(buf);
+    config_t theirs;
+    config_init(&theirs);
+    if (config_read_string(&theirs, text) != CONFIG_TRUE) {
+        rc = tern_errorf(TERN_ERR, "the master's config (sent at start) does not read: %s "
+                         "(line %d)", config_error_text(&theirs), config_error_line(&theirs));
+    } else {
+        char path[256], mine[160], on_master[160];
+        if (tern_config_first_difference(&w->run->session->config.cfg, &theirs, path,
+                                         sizeof path, mine, on_master, sizeof mine))
+            rc = tern_errorf(TERN_ECONFIG, "launched with another config than the master's: "
+                             "%s is %s here and %s on the master (rank 0); give every rank "
+                             "the same config file and the same -o options (docs/"
+                             "distributed.md)", path, mine, on_master);
+    }
+    config_destroy(&theirs);
+    free(text);
     return rc;
 }
 
@@ -334,7 +373,9 @@ int tern_ranks_worker(tern_session *s, const tern_loop_options *o, tern_ranks *r
     tern_log_set_forward(forward_line, rk);
     tern_diag d;
     tern_diag_init(&d);
-    int rc = tern_run_check(run, &d);
+    int rc = check_same_config(w);
+    if (rc == TERN_OK)
+        rc = tern_run_check(run, &d);
     if (rc == TERN_OK)
         rc = tern_ranks_layout(run, rk);
     /* a reward rank scores with its own instances (and isolated workers) */

@@ -93,11 +93,6 @@ static char *response_text(tern_run *run, const tern_exp_response *r, int *rc)
     return tokens_text(run, r->tokens + at, len, rc);
 }
 
-static const char *end_name(uint32_t end)
-{
-    static const char *const names[] = {"answer", "done", "max_turns", "context", "failed"};
-    return end <= TERN_END_LAST ? names[end] : "?";
-}
 
 
 /* A kept group's whole story, added to its rollouts.jsonl line: the task's
@@ -139,7 +134,7 @@ static int add_whole_group(tern_run *run, const tern_experience *e, json_t *line
             json_t *turns = turns_json(run, r, &rc);
             if (turns)
                 json_object_set_new(one, "turns", turns);
-            json_object_set_new(one, "end", json_string(end_name(r->end)));
+            json_object_set_new(one, "end", json_string(tern_traj_end_name(r->end)));
             if (r->env_failure)
                 json_object_set_new(one, "env_failure",
                                     json_string(tern_env_failure_name(r->env_failure)));

@@ -28,6 +28,7 @@
  * checks at start that this does not depend on the turns before (a template
  * that is prefix-stable for user turns); so the trained ids are the sampled
  * ids and the template's ids between them, byte for byte. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +144,7 @@ static void check_result(tern_env_result *res, int stepping)
     }
     if (res->failure)
         return;
-    if (stepping && !(res->reward == res->reward && res->reward - res->reward == 0)) {
+    if (stepping && !isfinite(res->reward)) {
         res->failure = TERN_ENV_GARBAGE;
         snprintf(res->reason, sizeof res->reason, "its reward is %g, not a finite number",
                  res->reward);
@@ -202,6 +203,12 @@ const char *tern_env_failure_name(uint32_t failure)
     static const char *const names[] = {"ok", "error", "crash", "timeout", "garbage",
                                         "after_done", "start"};
     return failure < sizeof names / sizeof names[0] ? names[failure] : "?";
+}
+
+const char *tern_traj_end_name(uint32_t end)
+{
+    static const char *const names[] = {"answer", "done", "max_turns", "context", "failed"};
+    return end <= TERN_END_LAST ? names[end] : "?";
 }
 
 static void traj_free(traj *t)

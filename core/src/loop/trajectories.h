@@ -61,4 +61,8 @@ void tern_trajectory_returns(struct tern_run *run, const tern_rollout_msg *r,
  * for a code that names nothing. */
 const char *tern_env_failure_name(uint32_t failure);
 
+/* "answer", "done", "max_turns", "context", "failed" (a tern_traj_end); "?"
+ * for a code that names nothing. */
+const char *tern_traj_end_name(uint32_t end);
+
 #endif
