@@ -3,6 +3,8 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +142,119 @@ void expect_decode_rows_change_nothing(const char *plugin, const char *cfg, doub
         }
         harness_close(&h[c]);
     }
+}
+
+/* What one request's on_token heard. */
+typedef struct heard {
+    uint32_t n_samples;
+    size_t stop_at[4]; /* STOP on sample k's stop_at[k]-th token; 0: never */
+    size_t calls[4];
+    int32_t tok[4][32];
+    float lp[4][32];
+    int out_of_range, other_thread;
+    pthread_t thread;
+} heard;
+
+static int heard_token(void *user, uint32_t sample, int32_t token, float logprob)
+{
+    heard *h = user;
+    h->other_thread += !pthread_equal(pthread_self(), h->thread);
+    if (sample >= h->n_samples || h->calls[sample] >= 32) {
+        h->out_of_range++;
+        return TERN_GEN_CONTINUE;
+    }
+    const size_t k = h->calls[sample]++;
+    h->tok[sample][k] = token;
+    h->lp[sample][k] = logprob;
+    return k + 1 == h->stop_at[sample] ? TERN_GEN_STOP : TERN_GEN_CONTINUE;
+}
+
+void expect_on_token_hears_and_stops(const char *plugin, const char *cfg, double tol)
+{
+    enum { NR = 2, NS = 6, NEW = 24 };
+    static const uint32_t n_samples[NR] = {4, 2};
+    int32_t prompts[NR][4] = {{256, 72, 105, 33}, {256, 65, 66, 67}};
+    harness h;
+    int rc = harness_open(&h, plugin, TERN_KIND_MODEL, cfg);
+    cr_assert_eq(rc, TERN_OK, "%s", h.error);
+    const tern_model_ops *ops = harness_ops(&h);
+    tern_gen_request req[NR];
+    for (int i = 0; i < NR; i++)
+        req[i] = (tern_gen_request){.size = sizeof req[i], .prompt = prompts[i],
+                                    .prompt_len = 4, .n_samples = n_samples[i],
+                                    .max_new_tokens = NEW, .temperature = 1, .top_k = 30,
+                                    .top_p = 0.95f, .seed = 31 + (uint64_t)i};
+    /* 0: no listener; 1: one that goes on; 2: STOP at sample 1's third token;
+     * 3: the first request as a 1.14 caller builds it, with a listener past its size */
+    tern_gen_output out[4][NS];
+    heard hd[4][NR];
+    memset(hd, 0, sizeof hd);
+    for (int c = 0; c < 4; c++) {
+        for (int i = 0; i < NR; i++) {
+            hd[c][i].n_samples = n_samples[i];
+            hd[c][i].thread = pthread_self();
+            req[i].on_token = c ? heard_token : NULL;
+            req[i].on_token_user = c ? &hd[c][i] : NULL;
+            req[i].size = sizeof req[i];
+        }
+        if (c == 2)
+            hd[c][0].stop_at[1] = 3;
+        if (c == 3) {
+            req[0].size = offsetof(tern_gen_request, on_token);
+            hd[c][0].stop_at[1] = 3; /* were it heard, sample 1 would stop */
+        }
+        for (int s = 0; s < NS; s++)
+            out[c][s] = (tern_gen_output){.size = sizeof out[c][s]};
+        cr_assert_eq(ops->generate(h.state, req, c == 3 ? 1 : NR, out[c]),
+                     TERN_OK, "%s (%s), case %d: %s", plugin, cfg, c, h.error);
+    }
+    cr_assert_eq(out[0][1].len, NEW, "%s: sample 1 has %zu tokens", plugin, out[0][1].len);
+    for (int c = 1; c < 4; c++) {
+        const int ns = c == 3 ? (int)n_samples[0] : NS;
+        for (int s = 0; s < ns; s++) {
+            const tern_gen_output *a = &out[0][s], *b = &out[c][s];
+            const int i = s < (int)n_samples[0] ? 0 : 1, k = i ? s - (int)n_samples[0] : s;
+            const heard *l = &hd[c][i];
+            if (c == 1 || c == 2) { /* heard exactly what the outputs hold */
+                cr_assert_eq(l->calls[k], b->len, "%s: case %d, request %d sample %d: %zu "
+                             "calls for %zu tokens", plugin, c, i, k, l->calls[k], b->len);
+                for (size_t t = 0; t < b->len; t++) {
+                    cr_expect_eq(l->tok[k][t], b->tokens[t], "%s: case %d sample %d token %zu",
+                                 plugin, c, s, t);
+                    cr_expect_eq(memcmp(&l->lp[k][t], &b->logprobs[t], sizeof(float)), 0,
+                                 "%s: case %d sample %d log-prob %zu: %g heard, %g kept",
+                                 plugin, c, s, t, (double)l->lp[k][t], (double)b->logprobs[t]);
+                }
+            } else {
+                cr_expect_eq(l->calls[k], 0, "%s: a 1.14 request was heard", plugin);
+            }
+            cr_expect_eq(l->out_of_range, 0, "%s: case %d: a sample index out of range", plugin,
+                         c);
+            cr_expect_eq(l->other_thread, 0, "%s: case %d: heard on another thread", plugin, c);
+            if (c == 2 && s == 1) {
+                cr_expect_eq(b->len, 3, "%s: the stopped sample has %zu tokens", plugin, b->len);
+                cr_expect_eq(b->finish, TERN_FINISH_STOPPED, "%s: the stopped sample's finish "
+                             "is %u", plugin, b->finish);
+                cr_expect_eq(memcmp(a->tokens, b->tokens, 3 * sizeof(int32_t)), 0,
+                             "%s: the stopped sample's tokens are its first 3", plugin);
+                continue;
+            }
+            cr_assert_eq(a->len, b->len, "%s: case %d, sample %d: %zu tokens without a "
+                         "listener, %zu with", plugin, c, s, a->len, b->len);
+            cr_expect_eq(a->finish, b->finish, "%s: case %d, sample %d's finish", plugin, c, s);
+            for (size_t t = 0; t < a->len; t++) {
+                cr_expect_eq(a->tokens[t], b->tokens[t], "%s: case %d, sample %d token %zu",
+                             plugin, c, s, t);
+                cr_expect(fabs((double)a->logprobs[t] - b->logprobs[t]) <= tol,
+                          "%s: case %d, sample %d logp %zu: %g without a listener, %g with",
+                          plugin, c, s, t, a->logprobs[t], b->logprobs[t]);
+            }
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        for (int s = 0; s < (c == 3 ? (int)n_samples[0] : NS); s++) {
+            ops->free_buffer(h.state, out[c][s].tokens);
+            ops->free_buffer(h.state, out[c][s].logprobs);
+        }
+    harness_close(&h);
 }

@@ -22,4 +22,15 @@ void expect_generate_matches_score(const char *plugin, const char *cfg, float te
  * weights from `cfg`. */
 void expect_decode_rows_change_nothing(const char *plugin, const char *cfg, double tol);
 
+/* tern_gen_request.on_token (ABI 1.15) through generate(): two requests of
+ * 4 and 2 samples (24 new tokens, no stop token). A listener that goes on
+ * hears each sample's tokens and log-probs exactly as the outputs hold
+ * them, in order, on the caller's thread, one call a token, and changes
+ * nothing; one that answers TERN_GEN_STOP at the first request's sample 1's
+ * third token leaves that sample those 3 tokens and TERN_FINISH_STOPPED,
+ * and every other sample the same tokens and finish (log-probs within
+ * `tol`) as without a listener; a request built as a 1.14 caller's (its
+ * size short of on_token) is never heard. */
+void expect_on_token_hears_and_stops(const char *plugin, const char *cfg, double tol);
+
 #endif

@@ -5,6 +5,7 @@
  * exactly what one batch on one thread gives, with a vocabulary large
  * enough that the sampling runs on the threads. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,9 +93,38 @@ static void f_finish(void *self)
     f->busy = NULL;
 }
 
+/* What a prompt's on_token heard (ABI 1.15), and when it answers STOP. */
+typedef struct heard {
+    int n_samples;
+    size_t stop_at[8];        /* STOP on sample k's stop_at[k]-th token; 0: never */
+    size_t calls[8];          /* per sample */
+    int32_t tok[8][64];
+    float lp[8][64];
+    int out_of_range, other_thread, total;
+    pthread_t thread;         /* gen_run's caller */
+} heard;
+
+static int first_sample[NR + 1]; /* set by run(): prompt i's first sample */
+
+static int on_token(void *user, uint32_t sample, int32_t token, float logprob)
+{
+    heard *h = user;
+    h->other_thread += !pthread_equal(pthread_self(), h->thread);
+    if (sample >= (uint32_t)h->n_samples || h->calls[sample] >= 64) {
+        h->out_of_range++;
+        return TERN_GEN_CONTINUE;
+    }
+    const size_t k = h->calls[sample]++;
+    h->tok[sample][k] = token;
+    h->lp[sample][k] = logprob;
+    h->total++;
+    return k + 1 == h->stop_at[sample] ? TERN_GEN_STOP : TERN_GEN_CONTINUE;
+}
+
 /* Seven prompts of 1 to 7 samples, varied lengths and truncations; a stop
- * token ends some samples early, and prompt 1 (sample 3) asks for none. */
-static void run(int max_rows, int threads, gen_sample *out, fake *f)
+ * token ends some samples early, and prompt 1 (sample 3) asks for none.
+ * heard[NR] or NULL: each prompt's on_token listener. */
+static void run_heard(int max_rows, int threads, gen_sample *out, fake *f, heard *hd)
 {
     static int32_t toks[NR][8];
     static int32_t stop[400];
@@ -111,6 +141,14 @@ static void run(int max_rows, int threads, gen_sample *out, fake *f)
                              .stop = stop, .n_stop = 400, .seed = 77 + (uint64_t)i};
         pr[i] = (gen_prompt){.tokens = toks[i], .len = (size_t)(1 + i % 8), .n_samples = n_samples[i],
                              .params = &gp[i]};
+        first_sample[i + 1] = first_sample[i] + n_samples[i];
+        if (hd) {
+            cr_assert(n_samples[i] <= 8);
+            hd[i].n_samples = n_samples[i];
+            hd[i].thread = pthread_self();
+            pr[i].on_token = on_token;
+            pr[i].on_token_user = &hd[i];
+        }
     }
     pool *tp = threads > 1 ? pool_new(threads) : NULL;
     cr_assert(threads == 1 || tp);
@@ -121,6 +159,11 @@ static void run(int max_rows, int threads, gen_sample *out, fake *f)
     cr_assert_eq(gen_run(&be, V, 64, max_rows, pr, NR, out, err, sizeof err), 0, "%s", err);
     cr_expect(f->opened && !f->logits, "open and finish once");
     pool_free(tp);
+}
+
+static void run(int max_rows, int threads, gen_sample *out, fake *f)
+{
+    run_heard(max_rows, threads, out, f, NULL);
 }
 
 static void expect_same(const gen_sample *a, const gen_sample *b, const char *what)
@@ -170,4 +213,102 @@ Test(gen_driver, refilled_slots_and_sampling_threads_give_one_batchs_bits)
     cr_expect_leq(f.max_busy, 5);
     expect_same(one, both, "5 slots and 4 sampling threads");
     free_all(one), free_all(threads), free_all(slots), free_all(both);
+}
+
+/* A fresh listener per prompt that never answers STOP. */
+static void listen_all(heard *hd) { memset(hd, 0, NR * sizeof *hd); }
+
+/* (a) on_token hears every drawn token once, on the caller's thread, with
+ * the token and log-prob its sample keeps, each sample's in order; and a
+ * listener that always goes on changes nothing (c), with continuous
+ * batching and sampling threads too. */
+Test(gen_driver, on_token_hears_each_samples_tokens_in_order)
+{
+    static gen_sample plain[NS], out[NS];
+    static heard hd[NR];
+    fake f;
+    run(0, 1, plain, &f);
+    const int cases[2][2] = {{0, 1}, {6, 3}}; /* max_rows, threads */
+    for (int c = 0; c < 2; c++) {
+        listen_all(hd);
+        run_heard(cases[c][0], cases[c][1], out, &f, hd);
+        expect_same(plain, out, "a listener that goes on");
+        int total = 0;
+        for (int i = 0; i < NR; i++) {
+            cr_expect_eq(hd[i].out_of_range, 0, "prompt %d: a sample index out of range", i);
+            cr_expect_eq(hd[i].other_thread, 0, "prompt %d: called on another thread", i);
+            for (int k = 0; k < hd[i].n_samples; k++) {
+                const gen_sample *o = &out[first_sample[i] + k];
+                cr_assert_eq(hd[i].calls[k], o->len, "prompt %d sample %d: %zu calls for %zu "
+                             "tokens", i, k, hd[i].calls[k], o->len);
+                for (size_t t = 0; t < o->len; t++) {
+                    cr_expect_eq(hd[i].tok[k][t], o->tokens[t], "prompt %d sample %d token %zu",
+                                 i, k, t);
+                    cr_expect_eq(memcmp(&hd[i].lp[k][t], &o->logprobs[t], sizeof(float)), 0,
+                                 "prompt %d sample %d log-prob %zu: %g heard, %g kept", i, k, t,
+                                 (double)hd[i].lp[k][t], (double)o->logprobs[t]);
+                }
+            }
+            total += hd[i].total;
+        }
+        int tokens = 0;
+        for (int s = 0; s < NS; s++)
+            tokens += (int)out[s].len;
+        cr_expect_eq(total, tokens, "one call per drawn token");
+        free_all(out);
+    }
+    free_all(plain);
+}
+
+/* (b) STOP after 3 tokens of prompt 0's sample 1: that sample keeps those 3
+ * and finishes STOPPED, its slot goes to the queue (6 slots), and every
+ * other sample is what the run without a listener gives, bit for bit. */
+Test(gen_driver, on_token_stop_ends_one_sample_and_no_other)
+{
+    static gen_sample plain[NS], out[NS];
+    static heard hd[NR];
+    fake f;
+    const int cases[2][2] = {{0, 1}, {6, 3}};
+    for (int c = 0; c < 2; c++) {
+        run(cases[c][0], cases[c][1], plain, &f);
+        cr_assert_gt(plain[1].len, 3, "prompt 0's sample 1 has %zu tokens; the test needs more "
+                     "than 3", plain[1].len);
+        listen_all(hd);
+        hd[0].stop_at[1] = 3;
+        run_heard(cases[c][0], cases[c][1], out, &f, hd);
+        cr_expect_eq(out[1].len, 3, "the stopped sample has %zu tokens", out[1].len);
+        cr_expect_eq(out[1].finish, TERN_FINISH_STOPPED, "finish %d", out[1].finish);
+        cr_expect_eq(memcmp(out[1].tokens, plain[1].tokens, 3 * sizeof(int32_t)), 0,
+                     "the stopped sample's tokens are its first 3");
+        cr_expect_eq(hd[0].calls[1], 3, "no call after STOP (%zu calls)", hd[0].calls[1]);
+        gen_sample keep = plain[1]; /* compare the others only */
+        plain[1] = out[1];
+        expect_same(plain, out, "one sample stopped");
+        plain[1] = keep;
+        free_all(plain), free_all(out);
+    }
+}
+
+/* A STOP on the token that ends its sample anyway (its stop token, its
+ * length limit) changes nothing: the finish stays STOP or LENGTH. */
+Test(gen_driver, on_token_stop_on_a_last_token_keeps_its_finish)
+{
+    static gen_sample plain[NS], out[NS];
+    static heard hd[NR];
+    fake f;
+    run(0, 1, plain, &f);
+    listen_all(hd);
+    for (int i = 0; i < NR; i++)
+        for (int k = 0; k < first_sample[i + 1] - first_sample[i]; k++)
+            hd[i].stop_at[k] = plain[first_sample[i] + k].len;
+    run_heard(0, 1, out, &f, hd);
+    expect_same(plain, out, "STOP on every sample's last token");
+    int stops = 0, lengths = 0;
+    for (int s = 0; s < NS; s++) {
+        stops += out[s].finish == TERN_FINISH_STOP;
+        lengths += out[s].finish == TERN_FINISH_LENGTH && out[s].len > 0;
+    }
+    cr_expect(stops > 0 && lengths > 0, "both ends met a STOP: %d stop tokens, %d length limits",
+              stops, lengths);
+    free_all(plain), free_all(out);
 }

@@ -364,6 +364,13 @@ Test(consistency, continuous_batching_equals_one_batch)
                                       1e-5);
 }
 
+/* tern_gen_request.on_token (ABI 1.15): heard token by token, a STOP ends
+ * one sample only, a 1.14 caller's request is never heard */
+Test(consistency, on_token_hears_each_token_and_stops_one_sample)
+{
+    expect_on_token_hears_and_stops("transformer", "path = \"" FIXTURE "\"; threads = 2;", 1e-5);
+}
+
 /* 1 and 3 threads draw the same tokens with the same log-probs, truncation
  * included: the products split their rows and columns over the threads in
  * ways that keep the bits. (The byte vocabulary is too small for a step's

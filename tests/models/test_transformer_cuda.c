@@ -218,6 +218,12 @@ Test(cuda, continuous_batching_equals_one_batch)
     expect_decode_rows_change_nothing("transformer_cuda", "path = \"" FIXTURE "\";", 1e-4);
 }
 
+Test(cuda, on_token_hears_each_token_and_stops_one_sample)
+{
+    need_gpu();
+    expect_on_token_hears_and_stops("transformer_cuda", "path = \"" FIXTURE "\";", 1e-4);
+}
+
 /* threads = 4: the sampler's team exists (the byte vocabulary's steps are
  * sampled on one thread; test_gen_driver checks parallel sampling) */
 Test(cuda, continuous_batching_equals_one_batch_with_threads_4)

@@ -95,12 +95,31 @@ typedef struct tern_gen_request {
      * runs of tokens_per_image image tokens. NULL and 0: a text prompt. */
     const tern_image *images;
     size_t n_images;
+    /* ---- appended in ABI 1.15 (check TERN_HAS(req, on_token)) ---- */
+    /* Called on the thread that called generate(), once per drawn token, in each sample's
+     * order (samples of one step interleave): `sample` in [0, n_samples) of this request,
+     * the token and its log-prob as tern_gen_output will hold them. Return
+     * TERN_GEN_CONTINUE to go on, TERN_GEN_STOP to end that sample now: it keeps the tokens
+     * so far, this one included, and finishes TERN_FINISH_STOPPED. NULL: no calls. */
+    int (*on_token)(void *user, uint32_t sample, int32_t token, float logprob);
+    void *on_token_user; /* passed to on_token; the caller's */
 } tern_gen_request;
+
+/* What tern_gen_request.on_token answers for the token it was given (ABI 1.15).
+ * A token that ends its sample anyway (a stop token, the last of max_new_tokens or of
+ * the context) is still reported first; the answer then changes nothing and the sample
+ * finishes TERN_FINISH_STOP or TERN_FINISH_LENGTH as it would have. A model takes any
+ * other value as TERN_GEN_STOP. */
+typedef enum tern_gen_verdict {
+    TERN_GEN_CONTINUE = 0, /* draw the sample's next token */
+    TERN_GEN_STOP = 1      /* end the sample after this token (TERN_FINISH_STOPPED) */
+} tern_gen_verdict;
 
 /* Why a generated sample ended (tern_gen_output.finish). */
 typedef enum tern_finish {
     TERN_FINISH_STOP = 1,   /* a stop token (kept as the last token) */
-    TERN_FINISH_LENGTH = 2  /* max_new_tokens reached */
+    TERN_FINISH_LENGTH = 2, /* max_new_tokens reached */
+    TERN_FINISH_STOPPED = 3 /* the caller's on_token ended it (ABI 1.15) */
 } tern_finish;
 
 /* The element type of a tern_tensor (tern_tensor.dtype). */
@@ -202,7 +221,10 @@ typedef struct tern_model_ops {
                     int32_t **ids, size_t *n);
     int (*detokenize)(void *state, const int32_t *ids, size_t n, char **text, size_t *text_len);
 
-    /* Generate: outs has n_req blocks of req[i].n_samples outputs, in order. */
+    /* Generate: outs has n_req blocks of req[i].n_samples outputs, in order. A request's
+     * on_token (ABI 1.15, where TERN_HAS and not NULL) hears each token as it is drawn and
+     * may end its sample there (TERN_FINISH_STOPPED); a model that does not call it leaves
+     * every sample to its stop tokens and max_new_tokens. */
     int (*generate)(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs);
 
     /* Teacher-forced per-position log-probs and entropies into arrays the

@@ -39,7 +39,7 @@ static json_t *response_entry(const tern_task *t, const char *text, const tern_g
                     ? json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:o, s:s}", "task", task,
                                 "domain", d, "prompt", p, "response", resp, "tokens",
                                 (json_int_t)o->len, "finish",
-                                o->finish == TERN_FINISH_LENGTH ? "length" : "stop", "reward",
+                                tern_finish_name(o->finish), "reward",
                                 v->reward, "right",
                                 v->judged ? json_boolean(v->accuracy > 0) : json_null(),
                                 "reason", reason)

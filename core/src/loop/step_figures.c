@@ -125,7 +125,7 @@ static int add_whole_group(tern_run *run, const tern_experience *e, json_t *line
                             r->reward, "right", judged ? json_boolean(r->accuracy > 0)
                                                        : json_null(),
                             "parts", parts, "tokens", (json_int_t)r->len, "finish",
-                            r->finish == TERN_FINISH_LENGTH ? "length" : "stop");
+                            tern_finish_name(r->finish));
         if (one && r->failure)
             json_object_set_new(one, "failure",
                                 json_string(tern_reward_failure_name(

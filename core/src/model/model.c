@@ -223,6 +223,18 @@ int tern_model_generate(const tern_model *m, const char *what, const tern_gen_re
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "generate");
 }
 
+const char *tern_finish_name(uint32_t finish)
+{
+    switch (finish) {
+    case TERN_FINISH_LENGTH:
+        return "length";
+    case TERN_FINISH_STOPPED:
+        return "stopped";
+    default:
+        return "stop";
+    }
+}
+
 void tern_model_release_outputs(const tern_model *m, tern_gen_output *outs, size_t n)
 {
     for (size_t i = 0; outs && i < n; i++) {

@@ -94,6 +94,13 @@ TERN_INTERNAL int tern_model_image_spec(const tern_model *m, const char *what,
 TERN_INTERNAL int tern_model_generate(const tern_model *m, const char *what,
                                       const tern_gen_request *req, size_t n,
                                       tern_gen_output *outs);
+/* A sample's finish as rollouts.jsonl and eval_responses.jsonl name it:
+ * "stop" (TERN_FINISH_STOP), "length" (TERN_FINISH_LENGTH), "stopped"
+ * (TERN_FINISH_STOPPED, ABI 1.15: a request's on_token ended it). The core's
+ * own requests set no on_token, so only a faulty plugin answers them
+ * "stopped"; such a response counts as ended and is kept whole, as a LENGTH
+ * one is. A value this core does not know is "stop", as before 1.15. */
+TERN_INTERNAL const char *tern_finish_name(uint32_t finish);
 /* Give outs[0..n)'s arrays back to the plugin (NULL-safe, outs may be NULL). */
 TERN_INTERNAL void tern_model_release_outputs(const tern_model *m, tern_gen_output *outs,
                                               size_t n);

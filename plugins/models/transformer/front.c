@@ -703,6 +703,10 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
                                  .seed = req[i].seed};
         prompts[i] = (gen_prompt){.tokens = req[i].prompt, .len = req[i].prompt_len,
                                   .n_samples = (int)req[i].n_samples, .params = &params[i]};
+        if (TERN_HAS(&req[i], on_token)) { /* ABI 1.15; older callers have none */
+            prompts[i].on_token = req[i].on_token;
+            prompts[i].on_token_user = req[i].on_token_user;
+        }
         if (rows && first[i] >= 0) {
             image_rows(t, req[i].prompt, req[i].prompt_len, first[i], rows + r);
             prompts[i].row_input = rows + r;

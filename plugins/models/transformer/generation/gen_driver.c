@@ -8,10 +8,11 @@
  *    slots; one prefill runs them, and each sample's cache starts from its
  *    prompt and its logits from the prompt's last row.
  * 2. Decode: each sample in a slot draws a token from its logits
- *    (sample_token, with its own RNG stream), stops at a stop token or its
- *    length limit and frees its slot, and the rest advance together one row
- *    each. Freed slots admit the next prompts (continuous batching), so the
- *    batch stays full while prompts wait and lengths vary.
+ *    (sample_token, with its own RNG stream), tells its prompt's on_token
+ *    where there is one, stops at a stop token, its length limit or
+ *    on_token's TERN_GEN_STOP and frees its slot, and the rest advance
+ *    together one row each. Freed slots admit the next prompts (continuous
+ *    batching), so the batch stays full while prompts wait and lengths vary.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 typedef struct sample_state {
     const gen_params *p;
+    int prompt;    /* its prompt's index */
     uint64_t rng;
     size_t prompt_len;
     int max_new;   /* limited by the context */
@@ -225,6 +227,7 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
         const gen_params *gp = prompts[i].params;
         for (int k = 0; k < prompts[i].n_samples; k++, s++) {
             st[s].p = gp;
+            st[s].prompt = i;
             /* one independent stream per sample, from the request's seed */
             st[s].rng = gp->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(k + 1));
             st[s].prompt_len = len;
@@ -263,8 +266,18 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
                 snprintf(err, errn, "out of memory while generating");
                 goto done;
             }
-            if (is_stop(st[s].p, t) || (int)out[s].len >= st[s].max_new) {
-                out[s].finish = is_stop(st[s].p, t) ? TERN_FINISH_STOP : TERN_FINISH_LENGTH;
+            /* the caller hears every token, in slot order (the same order for
+             * any sampler team); a stop token or the length limit still ends
+             * the sample as it would without it */
+            const gen_prompt *pr = &prompts[st[s].prompt];
+            const int halt = pr->on_token &&
+                             pr->on_token(pr->on_token_user,
+                                          (uint32_t)(s - q.first[st[s].prompt]), t,
+                                          drawn_lp[j]) != TERN_GEN_CONTINUE;
+            const int stop = is_stop(st[s].p, t), full = (int)out[s].len >= st[s].max_new;
+            if (stop || full || halt) {
+                out[s].finish = stop ? TERN_FINISH_STOP
+                                     : full ? TERN_FINISH_LENGTH : TERN_FINISH_STOPPED;
                 q.slot_sample[k] = -1;
                 continue;
             }

@@ -28,13 +28,22 @@ typedef struct gen_prompt {
      * llama_batch.row_input); the prompt's owner keeps them until the call
      * returns */
     const float *const *row_input;
+    /* NULL, or called on gen_run's thread right after each of this prompt's
+     * samples draws a token (tern_gen_request.on_token, ABI 1.15): `sample`
+     * in [0, n_samples), the token and log-prob as the sample keeps them.
+     * TERN_GEN_CONTINUE (0) goes on; any other answer ends the sample there,
+     * finish 3 (TERN_FINISH_STOPPED), unless that token ended it anyway (a
+     * stop token, its length limit). */
+    int (*on_token)(void *user, uint32_t sample, int32_t token, float logprob);
+    void *on_token_user;
 } gen_prompt;
 
 typedef struct gen_sample {
     int32_t *tokens;       /* malloc'd, the new tokens */
     float *logprobs;       /* malloc'd, under the distribution sampled from */
     size_t len;
-    int finish;            /* 1: stop token, 2: max_new or the context's end */
+    int finish;            /* 1: stop token, 2: max_new or the context's end,
+                              3: the prompt's on_token stopped it */
 } gen_sample;
 
 /* A decoder with a KV cache, driven by gen_run (gen_driver.c). It decodes
@@ -78,7 +87,9 @@ typedef struct gen_backend {
  * when a sample ends, the next queued prompt takes the freed slots. Every
  * sample draws from its own stream, so the result is the same for any
  * max_rows (up to the rounding of products over other batch rows).
- * Deterministic for given inputs and seeds. On failure frees what it
+ * Deterministic for given inputs and seeds (and on_token answers): a sample
+ * that on_token ends frees its slot as a stop token would, and the other
+ * samples draw on from their own streams. On failure frees what it
  * allocated in out and returns -1 with a message. */
 int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt *prompts,
             int n_prompts, gen_sample *out, char *err, size_t errn);
