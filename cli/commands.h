@@ -106,6 +106,29 @@ typedef struct tern_generate_args {
  * tokens' log-probs under the distribution sampled from). */
 int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *args);
 
+/* What `tern serve` does (docs/serve.md); members are appended only. */
+typedef struct tern_serve_args {
+    size_t size;              /* sizeof(tern_serve_args) as built by the caller */
+    const char *target;       /* a saved model directory, a GGUF file, or a config (.cfg)
+                                 whose model.path is one */
+    const char *plugin;       /* model plugin; NULL: the config's, else "transformer" */
+    uint32_t threads;         /* model threads; 0: the config's or the plugin's */
+    const char *host;         /* a loopback address to listen on (NULL: 127.0.0.1) */
+    const char *listen;       /* any address; needs an API key (NULL: use host) */
+    uint32_t port;            /* 0: any free port (the log line names it) */
+    const char *api_key_file; /* the key's file (first line); NULL: TERN_API_KEY */
+    const char *name;         /* the model's id for clients; NULL: the path's last part */
+    uint32_t batch;           /* choices decoded together at most; 0: the default */
+    uint32_t max_tokens;      /* the most tokens a request may ask for; 0: the default */
+    uint64_t seed;            /* seeds requests that give none */
+} tern_serve_args;
+
+/* `tern serve MODEL_OR_CONFIG`: the model behind OpenAI's HTTP API
+ * (/v1/chat/completions, /v1/completions, /v1/models, /health) until
+ * SIGINT, SIGTERM or SIGHUP; exits 128 + the signal then, or an exit code
+ * for a model or address it could not start with. */
+int tern_cmd_serve(const tern_invocation *inv, const tern_serve_args *args);
+
 /* What `tern score` does; members are appended only. */
 typedef struct tern_score_args {
     size_t size;            /* sizeof(tern_score_args) as built by the caller */

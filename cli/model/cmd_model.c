@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "model/model.h"
+#include "model/model_open.h"
 #include "base/errmsg.h"
 #include "image/task_image.h"
 #include "flag_config.h"
@@ -40,190 +41,9 @@ static int bad_invocation(const tern_invocation *inv)
     return !inv || inv->size < sizeof(tern_invocation);
 }
 
-/* Exit code for a failing status: settings, arguments and input the model
- * rejects are the user's to fix (2); the rest is a runtime failure (1). */
-static int exit_code(int status)
-{
-    if (status == TERN_OK)
-        return TERN_EXIT_OK;
-    if (status == TERN_EINTR)
-        return TERN_EXIT_INTERRUPTED;
-    if (status == TERN_ECONFIG || status == TERN_EINVAL || status == TERN_ENOTFOUND)
-        return TERN_EXIT_USAGE;
-    return TERN_EXIT_FAILURE;
-}
-
-/* ---- the config text ------------------------------------------------------ */
-
-/* The model slot: loading `dir`, or fresh from `preset` (dir NULL). */
-static char *model_config(const char *plugin, const char *dir, const char *preset, long long seed,
-                          uint32_t threads)
-{
-    tern_text_buf b = {0};
-    char num[32];
-    tern_text_puts(&b, "model = {\n  plugin = ");
-    tern_tb_quoted(&b, plugin);
-    tern_text_puts(&b, ";\n");
-    if (dir) {
-        tern_text_puts(&b, "  path = ");
-        tern_tb_quoted(&b, dir);
-        tern_text_puts(&b, ";\n");
-    } else {
-        tern_text_puts(&b, "  init = {\n    preset = ");
-        tern_tb_quoted(&b, preset);
-        tern_text_puts(&b, ";\n");
-        if (seed >= 0) {
-            snprintf(num, sizeof num, "%lldL", seed);
-            tern_text_puts(&b, "    seed = ");
-            tern_text_puts(&b, num);
-            tern_text_puts(&b, ";\n");
-        }
-        tern_text_puts(&b, "  };\n");
-    }
-    if (threads > 0) {
-        snprintf(num, sizeof num, "%u", threads);
-        tern_text_puts(&b, "  threads = ");
-        tern_text_puts(&b, num);
-        tern_text_puts(&b, ";\n");
-    }
-    tern_text_puts(&b, "};\n");
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
-}
-
-/* ---- the model instance --------------------------------------------------- */
-
-typedef struct model {
-    tern_session s;
-    tern_model px; /* the instance, through the model proxy */
-} model;
-
-/* Start the model the config text describes; returns an exit code. On
- * success m->px is the instance. model_close() is needed
- * whatever the result. */
-static int model_open(const tern_invocation *inv, const char *label, const char *text, model *m)
-{
-    memset(m, 0, sizeof *m);
-    tern_diag d;
-    tern_diag_init(&d);
-    tern_log_set_stream(cmd_err(inv));
-    int rc = tern_session_open_text(&m->s, text, label, 1, &d);
-    if (d.n && rc == TERN_OK)
-        rc = TERN_ECONFIG;
-    tern_print_flag_problems(cmd_err(inv), label, &d);
-    tern_diag_free(&d);
-    if (rc != TERN_OK)
-        return exit_code(rc);
-    for (size_t i = 0; i < m->s.n_inst; i++) {
-        tern_instance *in = &m->s.inst[i];
-        if (in->created && in->slot->kind == TERN_KIND_MODEL) {
-            m->px = (tern_model){.ops = in->entry->plugin->desc->ops, .state = in->state};
-            tern_model_name(&m->px, in->label, in->entry->name, in->entry->path);
-            return TERN_EXIT_OK;
-        }
-    }
-    cmd_report(inv, label, "the model did not start (no model instance)");
-    return TERN_EXIT_FAILURE;
-}
-
-static void model_close(model *m)
-{
-    tern_session_close(&m->s);
-    tern_log_set_stream(NULL);
-}
-
-/* Open the model of model_config(): saved in `dir`, or fresh from `preset`,
- * with `plugin` (NULL or "": the default). *m is always fit for model_close,
- * whatever the result. */
-static int open_model(const tern_invocation *inv, const char *label, const char *plugin,
-                      const char *dir, const char *preset, long long seed, uint32_t threads,
-                      model *m)
-{
-    memset(m, 0, sizeof *m);
-    char *text = model_config(plugin && *plugin ? plugin : DEFAULT_PLUGIN, dir, preset, seed,
-                              threads);
-    if (!text) {
-        cmd_report(inv, label, "out of memory");
-        return TERN_EXIT_FAILURE;
-    }
-    int code = model_open(inv, label, text, m);
-    free(text);
-    return code;
-}
-
-/* A model directory must exist before the plugin is asked to read it. */
-static int check_model_dir(const tern_invocation *inv, const char *label, const char *dir)
-{
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        int e = errno;
-        cmd_report(inv, label,
-                   "%s: %s; give the directory of a saved model (`tern model init` "
-                   "writes a fresh one) or a GGUF file",
-                   dir, e == ENOENT ? "no such file or directory" : strerror(e));
-        return e == ENOENT || e == ENOTDIR ? TERN_EXIT_USAGE : TERN_EXIT_FAILURE;
-    }
-    /* a regular file goes to the plugin, which reads model files of its own (GGUF) */
-    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-        cmd_report(inv, label, "%s: neither a directory nor a file; give the directory of a "
-                   "saved model or a model file (GGUF)", dir);
-        return TERN_EXIT_USAGE;
-    }
-    return TERN_EXIT_OK;
-}
-
-/* Index of the first NaN or infinity among a tensor's elements, or -1. */
-static long long first_nonfinite(const tern_tensor *t)
-{
-    size_t n = t->dtype == TERN_DTYPE_F32 ? t->bytes / 4 : t->bytes / 2;
-    for (size_t i = 0; i < n; i++) {
-        if (t->dtype == TERN_DTYPE_F32) {
-            if (!isfinite(((const float *)t->data)[i]))
-                return (long long)i;
-        } else {
-            /* bf16: 8 exponent bits under the sign; f16: 5. All ones: inf or NaN */
-            uint16_t b = ((const uint16_t *)t->data)[i];
-            uint16_t exp = t->dtype == TERN_DTYPE_BF16 ? 0x7f80 : 0x7c00;
-            if ((b & exp) == exp)
-                return (long long)i;
-        }
-    }
-    return -1;
-}
-
-/* Weights loaded from `dir` with a NaN or infinity would print an empty
- * sample or a score of nan without a word: refuse them, naming the tensor.
- * Returns an exit code. */
-static int check_weights_finite(const tern_invocation *inv, const char *label, model *m,
-                                const char *dir)
-{
-    const tern_tensor *t = NULL;
-    size_t n = 0;
-    if (tern_model_tensors(&m->px, "the model cannot list its weights", &t, &n) != TERN_OK) {
-        cmd_report(inv, label, "%s", tern_error_message());
-        return TERN_EXIT_FAILURE;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (t[i].dtype != TERN_DTYPE_F32 && t[i].dtype != TERN_DTYPE_BF16 &&
-            t[i].dtype != TERN_DTYPE_F16)
-            continue;
-        long long at = first_nonfinite(&t[i]);
-        if (at >= 0) {
-            cmd_report(inv, label, "%s: weight %s holds a NaN or infinity (element %lld): the "
-                       "model is damaged or its training diverged; use an earlier checkpoint",
-                       dir, t[i].name ? t[i].name : "(unnamed)", at);
-            return TERN_EXIT_USAGE;
-        }
-    }
-    return TERN_EXIT_OK;
-}
-
 /* Tokenize text_len bytes with BOS; returns an exit code, the ids in *ids
  * (freed with free()). */
-static int tokenize(const tern_invocation *inv, const char *label, model *m, const char *what,
+static int tokenize(const tern_invocation *inv, const char *label, cli_model *m, const char *what,
                     const char *text, size_t text_len, int32_t **ids, size_t *n)
 {
     char context[64];
@@ -231,7 +51,7 @@ static int tokenize(const tern_invocation *inv, const char *label, model *m, con
     int rc = tern_model_tokenize(&m->px, context, text, text_len, 1, ids, n);
     if (rc != TERN_OK) {
         cmd_report(inv, label, "%s", tern_error_message());
-        return exit_code(rc);
+        return cli_exit_code(rc);
     }
     return TERN_EXIT_OK;
 }
@@ -239,7 +59,7 @@ static int tokenize(const tern_invocation *inv, const char *label, model *m, con
 /* The prompt as a user turn (after `system`, may be NULL) through the model's
  * chat template; returns an exit code, the ids in *ids (freed with free()),
  * and the model's EOS in *eos (-1 when it tells none). */
-static int encode_chat(const tern_invocation *inv, const char *label, model *m,
+static int encode_chat(const tern_invocation *inv, const char *label, cli_model *m,
                        const char *system, const char *prompt, int32_t **ids, size_t *n,
                        int32_t *eos)
 {
@@ -256,7 +76,7 @@ static int encode_chat(const tern_invocation *inv, const char *label, model *m,
                              system, prompt, ids, n);
     if (rc != TERN_OK) {
         cmd_report(inv, label, "%s", tern_error_message());
-        return exit_code(rc);
+        return cli_exit_code(rc);
     }
     tern_special_tokens sp;
     if (tern_model_special(&m->px, "special tokens", &sp) == TERN_OK)
@@ -334,7 +154,7 @@ static void list_dir(FILE *out, const char *dir)
 /* Save the open model m (`what`: "new", "converted") to out_dir, checked
  * absent or empty again (opening may take a while), removing what was made
  * on failure. Returns an exit code. */
-static int save_new_dir(const tern_invocation *inv, const char *label, model *m,
+static int save_new_dir(const tern_invocation *inv, const char *label, cli_model *m,
                         const char *out_dir, const char *what)
 {
     int code = check_out_dir(inv, label, out_dir);
@@ -353,7 +173,7 @@ static int save_new_dir(const tern_invocation *inv, const char *label, model *m,
     if (rc != TERN_OK) {
         cmd_report(inv, label, "%s", tern_error_message());
         undo_init(out_dir, &made);
-        code = exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : exit_code(rc);
+        code = cli_exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : cli_exit_code(rc);
     }
     tern_made_dirs_free(&made);
     return code;
@@ -367,15 +187,15 @@ int tern_cmd_model_convert(const tern_invocation *inv, const char *plugin, const
         return TERN_EXIT_USAGE;
     if (!plugin)
         plugin = DEFAULT_PLUGIN;
-    int code = check_model_dir(inv, label, model_path);
+    int code = cli_check_model_dir(inv, label, model_path);
     if (code == TERN_EXIT_OK)
         code = check_out_dir(inv, label, out_dir);
     if (code != TERN_EXIT_OK)
         return code;
-    model m;
-    code = open_model(inv, label, plugin, model_path, NULL, -1, 0, &m);
+    cli_model m;
+    code = cli_model_open(inv, label, plugin, model_path, NULL, -1, 0, &m);
     if (code == TERN_EXIT_OK)
-        code = check_weights_finite(inv, label, &m, model_path);
+        code = cli_check_weights_finite(inv, label, &m, model_path);
     if (code == TERN_EXIT_OK)
         code = save_new_dir(inv, label, &m, out_dir, "converted");
     if (code == TERN_EXIT_OK) {
@@ -383,7 +203,7 @@ int tern_cmd_model_convert(const tern_invocation *inv, const char *plugin, const
         fprintf(out, "%s: %s converted by plugin %s\n", out_dir, model_path, plugin);
         list_dir(out, out_dir);
     }
-    model_close(&m);
+    cli_model_close(&m);
     return code;
 }
 
@@ -403,8 +223,8 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
     if (code != TERN_EXIT_OK)
         return code;
 
-    model m;
-    code = open_model(inv, label, plugin, NULL, preset, seed, 0, &m);
+    cli_model m;
+    code = cli_model_open(inv, label, plugin, NULL, preset, seed, 0, &m);
     if (code == TERN_EXIT_OK)
         code = save_new_dir(inv, label, &m, out_dir, "new");
     if (code == TERN_EXIT_OK) {
@@ -418,7 +238,7 @@ int tern_cmd_model_init(const tern_invocation *inv, const char *plugin, const ch
             fprintf(out, "%s: new model, preset %s, plugin %s\n", out_dir, preset, plugin);
         list_dir(out, out_dir);
     }
-    model_close(&m);
+    cli_model_close(&m);
     return code;
 }
 
@@ -462,7 +282,7 @@ static int check_generate_args(const tern_invocation *inv, const char *label,
  * Without --image, a prompt holding the placeholder of a model that reads
  * images is refused (its image tokens would have no image); *text stays
  * NULL (the prompt as given). Returns an exit code. */
-static int image_prompt(const tern_invocation *inv, const char *label, model *m,
+static int image_prompt(const tern_invocation *inv, const char *label, cli_model *m,
                         const char *file, const char *system, const char *prompt,
                         size_t prompt_len, tern_loaded_image *img, char **text)
 {
@@ -538,13 +358,13 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         return TERN_EXIT_USAGE;
     int code = check_generate_args(inv, label, a);
     if (code == TERN_EXIT_OK)
-        code = check_model_dir(inv, label, a->model_dir);
+        code = cli_check_model_dir(inv, label, a->model_dir);
     if (code != TERN_EXIT_OK)
         return code;
-    model m;
-    code = open_model(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
+    cli_model m;
+    code = cli_model_open(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
     if (code == TERN_EXIT_OK)
-        code = check_weights_finite(inv, label, &m, a->model_dir);
+        code = cli_check_weights_finite(inv, label, &m, a->model_dir);
 
     int32_t *ids = NULL, *stop = NULL;
     size_t n_ids = 0, n_stop = a->n_stop;
@@ -613,7 +433,7 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         if (rc != TERN_OK) {
             /* A failing generate hands nothing over (it frees what it made). */
             cmd_report(inv, label, "%s", tern_error_message());
-            code = exit_code(rc);
+            code = cli_exit_code(rc);
         } else {
             n_outs = a->samples;
         }
@@ -627,7 +447,7 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         int rc = tern_model_text(&m.px, context, outs[i].tokens, outs[i].len, &s, &s_len);
         if (rc != TERN_OK) {
             cmd_report(inv, label, "%s", tern_error_message());
-            code = exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : exit_code(rc);
+            code = cli_exit_code(rc) == TERN_EXIT_USAGE ? TERN_EXIT_FAILURE : cli_exit_code(rc);
             break;
         }
         if (a->samples > 1) {
@@ -652,7 +472,7 @@ int tern_cmd_generate(const tern_invocation *inv, const tern_generate_args *a)
         cmd_report(inv, label, "cannot write the output: %s", strerror(errno));
         code = TERN_EXIT_FAILURE;
     }
-    model_close(&m);
+    cli_model_close(&m);
     return code;
 }
 
@@ -696,13 +516,13 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
         cmd_report(inv, label, "needs a model directory and a text");
         return TERN_EXIT_USAGE;
     }
-    int code = check_model_dir(inv, label, a->model_dir);
+    int code = cli_check_model_dir(inv, label, a->model_dir);
     if (code != TERN_EXIT_OK)
         return code;
-    model m;
-    code = open_model(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
+    cli_model m;
+    code = cli_model_open(inv, label, a->plugin, a->model_dir, NULL, -1, a->threads, &m);
     if (code == TERN_EXIT_OK)
-        code = check_weights_finite(inv, label, &m, a->model_dir);
+        code = cli_check_weights_finite(inv, label, &m, a->model_dir);
 
     int32_t *ids = NULL;
     size_t n = 0;
@@ -728,7 +548,7 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
         int rc = tern_model_score(&m.px, "scoring failed", &seq, 1, lps, ents);
         if (rc != TERN_OK) {
             cmd_report(inv, label, "%s", tern_error_message());
-            code = exit_code(rc);
+            code = cli_exit_code(rc);
         }
     }
     FILE *out = cmd_out(inv);
@@ -762,6 +582,6 @@ int tern_cmd_score(const tern_invocation *inv, const tern_score_args *a)
         cmd_report(inv, label, "cannot write the output: %s", strerror(errno));
         code = TERN_EXIT_FAILURE;
     }
-    model_close(&m);
+    cli_model_close(&m);
     return code;
 }

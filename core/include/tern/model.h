@@ -100,7 +100,9 @@ typedef struct tern_gen_request {
      * order (samples of one step interleave): `sample` in [0, n_samples) of this request,
      * the token and its log-prob as tern_gen_output will hold them. Return
      * TERN_GEN_CONTINUE to go on, TERN_GEN_STOP to end that sample now: it keeps the tokens
-     * so far, this one included, and finishes TERN_FINISH_STOPPED. NULL: no calls. */
+     * so far, this one included, and finishes TERN_FINISH_STOPPED. NULL: no calls. It
+     * may call the same instance's detokenize and free_buffer (a stream's text as it
+     * comes), nothing else of it. */
     int (*on_token)(void *user, uint32_t sample, int32_t token, float logprob);
     void *on_token_user; /* passed to on_token; the caller's */
 } tern_gen_request;

@@ -154,7 +154,8 @@ static int check_plugins(tern_run *run, tern_diag *d)
         return TERN_ECONFIG;
     /* a model or sync plugin never waits: only buffers may (host/loader.c) */
     run->policy = (tern_model){.ops = model->entry->plugin->desc->ops, .state = model->state};
-    tern_model_name(&run->policy, "model", model->entry->name, model->entry->path);
+    tern_model_name(&run->policy, "model", model->entry->name, model->entry->path,
+                    model->entry->plugin->desc->abi_minor);
     if (buf->created) {
         run->buffer_ops = buf->entry->plugin->desc->ops;
         run->buffer = buf->state;
@@ -284,7 +285,8 @@ static int check_plugins(tern_run *run, tern_diag *d)
     int want_kl = run->set.loss.kl != TERN_KL_NONE;
     if (ref && ref->created) {
         run->reference = (tern_model){.ops = ref->entry->plugin->desc->ops, .state = ref->state};
-        tern_model_name(&run->reference, "reference", ref->entry->name, ref->entry->path);
+        tern_model_name(&run->reference, "reference", ref->entry->name, ref->entry->path,
+                        ref->entry->plugin->desc->abi_minor);
     } else if (ref && want_kl) {
         run->reference_is_copy = 1;
     } else if (!ref && run->set.loss.kl_coef > 0) {

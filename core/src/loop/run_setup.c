@@ -37,7 +37,8 @@ static int make_model(tern_run *run, const tern_instance *model, const char *lab
     if (rc != TERN_OK)
         tern_ctx_free(ctx);
     else
-        tern_model_name(m, tern_ctx_label(ctx), model->entry->name, model->entry->path);
+        tern_model_name(m, tern_ctx_label(ctx), model->entry->name, model->entry->path,
+                        model->entry->plugin->desc->abi_minor);
     return rc;
 }
 

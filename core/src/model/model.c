@@ -2,6 +2,7 @@
  * plugin's ops, each call wrapped the same way. */
 #include "model/model.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,9 +20,42 @@
     TERN_IN_OP((m)->who ? (m)->who : "model", (m)->plugin ? (m)->plugin : "?",             \
                (m)->path ? (m)->path : "?", name, MODEL_FIX, call)
 
-void tern_model_name(tern_model *m, const char *who, const char *plugin, const char *path)
+void tern_model_name(tern_model *m, const char *who, const char *plugin, const char *path,
+                     uint32_t abi_minor)
 {
     m->who = who, m->plugin = plugin, m->path = path;
+    m->abi_minor = abi_minor;
+}
+
+/* An array of structs is strided by its elements' size: a plugin built
+ * against an older minor steps through it at the size it knows, so it gets
+ * a copy of the members it knows (each element's `size` first, set to that
+ * size). The bytes an older plugin knows of each struct: */
+static size_t request_bytes(uint32_t minor)
+{
+    if (minor == 0 || minor >= 15)
+        return sizeof(tern_gen_request);
+    return minor >= 12 ? offsetof(tern_gen_request, on_token)
+                       : offsetof(tern_gen_request, images);
+}
+
+static size_t sequence_bytes(uint32_t minor)
+{
+    if (minor == 0 || minor >= 12)
+        return sizeof(tern_sequence);
+    return minor >= 11 ? offsetof(tern_sequence, images) : offsetof(tern_sequence, logp_out);
+}
+
+/* items[0..n) of `full` bytes each as `known` bytes each (malloc'd); NULL
+ * when out of memory. */
+static void *older_array(const void *items, size_t n, size_t full, size_t known)
+{
+    char *p = malloc(n > 0 ? n * known : 1);
+    for (size_t i = 0; p && i < n; i++) {
+        memcpy(p + i * known, (const char *)items + i * full, known);
+        memcpy(p + i * known, &known, sizeof known); /* size: the first member */
+    }
+    return p;
 }
 
 static int failed(int rc, const char *what, const char *op)
@@ -219,7 +253,12 @@ int tern_model_generate(const tern_model *m, const char *what, const tern_gen_re
 {
     tern_error_clear();
     int rc;
-    WATCHED(m, "generate", rc = m->ops->generate(m->state, req, n, outs));
+    const size_t known = request_bytes(m->abi_minor);
+    void *old = known < sizeof *req ? older_array(req, n, sizeof *req, known) : NULL;
+    if (known < sizeof *req && !old)
+        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what ? what : "generate");
+    WATCHED(m, "generate", rc = m->ops->generate(m->state, old ? old : req, n, outs));
+    free(old);
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "generate");
 }
 
@@ -250,7 +289,12 @@ int tern_model_score(const tern_model *m, const char *what, const tern_sequence 
 {
     tern_error_clear();
     int rc;
-    WATCHED(m, "score", rc = m->ops->score(m->state, seqs, n, logprobs, entropies));
+    const size_t known = sequence_bytes(m->abi_minor);
+    void *old = known < sizeof *seqs ? older_array(seqs, n, sizeof *seqs, known) : NULL;
+    if (known < sizeof *seqs && !old)
+        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what ? what : "score");
+    WATCHED(m, "score", rc = m->ops->score(m->state, old ? old : seqs, n, logprobs, entropies));
+    free(old);
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "score");
 }
 
@@ -259,7 +303,12 @@ int tern_model_backward(const tern_model *m, const char *what, const tern_sequen
 {
     tern_error_clear();
     int rc;
-    WATCHED(m, "backward", rc = m->ops->backward(m->state, seqs, n, dlogp, dentropy));
+    const size_t known = sequence_bytes(m->abi_minor);
+    void *old = known < sizeof *seqs ? older_array(seqs, n, sizeof *seqs, known) : NULL;
+    if (known < sizeof *seqs && !old)
+        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what ? what : "backward");
+    WATCHED(m, "backward", rc = m->ops->backward(m->state, old ? old : seqs, n, dlogp, dentropy));
+    free(old);
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "backward");
 }
 

@@ -30,11 +30,15 @@ typedef struct tern_model {
      * the role or instance ("explorer 0"), the plugin's name and file; not
      * copied, NULL until tern_model_name */
     const char *who, *plugin, *path;
+    /* the plugin's TERN_ABI_MINOR as built (its descriptor's); 0: the core's.
+     * Arrays of requests and sequences go to it strided as it knows them. */
+    uint32_t abi_minor;
 } tern_model;
 
-/* Name m for the crash report (the strings must outlive m). */
+/* Name m for the crash report (the strings must outlive m), and say which
+ * ABI minor its plugin was built against (0: the core's). */
 TERN_INTERNAL void tern_model_name(tern_model *m, const char *who, const char *plugin,
-                                   const char *path);
+                                   const char *path, uint32_t abi_minor);
 
 /* Create an instance of `ops` on the host context `ctx` (which the model
  * then owns); on failure `ctx` is still the caller's. */
