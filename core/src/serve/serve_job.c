@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tern/support/utf8.h"
+
 tern_serve_job *tern_serve_job_new(tern_serve_request *req, const char *model_name)
 {
     static atomic_uint_fast64_t counter;
@@ -112,12 +114,18 @@ void tern_serve_job_finish(tern_serve_job *j, int status, char *body)
 
 char *tern_serve_error_body(const tern_serve_error *e)
 {
-    json_t *o = json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", e->message, "type",
-                          e->type[0] ? e->type : "invalid_request_error", "param",
-                          e->param[0] ? json_string(e->param) : json_null(), "code",
-                          e->code[0] ? json_string(e->code) : json_null());
+    /* a message quotes what the client sent (a URL, a field's name), and
+     * the fixed-size fields may cut a character: JSON needs whole UTF-8 */
+    char *message = tern_utf8_clean(e->message), *param = tern_utf8_clean(e->param);
+    json_t *o = message && param
+                    ? json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", message, "type",
+                                e->type[0] ? e->type : "invalid_request_error", "param",
+                                param[0] ? json_string(param) : json_null(), "code",
+                                e->code[0] ? json_string(e->code) : json_null())
+                    : NULL;
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
+    free(message), free(param);
     return s;
 }
 
