@@ -46,16 +46,24 @@ static size_t sequence_bytes(uint32_t minor)
     return minor >= 11 ? offsetof(tern_sequence, images) : offsetof(tern_sequence, logp_out);
 }
 
-/* items[0..n) of `full` bytes each as `known` bytes each (malloc'd); NULL
- * when out of memory. */
-static void *older_array(const void *items, size_t n, size_t full, size_t known)
+/* items[0..n) of `full` bytes each as the plugin takes them: *use is items
+ * itself when known == full, else *copy (malloc'd, freed by the caller),
+ * `known` bytes each. TERN_OK, or TERN_ENOMEM with a message. */
+static int as_known(const void *items, size_t n, size_t full, size_t known, const char *what,
+                    const void **use, void **copy)
 {
+    *use = items, *copy = NULL;
+    if (known >= full)
+        return TERN_OK;
     char *p = malloc(n > 0 ? n * known : 1);
-    for (size_t i = 0; p && i < n; i++) {
+    if (!p)
+        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what);
+    for (size_t i = 0; i < n; i++) {
         memcpy(p + i * known, (const char *)items + i * full, known);
         memcpy(p + i * known, &known, sizeof known); /* size: the first member */
     }
-    return p;
+    *use = *copy = p;
+    return TERN_OK;
 }
 
 static int failed(int rc, const char *what, const char *op)
@@ -253,12 +261,14 @@ int tern_model_generate(const tern_model *m, const char *what, const tern_gen_re
 {
     tern_error_clear();
     int rc;
-    const size_t known = request_bytes(m->abi_minor);
-    void *old = known < sizeof *req ? older_array(req, n, sizeof *req, known) : NULL;
-    if (known < sizeof *req && !old)
-        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what ? what : "generate");
-    WATCHED(m, "generate", rc = m->ops->generate(m->state, old ? old : req, n, outs));
-    free(old);
+    const void *use;
+    void *copy;
+    rc = as_known(req, n, sizeof *req, request_bytes(m->abi_minor), what ? what : "generate", &use,
+                  &copy);
+    if (rc != TERN_OK)
+        return rc;
+    WATCHED(m, "generate", rc = m->ops->generate(m->state, use, n, outs));
+    free(copy);
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "generate");
 }
 
@@ -289,12 +299,14 @@ int tern_model_score(const tern_model *m, const char *what, const tern_sequence 
 {
     tern_error_clear();
     int rc;
-    const size_t known = sequence_bytes(m->abi_minor);
-    void *old = known < sizeof *seqs ? older_array(seqs, n, sizeof *seqs, known) : NULL;
-    if (known < sizeof *seqs && !old)
-        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what ? what : "score");
-    WATCHED(m, "score", rc = m->ops->score(m->state, old ? old : seqs, n, logprobs, entropies));
-    free(old);
+    const void *use;
+    void *copy;
+    rc = as_known(seqs, n, sizeof *seqs, sequence_bytes(m->abi_minor), what ? what : "score", &use,
+                  &copy);
+    if (rc != TERN_OK)
+        return rc;
+    WATCHED(m, "score", rc = m->ops->score(m->state, use, n, logprobs, entropies));
+    free(copy);
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "score");
 }
 
@@ -303,12 +315,14 @@ int tern_model_backward(const tern_model *m, const char *what, const tern_sequen
 {
     tern_error_clear();
     int rc;
-    const size_t known = sequence_bytes(m->abi_minor);
-    void *old = known < sizeof *seqs ? older_array(seqs, n, sizeof *seqs, known) : NULL;
-    if (known < sizeof *seqs && !old)
-        return tern_errorf(TERN_ENOMEM, "%s: out of memory", what ? what : "backward");
-    WATCHED(m, "backward", rc = m->ops->backward(m->state, old ? old : seqs, n, dlogp, dentropy));
-    free(old);
+    const void *use;
+    void *copy;
+    rc = as_known(seqs, n, sizeof *seqs, sequence_bytes(m->abi_minor), what ? what : "backward", &use,
+                  &copy);
+    if (rc != TERN_OK)
+        return rc;
+    WATCHED(m, "backward", rc = m->ops->backward(m->state, use, n, dlogp, dentropy));
+    free(copy);
     return rc == TERN_OK ? TERN_OK : failed(rc, what, "backward");
 }
 

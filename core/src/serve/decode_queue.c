@@ -290,6 +290,19 @@ static int release(tern_serve_queue *q, tern_serve_job *j, size_t k)
     return rc;
 }
 
+/* Room for n tokens in a choice's ids, log-probs and text ends (one
+ * capacity for the three). 0, or -1 when out of memory. */
+static int choice_reserve(tern_serve_choice *c, size_t n)
+{
+    size_t cap = c->cap;
+    if (grow((void **)&c->ids, &cap, n, sizeof *c->ids) != 0)
+        return -1;
+    cap = c->cap;
+    if (grow((void **)&c->logprobs, &cap, n, sizeof *c->logprobs) != 0)
+        return -1;
+    return grow((void **)&c->text_end, &c->cap, n, sizeof *c->text_end);
+}
+
 static int on_token(void *user, uint32_t sample, int32_t token, float logprob)
 {
     prompt_ref *p = user;
@@ -298,13 +311,7 @@ static int on_token(void *user, uint32_t sample, int32_t token, float logprob)
     tern_serve_choice *c = &j->choices[(size_t)p->prompt * j->req.n + sample];
     if (*q->stop || tern_serve_job_cancelled(j))
         return TERN_GEN_STOP;
-    size_t cap = c->cap;
-    if (grow((void **)&c->ids, &cap, c->len + 1, sizeof *c->ids) != 0)
-        return TERN_GEN_STOP;
-    cap = c->cap;
-    if (grow((void **)&c->logprobs, &cap, c->len + 1, sizeof *c->logprobs) != 0)
-        return TERN_GEN_STOP;
-    if (grow((void **)&c->text_end, &c->cap, c->len + 1, sizeof *c->text_end) != 0)
+    if (choice_reserve(c, c->len + 1) != 0)
         return TERN_GEN_STOP;
     c->ids[c->len] = token;
     c->logprobs[c->len] = logprob;
@@ -372,13 +379,7 @@ static int settle(tern_serve_queue *q, tern_serve_job *j, tern_serve_choice *c,
                   const tern_gen_output *o)
 {
     /* the outputs are the decoder's word; the callback saw the same tokens */
-    size_t cap = c->cap;
-    if (grow((void **)&c->ids, &cap, o->len + 1, sizeof *c->ids) != 0)
-        return tern_errorf(TERN_ENOMEM, "out of memory");
-    cap = c->cap;
-    if (grow((void **)&c->logprobs, &cap, o->len + 1, sizeof *c->logprobs) != 0)
-        return tern_errorf(TERN_ENOMEM, "out of memory");
-    if (grow((void **)&c->text_end, &c->cap, o->len + 1, sizeof *c->text_end) != 0)
+    if (choice_reserve(c, o->len + 1) != 0)
         return tern_errorf(TERN_ENOMEM, "out of memory");
     memcpy(c->ids, o->tokens, o->len * sizeof *c->ids);
     memcpy(c->logprobs, o->logprobs, o->len * sizeof *c->logprobs);
