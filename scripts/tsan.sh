@@ -63,4 +63,37 @@ EOF
     failed=1
   fi
 done
+# a workflow: programs calling each explorer's trajectory endpoints (the HTTP
+# threads, the model's thread, the programs' thread), two explorers at once
+printf '%s\n' 'import json, os, sys, urllib.request' \
+  'task = json.loads(sys.stdin.readline())' \
+  'def chat(m):' \
+  '    b = json.dumps({"model": "m", "messages": m}).encode()' \
+  '    q = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", b,' \
+  '                               {"Content-Type": "application/json"})' \
+  '    return json.load(urllib.request.urlopen(q))["choices"][0]["message"]' \
+  'msgs = [{"role": "user", "content": task["prompt"]}]' \
+  'msgs += [chat(msgs), {"role": "user", "content": "again"}]' \
+  'chat(msgs)' \
+  'print(json.dumps({"reward": 1.0}))' > "$work/agent.py"
+cat > "$work/workflow.cfg" <<EOF
+run = { seed = 1; };
+model = { plugin = "transformer"; path = "$here/tests/fixtures/qwen2_chat"; threads = 1; };
+data = { train = "$here/etc/data/arith-train.jsonl"; eval = "$here/etc/data/arith-eval.jsonl"; };
+explorer = { batch_tasks = 4; group_size = 2; max_tokens = 4; };
+trainer = { steps = 4; save_every = 2; };
+eval = { every = 2; limit = 4; max_tokens = 4; };
+buffer = { plugin = "fifo"; capacity = 64; };
+sync = { plugin = "multi_explorer"; explorers = 2; };
+workflow = { command = ["python3", "$work/agent.py"]; concurrency = 4; };
+EOF
+if build-tsan/bin/tern run "$work/workflow.cfg" -o "run.out_dir=\"$work/runs\"" \
+     -o 'run.name="workflow"' >/dev/null 2>"$work/workflow.err" &&
+   ! grep -q 'ThreadSanitizer' "$work/workflow.err"; then
+  echo "  a workflow's programs, two explorers and the evaluation: no report"
+else
+  echo "  a workflow's programs, two explorers and the evaluation: FAILED"
+  sed -n '1,60p' "$work/workflow.err"
+  failed=1
+fi
 exit $failed

@@ -158,9 +158,13 @@ static int kill_until_done(const char *mode, const char *name, long long *seen, 
         } else {
             waitpid(pid, &status, 0);
         }
-        /* the run directory exists once a first start got that far */
+        /* the run directory exists once a first start got that far: later
+         * starts resume it (a start killed before its first checkpoint,
+         * which a loaded machine's sanitizer build can be, leaves a
+         * directory that --resume starts again, where a start without it
+         * would make NAME-2) */
         char dir[1024];
-        snprintf(dir, sizeof dir, "%s/kills/runs/%s/checkpoints", WORK, name);
+        snprintf(dir, sizeof dir, "%s/kills/runs/%s", WORK, name);
         struct stat st;
         started = started || stat(dir, &st) == 0;
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {

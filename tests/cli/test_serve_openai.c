@@ -11,29 +11,16 @@
 
 #include "command.h"
 #include "http_client.h"
+#include "openai_venv.h"
 
 #define SRC TERN_TEST_SOURCE_DIR
 #define FIXTURE SRC "/tests/fixtures/qwen2_chat"
-/* the client this test was written against */
-#define OPENAI_PACKAGE "openai==3.57.0"
-
 /* The venv's python with the client, or a skip naming why not. */
 static void venv_python(char *python, size_t n)
 {
-    char dir[1024];
-    const char *env = getenv("TERN_TEST_VENV"), *home = getenv("HOME");
-    if (env && *env)
-        snprintf(dir, sizeof dir, "%s", env);
-    else
-        snprintf(dir, sizeof dir, "%s/.cache/tern/venv-openai", home ? home : "/tmp");
-    snprintf(python, n, "%s/bin/python", dir);
-    result r;
-    run(&r, "%s -c 'import openai' 2>/dev/null || { mkdir -p \"$(dirname %s)\" && "
-        "python3 -m venv %s && %s/bin/pip install -q --disable-pip-version-check %s; }",
-        python, dir, dir, dir, OPENAI_PACKAGE);
-    if (r.code != 0)
-        cr_skip_test("the openai client cannot be installed here (%s into %s): %.300s",
-                     OPENAI_PACKAGE, dir, r.err[0] ? r.err : r.out);
+    char why[600];
+    if (openai_venv_python(python, n, why, sizeof why) != 0)
+        cr_skip_test("%s", why);
 }
 
 Test(serve_openai, the_openai_client_passes, .timeout = 600)

@@ -957,7 +957,7 @@ Test(wire, a_forged_count_is_refused_before_anything_is_allocated)
     buf = encode(r, &len);
     tern_msg_free(r);
     /* header, fixed, prompt of 3 tokens, its image (tag, length, path, digest) */
-    size_t resp = 8 + 84 + 8 + 4 * 3 + 5 + strlen("img/a.png") + 32;
+    size_t resp = 8 + 100 + 8 + 4 * 3 + 5 + strlen("img/a.png") + 32;
     put32(buf + resp, 1u << 30);
     expect_refused(buf, len, "ends inside");
     free(buf);

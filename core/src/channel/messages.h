@@ -109,6 +109,9 @@ typedef struct tern_rollout_msg {
     /* the tools' calls in these trajectories, and those answered "invalid
      * tool call" or "tool error" (docs/agents.md, "Tools") */
     uint64_t tool_calls, tool_invalid, tool_failed;
+    /* a workflow's (docs/agents.md, "Workflows"): its programs' calls, and the
+     * trajectories whose history a call rewrote (trained up to there) */
+    uint64_t wf_calls, wf_rewrites;
 } tern_rollout_msg;
 
 /* trainer -> master */

@@ -23,6 +23,7 @@
  *   ROLLOUT     i64 batch, i64 version, u32 explorer, u32 n, u32 group_size,
  *               f64 gen_seconds, f64 wait_seconds, u64 gen_tokens,
  *               u64 done_unix_ns, u64 tool_calls, u64 tool_invalid, u64 tool_failed,
+ *               u64 wf_calls, u64 wf_rewrites,
  *               n x (u32 task_index, u32 prompt_len, i32 prompt_tokens[prompt_len],
  *                    str image, when it is not NULL u8 image_sha256[32]),
  *               n * group_size x (u32 len, u32 finish, i32 tokens[len],
@@ -61,7 +62,7 @@
 #define HEADER_BYTES 8u
 #define EXPLORE_FIXED 28u    /* batch, min_version, plan_batch, n */
 #define SFT_FIXED 12u        /* step, n */
-#define ROLLOUT_FIXED 84u    /* batch .. tool_failed */
+#define ROLLOUT_FIXED 100u   /* batch .. wf_rewrites */
 #define PROMPT_FIXED 8u      /* task_index, prompt_len */
 #define PROMPT_MIN (PROMPT_FIXED + NULLABLE_MIN) /* and the image's tag */
 #define SHA256_BYTES 32u
@@ -271,6 +272,8 @@ static void encode_rollout(writer *w, const tern_rollout_msg *m)
     w_u64(w, m->tool_calls);
     w_u64(w, m->tool_invalid);
     w_u64(w, m->tool_failed);
+    w_u64(w, m->wf_calls);
+    w_u64(w, m->wf_rewrites);
     size_t total = (size_t)m->n * m->group_size; /* no overflow: 64-bit size_t */
     if ((m->n && (!m->task_index || !m->prompt_tokens || !m->prompt_len)) || (total && !m->resp)) {
         w_fail(w, TERN_EINVAL, "cannot encode a rollout of %u prompts x %u responses with a "
@@ -722,6 +725,8 @@ static int decode_rollout(reader *r, tern_rollout_msg *m)
     m->tool_calls = ld_u64(&q);
     m->tool_invalid = ld_u64(&q);
     m->tool_failed = ld_u64(&q);
+    m->wf_calls = ld_u64(&q);
+    m->wf_rewrites = ld_u64(&q);
     /* n prompts, then n * G responses (in 64 bits: no overflow) */
     uint64_t total = (uint64_t)n * G;
     TRY(fits(r, n, PROMPT_MIN, "rollout prompts"));

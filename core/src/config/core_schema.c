@@ -107,6 +107,10 @@ const tern_setting_spec tern_core_schema[] = {
                  "answers (docs/agents.md)"),
     TERN_SETTING(.name = "tools", .type = TERN_SETTING_LIST, .aka = "tool",
                  .doc = "functions the policy may call in its turns (docs/agents.md, \"Tools\")"),
+    TERN_SETTING(.name = "workflow", .type = TERN_SETTING_GROUP, .children = tern_workflow_keys,
+                 .aka = "agent|workflows",
+                 .doc = "a program of yours runs each trajectory, calling the policy through "
+                 "an OpenAI endpoint of its own (docs/agents.md, \"Workflows\")"),
     TERN_SETTING(.name = "rewards", .type = TERN_SETTING_LIST, .aka = "reward",
                  .doc = "reward plugins, each routed by task domain"),
     TERN_SETTING(.name = "data", .type = TERN_SETTING_GROUP, .children = tern_data_keys,

@@ -212,6 +212,29 @@ const tern_setting_spec tern_ranks_keys[] = {
     TERN_SETTINGS_END,
 };
 
+/* The workflow section (docs/agents.md, "Workflows"). No key has a default
+ * in the schema: a group whose keys have defaults is created in every
+ * config (schema.c), and a run has a workflow only when its config says so;
+ * read_workflow applies them. */
+const tern_setting_spec tern_workflow_keys[] = {
+    TERN_SETTING(.name = "command", .type = TERN_SETTING_STRINGS, .aka = "cmd|program|argv",
+                 .doc = "the program run for each trajectory, as its words: [\"python3\", "
+                        "\"agent.py\"] (run in the config's folder, the task on its stdin, "
+                        "OPENAI_BASE_URL its trajectory's endpoint)"),
+    TERN_SETTING(.name = "concurrency", .type = TERN_SETTING_INT, .min = 1,
+                 .max = TERN_WORKFLOW_MAX_CONCURRENCY, .aka = "parallel|workers|jobs",
+                 .doc = "programs running at once, their calls decoded together (default 16)"),
+    TERN_SETTING(.name = "timeout_s", .type = TERN_SETTING_FLOAT, .min = 0.1, .max = 86400,
+                 .aka = "timeout|time_limit",
+                 .doc = "seconds one trajectory's program may run; then it is killed and the "
+                        "trajectory fails (timeout; default 600)"),
+    TERN_SETTING(.name = "max_calls", .type = TERN_SETTING_INT, .min = 1,
+                 .max = TERN_ENV_MAX_TURNS, .aka = "max_turns|turns",
+                 .doc = "model calls of one trajectory at most; more are refused with HTTP 429 "
+                        "(default 16)"),
+    TERN_SETTINGS_END,
+};
+
 /* ---- reading ------------------------------------------------------------- */
 
 static config_setting_t *section(tern_config *c, const char *name)
@@ -294,6 +317,44 @@ size_t tern_run_data_files_check(const tern_config *c, tern_diag *d)
     return added;
 }
 
+/* The workflow section into s: its command (at least a program), where it
+ * runs, how many at once, for how long. TERN_OK (problems in d), or
+ * TERN_ENOMEM. */
+static int read_workflow(tern_config *c, config_setting_t *wf, tern_run_settings *s,
+                         tern_diag *d)
+{
+    char where[600];
+    config_setting_t *cmd = tern_config_lookup(wf, "command");
+    int n = cmd ? config_setting_length(cmd) : 0;
+    s->has_workflow = 1;
+    if (n < 1 || n > TERN_WORKFLOW_MAX_ARGS) {
+        tern_diag_addf(d, "%s: workflow.command must name the program and its arguments, "
+                       "1 to %d words: command = [\"python3\", \"agent.py\"];%s",
+                       tern_config_where(c, cmd ? cmd : wf, where, sizeof where),
+                       TERN_WORKFLOW_MAX_ARGS, cmd ? "" : " (it is missing)");
+        return TERN_OK;
+    }
+    if (!(s->workflow_command = calloc((size_t)n + 1, sizeof *s->workflow_command)))
+        return TERN_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        const char *w = config_setting_get_string_elem(cmd, i);
+        if (!(s->workflow_command[i] = strdup(w ? w : "")))
+            return TERN_ENOMEM;
+    }
+    if (!s->workflow_command[0][0])
+        tern_diag_addf(d, "%s: workflow.command's first word is empty: it names the program",
+                       tern_config_where(c, cmd, where, sizeof where));
+    if (!(s->workflow_dir = resolve_path(c, ".")))
+        return TERN_ENOMEM;
+    s->workflow_concurrency = (uint32_t)get_int(wf, "concurrency");
+    s->workflow_timeout_s = get_float(wf, "timeout_s");
+    if (!s->workflow_concurrency)
+        s->workflow_concurrency = 16;
+    if (s->workflow_timeout_s <= 0)
+        s->workflow_timeout_s = 600;
+    return TERN_OK;
+}
+
 int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
 {
     memset(s, 0, sizeof *s);
@@ -349,10 +410,20 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     config_setting_t *env = config_setting_get_member(root, "environment");
     config_setting_t *tools = config_setting_get_member(root, "tools");
     config_setting_t *tt = tern_config_lookup(ex, "tool_turns");
+    config_setting_t *wf = config_setting_get_member(root, "workflow");
+    if (wf && read_workflow(c, wf, s, d) != TERN_OK)
+        return TERN_ENOMEM;
+    if (wf && (env || (tools && config_setting_length(tools) > 0)))
+        tern_diag_addf(d, "%s: a workflow's program is the agent: it talks to its own "
+                       "environment and runs its own tools; remove the %s section (or the "
+                       "workflow)", tern_config_where(c, wf, where, sizeof where),
+                       env ? "environment" : "tools");
     s->has_environment = env != NULL;
     s->has_tools = tools && config_setting_length(tools) > 0;
     config_setting_t *mt = env ? tern_config_lookup(env, "max_turns") : NULL;
-    s->max_turns = env ? (mt ? (uint32_t)config_setting_get_int64(mt) : 8)
+    config_setting_t *mc = wf ? tern_config_lookup(wf, "max_calls") : NULL;
+    s->max_turns = wf ? (mc ? (uint32_t)config_setting_get_int64(mc) : 16)
+                   : env ? (mt ? (uint32_t)config_setting_get_int64(mt) : 8)
                    : s->has_tools ? (tt ? (uint32_t)config_setting_get_int64(tt) : 4) : 1;
     if (tt && (env || !s->has_tools))
         tern_diag_addf(d, "%s: explorer.tool_turns bounds the turns of a run with tools and no "
@@ -458,6 +529,10 @@ void tern_run_settings_free(tern_run_settings *s)
     free(s->train_path);
     free(s->eval_path);
     free(s->system_prompt);
+    for (size_t i = 0; s->workflow_command && s->workflow_command[i]; i++)
+        free(s->workflow_command[i]);
+    free(s->workflow_command);
+    free(s->workflow_dir);
     memset(s, 0, sizeof *s);
 }
 

@@ -15,7 +15,13 @@
 
 /* The keys of each loop section; the core schema (core_schema.c) names them. */
 extern const tern_setting_spec tern_data_keys[], tern_explorer_keys[], tern_trainer_keys[],
-    tern_algorithm_keys[], tern_eval_keys[], tern_ranks_keys[];
+    tern_algorithm_keys[], tern_eval_keys[], tern_ranks_keys[], tern_workflow_keys[];
+
+/* The workflow section's limits. */
+enum {
+    TERN_WORKFLOW_MAX_CONCURRENCY = 256, /* programs at once */
+    TERN_WORKFLOW_MAX_ARGS = 256         /* words of its command */
+};
 
 typedef enum tern_lr_schedule {
     TERN_LR_CONSTANT = 1,
@@ -43,6 +49,13 @@ typedef struct tern_run_settings {
     int has_tools;
     uint32_t max_turns;
     uint32_t waves;         /* explorer.waves: the batch's tasks take turns in this many */
+    /* the workflow section (docs/agents.md, "Workflows"): a program of the
+     * user's runs each trajectory, talking to the policy over HTTP */
+    int has_workflow;
+    char **workflow_command;       /* its argv, NULL-ended (copies) */
+    char *workflow_dir;            /* where it runs: the config's folder */
+    uint32_t workflow_concurrency; /* programs running at once */
+    double workflow_timeout_s;     /* one trajectory's wall clock at most */
     double temperature, top_p;
     int32_t top_k;
     /* trainer */

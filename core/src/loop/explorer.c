@@ -269,6 +269,10 @@ void *tern_explorer_main(void *arg)
             snprintf(args + at, sizeof args - (size_t)at, "}");
         tern_trace_end(tr, span, args);
         tern_msg_free(job);
+        if (rc == TERN_ECLOSED) { /* the run winds down (a workflow's programs were stopped) */
+            tern_msg_free(out);
+            break;
+        }
         if (rc != TERN_OK) {
             tern_msg_free(out);
             tern_report_failure(run, "explorer", rc);

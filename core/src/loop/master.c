@@ -766,6 +766,8 @@ static int on_rollout(tern_run *run, master *ms, tern_rollout_msg *r)
     ms->line_tool_calls += r->tool_calls;
     ms->line_tool_invalid += r->tool_invalid;
     ms->line_tool_failed += r->tool_failed;
+    ms->line_wf_calls += r->wf_calls;
+    ms->line_wf_rewrites += r->wf_rewrites;
     ms->line_trajectories += (uint64_t)r->n * r->group_size;
     ms->line_gen_tokens += (double)r->gen_tokens;
     ms->line_gen_seconds += r->gen_seconds;
@@ -954,6 +956,14 @@ static int on_step(tern_run *run, master *ms, tern_step_msg *m)
         json_object_set_new(o, "tools/failed", json_real(c ? (double)ms->line_tool_failed / c
                                                            : 0));
     }
+    if (run->set.has_workflow) {
+        /* its programs' calls per trajectory, and the fraction of trajectories
+         * whose history a call rewrote (docs/agents.md, "Workflows") */
+        double t = ms->line_trajectories ? (double)ms->line_trajectories : 1;
+        json_object_set_new(o, "workflow/calls", json_real((double)ms->line_wf_calls / t));
+        json_object_set_new(o, "workflow/rewrites", json_real((double)ms->line_wf_rewrites / t));
+    }
+    ms->line_wf_calls = ms->line_wf_rewrites = 0;
     ms->line_tool_calls = ms->line_tool_invalid = ms->line_tool_failed = 0;
     ms->line_trajectories = 0;
     ms->rollout_tokens += ms->line_gen_tokens;

@@ -66,6 +66,7 @@ typedef struct master {
     double line_gen_tokens, line_gen_seconds, line_explorer_wait;
     /* the tools' calls in the trajectories received since the last line */
     uint64_t line_tool_calls, line_tool_invalid, line_tool_failed, line_trajectories;
+    uint64_t line_wf_calls, line_wf_rewrites; /* a workflow's, since the last line */
     pthread_t *explorer_threads; /* [n_explorers] once RL started */
     tern_explorer_arg *explorer_args;
     uint32_t explorers_started;

@@ -196,7 +196,7 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
     pthread_mutex_unlock(&fl->lock);
 }
 
-void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
+void tern_failure_log_keep_episode(tern_failure_log *fl, const char *source, const char *plugin,
                                    const tern_task *task, const char *text, uint32_t ntok,
                                    const char *failure, const char *reason, uint32_t turns,
                                    const char *stage, int64_t at)
@@ -213,7 +213,7 @@ void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
         char *shown = tern_utf8_clean(text ? text : ""), *why = tern_utf8_clean(reason ? reason
                                                                                  : "");
         json_t *f = o && shown && why
-                        ? json_pack("{s:s, s:s, s:s, s:i, s:s, s:I}", "environment", plugin,
+                        ? json_pack("{s:s, s:s, s:s, s:i, s:s, s:I}", source, plugin,
                                     "failure", failure, "reason", why, "turns", (int)turns,
                                     "stage", stage,
                                     strcmp(stage, "eval") == 0 ? "version" : "batch",
@@ -231,7 +231,7 @@ void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
             fl->kept++;
             if (!fl->said_episode) {
                 fl->said_episode = 1;
-                tern_logf(TERN_LOG_WARN, "environment",
+                tern_logf(TERN_LOG_WARN, source,
                           "'%s' ended a trajectory with a failure (%s: %s); it and every later "
                           "one are kept in %s, and the run goes on", plugin, failure,
                           why ? why : "", fl->path);

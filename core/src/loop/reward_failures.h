@@ -46,14 +46,15 @@ void tern_failure_log_keep(tern_failure_log *fl, const tern_rewarder *rw,
                           const tern_task *const *tasks, const char *const *texts,
                           const uint32_t *ntok, const tern_verdict *v, size_t n,
                           const char *stage, int64_t at);
-/* Keep one trajectory that its environment ended with a failure
- * (docs/agents.md, "Failures"): the task, the last turn's text
- * ("response"), and under "tern_failure" {"environment": PLUGIN,
+/* Keep one trajectory that its environment (or a workflow's program) ended
+ * with a failure (docs/agents.md, "Failures"): the task, the last turn's
+ * text ("response"), and under "tern_failure" {SOURCE: PLUGIN (SOURCE
+ * "environment" or "workflow", PLUGIN the plugin or the command),
  * "failure": NAME, "reason": ..., "turns": N, "stage": "rl" | "eval",
  * "batch" | "version": N}.
  * The first one of a run is also logged as a warning. A file that cannot be
  * written costs one warning, never the run. */
-void tern_failure_log_keep_episode(tern_failure_log *fl, const char *plugin,
+void tern_failure_log_keep_episode(tern_failure_log *fl, const char *source, const char *plugin,
                                    const tern_task *task, const char *text, uint32_t ntok,
                                    const char *failure, const char *reason, uint32_t turns,
                                    const char *stage, int64_t at);

@@ -89,6 +89,8 @@ typedef struct tern_run {
     const char *env_plugin;
     int env_thread_safe;
     pthread_mutex_t env_lock;
+    /* the workflow section's command as one line, for messages */
+    char workflow_name[256];
     /* the tools section's (docs/agents.md, "Tools"): n 0 without one */
     tern_toolbox tools;
 

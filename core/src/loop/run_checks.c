@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/errmsg.h"
 #include "base/log.h"
@@ -76,6 +77,45 @@ static int check_environment(tern_run *run)
                            "SmolLM2; Llama 3), or remove the environment section "
                            "(docs/agents.md, \"Templates\")", run->session->config.path,
                            run->env_plugin, tern_error_message());
+    return TERN_OK;
+}
+
+/* What a workflow needs (docs/agents.md, "Workflows"): its program, found
+ * where it will run, and a chat model (its programs call the chat API). */
+static int check_workflow(tern_run *run)
+{
+    const tern_run_settings *set = &run->set;
+    const char *path = run->session->config.path;
+    size_t at = 0;
+    for (size_t i = 0; set->workflow_command[i] && at + 2 < sizeof run->workflow_name; i++)
+        at += (size_t)snprintf(run->workflow_name + at, sizeof run->workflow_name - at, "%s%s",
+                               i ? " " : "", set->workflow_command[i]);
+    if (!tern_model_has_chat(&run->policy))
+        return tern_errorf(TERN_ECONFIG, "%s: workflow: its programs call the policy's chat "
+                           "API, but the model plugin has no chat template (encode_chat): use a "
+                           "chat model (e.g. SmolLM2-135M-Instruct)", path);
+    const char *prog = set->workflow_command[0];
+    char full[PATH_MAX];
+    int found = 0;
+    if (strchr(prog, '/')) {
+        snprintf(full, sizeof full, "%s%s%s", prog[0] == '/' ? "" : set->workflow_dir,
+                 prog[0] == '/' ? "" : "/", prog);
+        found = access(full, X_OK) == 0;
+    } else {
+        const char *p = getenv("PATH");
+        for (p = p ? p : "/usr/bin:/bin"; !found && *p;) {
+            size_t len = strcspn(p, ":");
+            snprintf(full, sizeof full, "%.*s/%s", (int)len, len ? p : ".", prog);
+            found = access(full, X_OK) == 0;
+            p += len + (p[len] == ':');
+        }
+    }
+    if (!found)
+        return tern_errorf(TERN_ECONFIG, "%s: workflow.command: '%s' is not a program that can "
+                           "run (%s): name one on PATH (\"python3\") or a file relative to the "
+                           "config's folder %s, executable", path, prog,
+                           strchr(prog, '/') ? "no executable file there" : "not on PATH",
+                           set->workflow_dir);
     return TERN_OK;
 }
 
@@ -517,18 +557,21 @@ int tern_run_check(tern_run *run, tern_diag *d)
         rc = check_plugins(run, d);
     if (rc == TERN_OK)
         rc = check_tools(run);
+    if (rc == TERN_OK && run->set.has_workflow)
+        rc = check_workflow(run);
     /* a worker rank neither rewards nor reads prompts: the master checks those */
     if (rc != TERN_OK || (run->ranks && run->ranks->role != TERN_RANK_MASTER))
         return rc;
     if (rc == TERN_OK)
         rc = tern_rewarder_open(&run->rewards, run->session);
-    /* with an environment its rewards are the trajectories': a rewards
-     * section may add to them, and need not score every domain */
+    /* with an environment (or a workflow) its rewards are the trajectories':
+     * a rewards section may add to them, and need not score every domain */
+    int own_rewards = run->env_ops || run->set.has_workflow;
     if (rc == TERN_OK && run->env_ops)
         rc = check_environment(run);
-    if (rc == TERN_OK && !run->env_ops)
+    if (rc == TERN_OK && !own_rewards)
         rc = tern_rewarder_check_domains(&run->rewards, &run->train);
-    if (rc == TERN_OK && run->eval.n && !run->env_ops)
+    if (rc == TERN_OK && run->eval.n && !own_rewards)
         rc = tern_rewarder_check_domains(&run->rewards, &run->eval);
     if (rc == TERN_OK) {
         rc = check_images(run, &run->train, d);

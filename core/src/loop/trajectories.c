@@ -40,6 +40,7 @@
 #include "loop/reward_failures.h"
 #include "loop/run.h"
 #include "loop/trajectories.h"
+#include "loop/workflows.h"
 
 #include <jansson.h>
 
@@ -446,6 +447,8 @@ int tern_explore_trajectories(tern_run *run, uint32_t id, const tern_explore_job
 
 int tern_sample_trajectories(tern_run *run, const tern_traj_plan *plan, tern_rollout_msg *out)
 {
+    if (run->set.has_workflow)
+        return tern_sample_workflows(run, plan, out);
     const tern_model *h = plan->m;
     uint32_t G = plan->G;
     size_t total = (size_t)plan->n * G;
@@ -717,7 +720,11 @@ void tern_trajectory_returns(tern_run *run, const tern_rollout_msg *r,
             v[i].judged = judge;
         }
         if (x->end == TERN_END_FAILED)
-            tern_failure_log_keep_episode(&run->failures, run->env_plugin, tasks[i], x->text,
+            tern_failure_log_keep_episode(&run->failures,
+                                          run->set.has_workflow ? "workflow" : "environment",
+                                          run->set.has_workflow ? run->workflow_name
+                                                                : run->env_plugin,
+                                          tasks[i], x->text,
                                           x->len, tern_env_failure_name(x->env_failure),
                                           x->env_reason, x->n_turns, stage, at);
     }

@@ -7,26 +7,13 @@
 #include <stdint.h>
 
 #include "channel/messages.h"
+#include "loop/traj_plan.h"
 #include "loop/turn_tokens.h"
 #include "model/model.h"
 
 struct tern_run;
 struct tern_task;
 
-/* What to sample: G trajectories of each of n tasks, with model m. */
-typedef struct tern_traj_plan {
-    const tern_model *m;
-    uint32_t n, G;
-    const struct tern_task *const *tasks; /* [n] */
-    const uint32_t *task_index;           /* [n] their index in their set */
-    char *const *prompt;                  /* [n] the tasks' prompts */
-    char *const *system;                  /* [n] system turns, NULL entries for none */
-    uint32_t max_tokens;                  /* per model turn */
-    float temperature, top_p;             /* 0: greedy */
-    int32_t top_k;
-    const char *stream;                   /* names the seeds: "explore", "eval" */
-    uint64_t at;                          /* and numbers them: the batch, the version */
-} tern_traj_plan;
 
 /* Sample the plan's trajectories with the run's environment into *out (as
  * the one-answer explorer fills it, each response a trajectory; out's batch,
@@ -41,9 +28,11 @@ int tern_sample_trajectories(struct tern_run *run, const tern_traj_plan *plan,
 int tern_explore_trajectories(struct tern_run *run, uint32_t id,
                               const struct tern_explore_job *job, tern_rollout_msg *out);
 
-/* Whether the run samples trajectories (an environment, or tools) rather
+/* Whether the run samples trajectories (an environment, tools, or a
+ * workflow's programs) rather
  * than one answer per sample. */
-#define TERN_RUN_TRAJECTORIES(run) ((run)->env_ops != NULL || (run)->tools.n > 0)
+#define TERN_RUN_TRAJECTORIES(run) \
+    ((run)->env_ops != NULL || (run)->tools.n > 0 || (run)->set.has_workflow)
 
 /* The verdicts v[0..n) on r's trajectories (tasks[i] the task of
  * r->resp[i]) made returns (docs/agents.md, "Rewards"): each reward plus the

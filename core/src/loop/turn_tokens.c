@@ -9,34 +9,13 @@
 
 #include "base/errmsg.h"
 #include "loop/run.h"
+#include "model/chat_suffix.h"
 
-/* What the rendering b[0..nb) of k+1 turns adds after the rendering
- * a[0..na) of k and the assistant's end-of-turn token eos: our own copy into
- * *ids, *n. TERN_EUNSUPPORTED when a is not b's prefix (the template is not
- * prefix-stable) or no end-of-turn token follows it; `what` names the turns
- * appended ("observations", "tool results"). a and b are freed. */
+/* What b adds after a and the assistant's end-of-turn token (a and b freed). */
 static int tokens_after(int32_t *a, size_t na, int32_t *b, size_t nb, int32_t eos,
                         const char *what, int32_t **ids, size_t *n)
 {
-    int rc = TERN_OK;
-    if (nb < na || memcmp(a, b, na * sizeof *a) != 0)
-        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template renders the "
-                         "turns before an assistant's differently once more turns follow (it is "
-                         "not prefix-stable), so %s cannot be appended token for token", what);
-    size_t p = na;
-    while (rc == TERN_OK && p < nb && b[p] != eos)
-        p++;
-    if (rc == TERN_OK && p >= nb)
-        rc = tern_errorf(TERN_EUNSUPPORTED, "explorer: the model's chat template closes an "
-                         "assistant turn without its end-of-turn token (id %d): %s cannot be "
-                         "appended after the model's turns", eos, what);
-    if (rc == TERN_OK) {
-        *n = nb - p - 1;
-        if (!(*ids = malloc((*n ? *n : 1) * sizeof **ids)))
-            rc = tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-        else
-            memcpy(*ids, b + p + 1, *n * sizeof **ids);
-    }
+    int rc = tern_chat_suffix(a, na, b, nb, eos, "explorer", what, ids, n);
     free(a);
     free(b);
     return rc;

@@ -18,7 +18,9 @@
 #include <time.h>
 
 #include "base/errmsg.h"
+#include "serve/chat_render.h"
 #include "serve/serve_reply.h"
+#include "serve/serve_session.h"
 #include "tern/support/utf8.h"
 
 struct tern_serve_queue {
@@ -26,6 +28,7 @@ struct tern_serve_queue {
     pthread_cond_t cv;
     tern_serve_job *head, *tail;
     int closed;
+    int closing;           /* tern_serve_queue_close: run returns */
     tern_serve_limits lim;
     uint32_t max_samples;
     uint64_t seed, drawn;
@@ -84,27 +87,6 @@ static void shutting_down(tern_serve_job *j)
 
 /* ---- encoding -------------------------------------------------------------- */
 
-/* The conversation as tern_chat_message for a model without JSON templates. */
-static int chat_turns(const tern_serve_queue *q, const tern_serve_job *j, int32_t **ids,
-                      size_t *n)
-{
-    json_t *msgs = json_loads(j->req.messages, 0, NULL);
-    size_t k = json_array_size(msgs);
-    tern_chat_message *cm = calloc(k ? k : 1, sizeof *cm);
-    int rc = msgs && cm ? TERN_OK : tern_errorf(TERN_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == TERN_OK && i < k; i++) {
-        json_t *m = json_array_get(msgs, i);
-        cm[i] = (tern_chat_message){.size = sizeof cm[i],
-                                    .role = json_string_value(json_object_get(m, "role")),
-                                    .content = json_string_value(json_object_get(m, "content"))};
-    }
-    if (rc == TERN_OK)
-        rc = tern_model_chat_turns(q->m, "the model cannot render the messages", cm, k, ids, n);
-    free(cm);
-    json_decref(msgs);
-    return rc;
-}
-
 /* The prompts' ids, and the error a client gets when they cannot be made. */
 static int encode(tern_serve_queue *q, tern_serve_job *j, tern_serve_error *e)
 {
@@ -116,32 +98,21 @@ static int encode(tern_serve_queue *q, tern_serve_job *j, tern_serve_error *e)
     if (!j->prompt_ids || !j->prompt_len || !j->choices)
         return tern_serve_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     j->n_prompts = np;
+    if (j->session && tern_serve_session_begin(j->session, r, &j->call, e) != 0)
+        return -1;
     for (size_t i = 0; i < np; i++) {
         int rc;
         int32_t **ids = &j->prompt_ids[i];
         size_t *n = &j->prompt_len[i];
         if (r->kind == TERN_SERVE_CHAT) {
-            rc = TERN_EUNSUPPORTED;
-            if (tern_model_has_chat_json(q->m)) {
-                rc = tern_model_chat_json(q->m, "the model's chat template", r->messages,
-                                          r->tools, ids, n);
-                if (rc != TERN_OK && rc != TERN_EUNSUPPORTED)
-                    return tern_serve_fail(e, 400, "invalid_request_error", "messages", NULL,
-                                           "%s", tern_error_message());
-            }
-            if (rc == TERN_EUNSUPPORTED && r->plain_messages && tern_model_has_chat(q->m))
-                rc = chat_turns(q, j, ids, n);
-            else if (rc == TERN_EUNSUPPORTED)
-                return tern_serve_fail(
-                    e, 400, "invalid_request_error", r->tools ? "tools" : "messages", NULL,
-                    "this model's chat template %s: use /v1/completions, or a model whose "
-                    "tokenizer_config.json has a chat_template",
-                    tern_model_has_chat(q->m) ? "renders only system, user and assistant text "
-                                                "(no tools, tool calls or tool messages)"
-                                              : "is missing (it has none)");
-            if (rc != TERN_OK)
-                return tern_serve_fail(e, 400, "invalid_request_error", "messages", NULL, "%s",
-                                       tern_error_message());
+            /* a trajectory's call that continues its last one: appended */
+            int more = j->session ? tern_serve_session_continue(j->session, q->m, q->eos, r, ids,
+                                                                n, e)
+                                  : 0;
+            if (more < 0 || (more == 0 && tern_serve_render_chat(q->m, r->messages,
+                                                                 r->plain_messages, r->tools,
+                                                                 ids, n, e) != 0))
+                return -1;
         } else if (r->prompts[i].text) {
             rc = tern_model_tokenize(q->m, "the model cannot tokenize the prompt",
                                      r->prompts[i].text, strlen(r->prompts[i].text), 1, ids, n);
@@ -462,15 +433,26 @@ static void decode_batch(tern_serve_queue *q, tern_serve_job **jobs, size_t n)
                                : room < q->lim.max_tokens ? room : q->lim.max_tokens;
             uint64_t seed = j->req.has_seed ? j->req.seed + 0x9e3779b97f4a7c15ull * p
                                             : q->seed ^ (0xbf58476d1ce4e5b9ull * ++q->drawn);
+            float temperature = j->req.temperature, top_p = j->req.top_p;
+            int32_t top_k = j->req.top_k;
+            const tern_serve_session *s = j->session;
+            if (s) { /* a trajectory's call: the run's sampling, its own seed */
+                temperature = s->temperature, top_p = s->top_p, top_k = s->top_k;
+                if (max_new > s->max_tokens)
+                    max_new = s->max_tokens;
+                if (max_new > room)
+                    max_new = room;
+                seed = s->seed + 0x9e3779b97f4a7c15ull * j->call;
+            }
             refs[r] = (prompt_ref){.q = q, .j = j, .prompt = (uint32_t)p};
             req[r] = (tern_gen_request){.size = sizeof req[r],
                                         .prompt = j->prompt_ids[p],
                                         .prompt_len = j->prompt_len[p],
                                         .n_samples = j->req.n,
                                         .max_new_tokens = max_new,
-                                        .temperature = j->req.temperature,
-                                        .top_k = j->req.top_k,
-                                        .top_p = j->req.top_p,
+                                        .temperature = temperature,
+                                        .top_k = top_k,
+                                        .top_p = top_p,
                                         .stop = q->eos >= 0 ? stop_ids : NULL,
                                         .n_stop = q->eos >= 0 ? 1 : 0,
                                         .seed = seed,
@@ -491,6 +473,12 @@ static void decode_batch(tern_serve_queue *q, tern_serve_job **jobs, size_t n)
             ok = settle(q, j, &j->choices[k], &outs[o + k]) == TERN_OK;
         if (!ok && rc == TERN_OK)
             snprintf(message, sizeof message, "the model failed: %s", tern_error_message());
+        if (ok && j->session &&
+            tern_serve_session_record(j->session, &j->req, j->prompt_ids[0], j->prompt_len[0],
+                                      &j->choices[0]) != 0) {
+            ok = 0;
+            snprintf(message, sizeof message, "out of memory recording the call");
+        }
         o += j->n_choices;
         if (*q->stop && !tern_serve_job_cancelled(j)) {
             shutting_down(j);
@@ -558,9 +546,14 @@ int tern_serve_queue_run(tern_serve_queue *q, volatile sig_atomic_t *stop)
     q->stop = stop;
     tern_serve_job **jobs = NULL;
     size_t cap = 0;
-    while (!*stop) {
+    for (;;) {
         pthread_mutex_lock(&q->mu);
-        if (!q->head && !*stop) {
+        int closing = q->closing;
+        pthread_mutex_unlock(&q->mu);
+        if (*stop || closing)
+            break;
+        pthread_mutex_lock(&q->mu);
+        if (!q->head && !*stop && !q->closing) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += 100 * 1000 * 1000; /* to see *stop soon */
@@ -588,6 +581,12 @@ int tern_serve_queue_run(tern_serve_queue *q, volatile sig_atomic_t *stop)
             tern_serve_job_unref(jobs[i]);
     }
     free(jobs);
+    tern_serve_queue_drain(q);
+    return TERN_OK;
+}
+
+void tern_serve_queue_drain(tern_serve_queue *q)
+{
     /* what is still queued will not be decoded: its clients hear so now */
     pthread_mutex_lock(&q->mu);
     q->closed = 1;
@@ -600,7 +599,14 @@ int tern_serve_queue_run(tern_serve_queue *q, volatile sig_atomic_t *stop)
         tern_serve_job_unref(j);
         j = next;
     }
-    return TERN_OK;
+}
+
+void tern_serve_queue_close(tern_serve_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closing = 1;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
 }
 
 void tern_serve_queue_free(tern_serve_queue *q)

@@ -36,6 +36,11 @@ int32_t tern_serve_queue_context(const tern_serve_queue *q);
  * what is still queued or decoding ("the server is shutting down", 503) and
  * refuse new pushes. TERN_OK. */
 int tern_serve_queue_run(tern_serve_queue *q, volatile sig_atomic_t *stop);
+/* Fail what is queued (503) and refuse new pushes: run does it when it
+ * returns; a server that never ran does it before its HTTP threads end. */
+void tern_serve_queue_drain(tern_serve_queue *q);
+/* Any thread: run returns soon, as if *stop were set. */
+void tern_serve_queue_close(tern_serve_queue *q);
 /* Free q (after run returned, or when it never ran: queued jobs fail 503). */
 void tern_serve_queue_free(tern_serve_queue *q);
 

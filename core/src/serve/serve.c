@@ -20,12 +20,14 @@
 #include "serve/decode_queue.h"
 #include "serve/serve_job.h"
 #include "serve/serve_reply.h"
+#include "serve/serve_session.h"
 
-typedef struct server {
+typedef struct tern_server {
     const tern_serve_options *o;
     tern_serve_queue *q;
     long long started;
     pthread_mutex_t log_mu;
+    struct MHD_Daemon *d;
 } server;
 
 /* What a connection's request is for. */
@@ -40,6 +42,7 @@ typedef enum route {
 
 typedef struct request_state {
     route route;
+    tern_serve_session *session; /* /s/KEY/...: a trajectory's endpoint */
     int refused;            /* the answer is err, decided before the body: drop the body */
     tern_serve_error err;
     const char *allow;      /* with a 405: the method the URL takes */
@@ -176,7 +179,8 @@ static enum MHD_Result answer_job(server *s, struct MHD_Connection *c, const cha
     tern_serve_error e;
     if (tern_serve_parse(kind, st->body ? st->body : "", st->len, &s->o->limits, &req, &e) != 0)
         return respond_error(s, c, method, url, &e, NULL);
-    if (req.model && strcmp(req.model, s->o->model_name) != 0) {
+    /* a trajectory's endpoint serves the policy whatever a program calls it */
+    if (req.model && !st->session && strcmp(req.model, s->o->model_name) != 0) {
         tern_serve_fail(&e, 404, "invalid_request_error", "model", "model_not_found",
                         "The model `%.100s` does not exist: this server serves `%.100s`",
                         req.model, s->o->model_name);
@@ -188,6 +192,7 @@ static enum MHD_Result answer_job(server *s, struct MHD_Connection *c, const cha
         tern_serve_fail(&e, 500, "server_error", NULL, NULL, "the server is out of memory");
         return respond_error(s, c, method, url, &e, NULL);
     }
+    j->session = st->session;
     if (tern_serve_queue_push(s->q, j) != 0) {
         tern_serve_job_unref(j);
         tern_serve_fail(&e, 503, "server_error", NULL, "server_shutting_down",
@@ -231,7 +236,22 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
             return MHD_NO;
         *con_cls = st;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (route_of(s, url, method, &st->route, &st->err, &st->allow) != 0)
+        const char *path = url;
+        if (s->o->session && strncmp(url, "/s/", 3) == 0) {
+            /* a trajectory's endpoint: /s/KEY, then the API's own paths */
+            size_t len = strcspn(url + 3, "/");
+            st->session = s->o->session(s->o->session_user, url + 3, len);
+            path = url + 3 + len;
+            if (!st->session)
+                st->refused = tern_serve_fail(&st->err, 404, "invalid_request_error", NULL,
+                                              "unknown_trajectory",
+                                              "no trajectory has the endpoint %.*s: use the "
+                                              "OPENAI_BASE_URL the program was given",
+                                              (int)(len < 100 ? len : 100), url);
+        }
+        if (st->refused)
+            ;
+        else if (route_of(s, path, method, &st->route, &st->err, &st->allow) != 0)
             st->refused = 1;
         else if (st->route != ROUTE_HEALTH && !authorized(s, c))
             st->refused = tern_serve_fail(&st->err, 401, "invalid_request_error", NULL,
@@ -277,10 +297,11 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         return respond(s, c, method, url, 200, "{\"status\":\"ok\"}", NULL);
     case ROUTE_MODELS:
     case ROUTE_MODEL: {
-        if (st->route == ROUTE_MODEL && strcmp(url + 11, s->o->model_name) != 0) {
+        const char *name = strstr(url, "/v1/models/") + 11;
+        if (st->route == ROUTE_MODEL && strcmp(name, s->o->model_name) != 0) {
             tern_serve_fail(&st->err, 404, "invalid_request_error", "model", "model_not_found",
                             "The model `%.100s` does not exist: this server serves `%.100s`",
-                            url + 11, s->o->model_name);
+                            name, s->o->model_name);
             return respond_error(s, c, method, url, &st->err, NULL);
         }
         char *body = tern_serve_models_body(s->o->model_name, s->started,
@@ -342,8 +363,10 @@ static int socket_address(const char *address, uint16_t port, struct sockaddr_st
     return -1;
 }
 
-int tern_serve(const tern_model *m, const tern_serve_options *o, volatile sig_atomic_t *stop)
+int tern_server_start(const tern_model *m, const tern_serve_options *o, tern_server **out,
+                      unsigned *port)
 {
+    *out = NULL;
     if (!o || o->size < sizeof *o || !o->address || !o->model_name)
         return tern_errorf(TERN_EINVAL, "tern serve: options are missing");
     if (!tern_serve_is_loopback(o->address) && !(o->api_key && *o->api_key))
@@ -357,46 +380,78 @@ int tern_serve(const tern_model *m, const tern_serve_options *o, volatile sig_at
         return tern_errorf(TERN_ECONFIG,
                            "tern serve: '%s' is not a numeric IPv4 or IPv6 address (or "
                            "localhost)", o->address);
-    server s = {.o = o, .started = (long long)time(NULL)};
-    pthread_mutex_init(&s.log_mu, NULL);
-    s.q = tern_serve_queue_new(&o->limits, o->batch_samples, o->seed);
-    if (!s.q) {
-        pthread_mutex_destroy(&s.log_mu);
+    server *s = calloc(1, sizeof *s);
+    if (!s)
         return tern_errorf(TERN_ENOMEM, "tern serve: out of memory");
-    }
-    int rc = tern_serve_queue_open(s.q, m);
-    struct MHD_Daemon *d = NULL;
+    s->o = o;
+    s->started = (long long)time(NULL);
+    pthread_mutex_init(&s->log_mu, NULL);
+    s->q = tern_serve_queue_new(&o->limits, o->batch_samples, o->seed);
+    int rc = s->q ? tern_serve_queue_open(s->q, m)
+                  : tern_errorf(TERN_ENOMEM, "tern serve: out of memory");
     if (rc == TERN_OK) {
         unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                          MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-        d = MHD_start_daemon(flags, o->port, NULL, NULL, &answer, &s,
-                             MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, &s, MHD_OPTION_SOCK_ADDR,
-                             (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-                             (unsigned)(o->max_connections ? o->max_connections
-                                                           : TERN_SERVE_MAX_CONNECTIONS),
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)TERN_SERVE_IDLE_SECONDS,
-                             MHD_OPTION_NOTIFY_COMPLETED, &completed, &s, MHD_OPTION_END);
-        if (!d)
+        s->d = MHD_start_daemon(flags, o->port, NULL, NULL, &answer, s,
+                                MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, s, MHD_OPTION_SOCK_ADDR,
+                                (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+                                (unsigned)(o->max_connections ? o->max_connections
+                                                              : TERN_SERVE_MAX_CONNECTIONS),
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)TERN_SERVE_IDLE_SECONDS,
+                                MHD_OPTION_NOTIFY_COMPLETED, &completed, s, MHD_OPTION_END);
+        if (!s->d)
             rc = tern_errorf(TERN_ERR,
                              "tern serve: cannot listen on %s port %u: %s (is another server "
                              "on it? --port N picks another)", o->address, (unsigned)o->port,
                              strerror(errno ? errno : EADDRINUSE));
     }
-    if (rc == TERN_OK) {
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-        unsigned port = info ? info->port : o->port;
-        if (o->log) {
-            pthread_mutex_lock(&s.log_mu);
-            fprintf(o->log, "tern serve: %s on http://%s%s%s:%u/v1 (OpenAI API; /health)\n",
-                    o->model_name, v6 ? "[" : "", o->address, v6 ? "]" : "", port);
-            fflush(o->log);
-            pthread_mutex_unlock(&s.log_mu);
-        }
-        rc = tern_serve_queue_run(s.q, stop);
+    if (rc != TERN_OK) {
+        tern_server_free(s);
+        return rc;
     }
-    if (d)
-        MHD_stop_daemon(d); /* every job is answered: the connections' threads end */
-    tern_serve_queue_free(s.q);
-    pthread_mutex_destroy(&s.log_mu);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : o->port;
+    if (o->log) {
+        pthread_mutex_lock(&s->log_mu);
+        fprintf(o->log, "tern serve: %s on http://%s%s%s:%u/v1 (OpenAI API; /health)\n",
+                o->model_name, v6 ? "[" : "", o->address, v6 ? "]" : "", *port);
+        fflush(o->log);
+        pthread_mutex_unlock(&s->log_mu);
+    }
+    *out = s;
+    return TERN_OK;
+}
+
+int tern_server_run(tern_server *s, volatile sig_atomic_t *stop)
+{
+    return tern_serve_queue_run(s->q, stop);
+}
+
+void tern_server_close(tern_server *s)
+{
+    tern_serve_queue_close(s->q);
+}
+
+void tern_server_free(tern_server *s)
+{
+    if (!s)
+        return;
+    if (s->q)
+        tern_serve_queue_drain(s->q); /* a handler waiting on a job is answered */
+    if (s->d)
+        MHD_stop_daemon(s->d); /* every job is answered: the connections' threads end */
+    tern_serve_queue_free(s->q);
+    pthread_mutex_destroy(&s->log_mu);
+    free(s);
+}
+
+int tern_serve(const tern_model *m, const tern_serve_options *o, volatile sig_atomic_t *stop)
+{
+    tern_server *s = NULL;
+    unsigned port = 0;
+    int rc = tern_server_start(m, o, &s, &port);
+    if (rc == TERN_OK)
+        rc = tern_server_run(s, stop);
+    tern_server_free(s);
     return rc;
 }

@@ -45,6 +45,9 @@ typedef struct tern_serve_job {
     char id[40];              /* "chatcmpl-..." or "cmpl-..." */
     long long created;        /* Unix seconds */
     const char *model_name;   /* the server's, outlives the job */
+    /* a trajectory's endpoint (serve_session.h; outlives the job), NULL: none */
+    struct tern_serve_session *session;
+    uint32_t call;            /* with a session: its call number */
     /* the model thread's */
     int32_t **prompt_ids;     /* [n_prompts] */
     size_t *prompt_len;
