@@ -11,7 +11,7 @@
 
 #include "command.h"
 #include "http_client.h"
-#include "openai_venv.h"
+#include "pypi_venv.h"
 
 #define SRC TERN_TEST_SOURCE_DIR
 #define FIXTURE SRC "/tests/fixtures/qwen2_chat"

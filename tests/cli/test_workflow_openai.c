@@ -5,7 +5,7 @@
  * none rewrites its history (the client's messages continue the calls
  * token for token), and at the first step the trainer's log-probs are the
  * sampler's. The client is installed into a cached venv
- * (tests/support/openai_venv.h); where it cannot be, the test reports itself
+ * (tests/support/pypi_venv.h); where it cannot be, the test reports itself
  * skipped. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "command.h"
-#include "openai_venv.h"
+#include "pypi_venv.h"
 
 #define TERN TERN_TEST_BIN
 #define SRC TERN_TEST_SOURCE_DIR
