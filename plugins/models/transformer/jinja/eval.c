@@ -625,10 +625,11 @@ static int eval_container(jinja_ev *e, const jinja_node *n, json_t **out)
         if (n->kind == E_DICT) {
             json_t *k = v, *val = NULL;
             if (!k || !json_is_string(k)) {
+                int rc2 = jinja_fail(e, n->kids[i], "dict keys must be strings here, not %s",
+                                     jv_type(k)); /* before k is let go */
                 json_decref(k);
                 json_decref(c);
-                return jinja_fail(e, n->kids[i], "dict keys must be strings here, not %s",
-                                  jv_type(k));
+                return rc2;
             }
             if (eval(e, n->kids[++i], &val)) {
                 json_decref(k);
@@ -746,8 +747,10 @@ static int eval_node(jinja_ev *e, const jinja_node *n, json_t **out)
         if (n->op == 'n') {
             *out = json_boolean(!jv_truthy(x));
         } else if (!jv_is_number(x)) {
+            /* the message names x's type: read before x is let go */
+            int rc2 = jinja_fail(e, n, "cannot apply unary '%c' to %s", n->op, jv_type(x));
             json_decref(x);
-            return jinja_fail(e, n, "cannot apply unary '%c' to %s", n->op, jv_type(x));
+            return rc2;
         } else if (n->op == '+') {
             *out = json_is_boolean(x) ? json_integer(json_is_true(x)) : json_incref(x);
         } else if (json_is_real(x)) {
