@@ -53,19 +53,10 @@ static void write_config(const char *name, const char *env, const char *extra, i
  * end-of-turn token that keeps the shell from eating the last newline). */
 static json_t *template_ids(size_t k)
 {
-    result r;
-    run(&r, "cd %s && %s score %s --text \"$(printf 'x<|im_end|>\\n<|im_start|>user\\nnext "
-            "%zu<|im_end|>\\n<|im_start|>assistant\\n<|im_end|>')\" | grep '^[0-9]' | "
-            "cut -f2 | sed '$d'",
-        WORK, TERN, FIXTURE, k);
-    cr_assert_eq(r.code, 0, "tern score: %s", r.err);
-    json_t *ids = json_array();
-    for (char *p = r.out; *p;) {
-        json_array_append_new(ids, json_integer(strtol(p, &p, 10)));
-        while (*p == '\n')
-            p++;
-    }
-    return ids;
+    char text[128];
+    snprintf(text, sizeof text, "<|im_end|>\\n<|im_start|>user\\nnext %zu<|im_end|>\\n"
+             "<|im_start|>assistant\\n", k);
+    return score_ids(TERN, FIXTURE, text);
 }
 
 static json_t *load_lines(const char *name, const char *file, const char *with)

@@ -76,23 +76,10 @@ static json_t *load_lines(const char *name, const char *file, const char *with)
     return json_lines(path, with);
 }
 
-/* The ids the fixture's tokenizer gives `text` (as `tern score` prints
- * them, after a leading "x" whose own id it does not print, and before a
- * trailing end-of-turn token that keeps the shell from eating the last
- * newline). */
+/* The ids the fixture's tokenizer gives `text` (support/command.h). */
 static json_t *ids_of(const char *text)
 {
-    result r;
-    run(&r, "cd %s && %s score %s --text \"$(printf 'x%s<|im_end|>')\" | grep '^[0-9]' | "
-            "cut -f2 | sed '$d'", WORK, TERN, FIXTURE, text);
-    cr_assert_eq(r.code, 0, "tern score: %s", r.err);
-    json_t *ids = json_array();
-    for (char *p = r.out; *p;) {
-        json_array_append_new(ids, json_integer(strtol(p, &p, 10)));
-        while (*p == '\n')
-            p++;
-    }
-    return ids;
+    return score_ids(TERN, FIXTURE, text);
 }
 
 /* a script line: a call of echo with `args` (a libconfig string, escaped) */

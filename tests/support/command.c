@@ -119,3 +119,18 @@ int path_exists(const char *path)
     struct stat st;
     return lstat(path, &st) == 0;
 }
+
+json_t *score_ids(const char *tern, const char *model, const char *text)
+{
+    result r;
+    run(&r, "%s score %s --text \"$(printf 'x%s<|im_end|>')\" | grep '^[0-9]' | cut -f2 | "
+            "sed '$d'", tern, model, text);
+    cr_assert_eq(r.code, 0, "tern score: %s", r.err);
+    json_t *ids = json_array();
+    for (char *p = r.out; *p;) {
+        json_array_append_new(ids, json_integer(strtol(p, &p, 10)));
+        while (*p == '\n')
+            p++;
+    }
+    return ids;
+}

@@ -34,6 +34,13 @@ void run(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
  * key `with` (NULL: all): a new array. */
 struct json_t;
 struct json_t *json_lines(const char *path, const char *with);
+/* The ids `tern` (the binary) `score`s with `model` for the text shell
+ * printf makes of `text` (escapes such as \\n), as it prints them: run
+ * after a leading "x" whose own id it does not print, and before a trailing
+ * <|im_end|> that keeps the shell from eating the last newline (a ChatML
+ * model: the test fixtures'). A new array; the test fails if tern score
+ * does. */
+struct json_t *score_ids(const char *tern, const char *model, const char *text);
 /* The newlines in text. */
 int count_lines(const char *text);
 /* Whether something is at `path` (lstat: a dangling link counts). */
