@@ -17,6 +17,12 @@ jobs=$(nproc)
 echo "== include cycles between the modules and folders of core/src and cli (docs/architecture.md §1)"
 python3 scripts/include_graph.py > /dev/null
 
+echo "== no file names a package registry's host (packages come through pip and apt-get)"
+if git grep -nIE 'pypi\.org|pythonhosted\.org|(deb|security)\.debian\.org' -- ':!scripts/test.sh'; then
+  echo "scripts/test.sh: the files above name a registry's host: name the package instead" >&2
+  exit 1
+fi
+
 echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"

@@ -6,7 +6,7 @@
  * template's ids for the next user turn, each model segment as long as the
  * completion the program was told of, the trainer's log-probs the
  * explorer's (ratio 1, mismatch 0 at the first step). A call that starts
- * over is counted and ends what is trained; each way a program fails costs
+ * over is counted and begins a sequence of its own; each way a program fails costs
  * its trajectory, kept in reward_failures.jsonl, and the run goes on; a
  * command that cannot run is refused at start. */
 #include <criterion/criterion.h>
@@ -160,7 +160,12 @@ Test(workflow_run, trajectories_are_the_calls_token_for_token, .timeout = 300)
     json_decref(metrics);
 }
 
-Test(workflow_run, a_call_that_starts_over_is_counted_and_ends_the_trained_part, .timeout = 300)
+/* A call that starts over begins a sequence of its own: a prompt segment
+ * (that call's whole prompt), its answer, and what continues it. The
+ * trainer scores it after its own prompt, not after the first call's
+ * turns: its log-probs are then the sampler's (ratio 1, mismatch 0), which
+ * they are not when scored after the history. */
+Test(workflow_run, a_call_that_starts_over_is_a_sequence_of_its_own, .timeout = 300)
 {
     char wf[512];
     snprintf(wf, sizeof wf, "command = [\"python3\", \"%s\", \"rewrite\"];", AGENT);
@@ -172,16 +177,65 @@ Test(workflow_run, a_call_that_starts_over_is_counted_and_ends_the_trained_part,
     json_t *m = json_array_get(metrics, 0);
     cr_expect(fabs(json_real_value(json_object_get(m, "workflow/rewrites")) - 1) < 1e-12,
               "every trajectory rewrote its history once");
-    cr_expect(fabs(json_real_value(json_object_get(m, "workflow/calls")) - 2) < 1e-12);
-    json_t *groups = load_lines("rewrite", "rollouts.jsonl", "responses");
+    cr_expect(fabs(json_real_value(json_object_get(m, "workflow/calls")) - 3) < 1e-12);
+    double ratio = json_real_value(json_object_get(m, "ratio_mean"));
+    double mismatch = json_real_value(json_object_get(m, "mismatch_kl"));
+    cr_expect(fabs(ratio - 1) < 1e-5, "the restarted sequence scored as sampled: ratio %g",
+              ratio);
+    cr_expect(mismatch < 1e-5, "mismatch_kl %g", mismatch);
+
+    /* each program's calls, by its seed, in order */
+    json_t *calls = json_lines(WORK "/wf_rewrite/calls.jsonl", "usage");
+    cr_assert_eq(json_array_size(calls), 2 * 2 * 3, "every program's three calls");
+    json_t *by_seed = json_object();
     size_t i, j;
-    json_t *g, *resp;
+    json_t *c, *g, *resp;
+    json_array_foreach(calls, i, c) {
+        const char *seed = json_string_value(json_object_get(c, "seed"));
+        cr_assert(seed);
+        json_t *list = json_object_get(by_seed, seed);
+        if (!list)
+            json_object_set_new(by_seed, seed, list = json_array());
+        json_array_append(list, json_object_get(c, "usage"));
+    }
+    json_t *groups = load_lines("rewrite", "rollouts.jsonl", "responses");
     json_array_foreach(groups, i, g) {
+        json_int_t P = json_integer_value(json_object_get(g, "prompt_tokens"));
         json_array_foreach(json_object_get(g, "responses"), j, resp) {
             json_t *turns = json_object_get(resp, "turns");
-            cr_expect_eq(json_array_size(turns), 1, "only the first call is trained");
+            cr_assert_eq(json_array_size(turns), 5, "model, prompt, model, context, model");
+            const char *roles[] = {"model", "prompt", "model", "context", "model"};
+            json_int_t len[5];
+            for (size_t k = 0; k < 5; k++) {
+                json_t *t = json_array_get(turns, k);
+                cr_expect_str_eq(json_string_value(json_object_get(t, "role")), roles[k]);
+                len[k] = (json_int_t)json_array_size(json_object_get(t, "ids"));
+            }
+            const char *p = json_string_value(json_object_get(json_array_get(turns, 1), "text"));
+            cr_expect(p && strstr(p, "start again: "), "the restart's prompt: %s", p);
+            /* some program's calls: prompt P, then the restart's prompt,
+             * then that and its answer and the next turn */
+            json_int_t want[3][2] = {{P, len[0]}, {len[1], len[2]},
+                                     {len[1] + len[2] + len[3], len[4]}};
+            int found = 0;
+            const char *seed;
+            json_t *list;
+            json_object_foreach(by_seed, seed, list) {
+                int all = json_array_size(list) == 3;
+                for (size_t k = 0; all && k < 3; k++) {
+                    json_t *u = json_array_get(list, k);
+                    all = json_integer_value(json_object_get(u, "prompt_tokens")) == want[k][0] &&
+                          json_integer_value(json_object_get(u, "completion_tokens")) ==
+                              want[k][1];
+                }
+                found |= all;
+            }
+            cr_expect(found, "group %zu response %zu: no program made calls of these lengths",
+                      i, j);
         }
     }
+    json_decref(by_seed);
+    json_decref(calls);
     json_decref(groups);
     json_decref(metrics);
 }

@@ -835,6 +835,23 @@ Test(experience, a_trajectory_round_trips_with_its_segments_and_turn_rewards)
     free(b);
 }
 
+Test(experience, a_restarted_trajectory_keeps_its_prompt_segment)
+{
+    traj t;
+    sample_trajectory(&t);
+    t.seg[1].kind = TERN_SEGMENT_PROMPT; /* the second call started over */
+    size_t n;
+    unsigned char *b = encode(&t.g.e, &n);
+    tern_experience d;
+    cr_assert_eq(tern_experience_decode(b, n, &d), TERN_OK, "%s", tern_error_message());
+    cr_assert_eq(d.resp[0].n_segments, 3);
+    cr_expect_eq(d.resp[0].segments[1].kind, TERN_SEGMENT_PROMPT);
+    cr_expect_eq(d.resp[0].segments[1].len, 2);
+    cr_expect_eq(d.resp[0].segments[2].kind, TERN_SEGMENT_MODEL);
+    tern_experience_clear(&d);
+    free(b);
+}
+
 Test(experience, a_trajectory_that_does_not_add_up_is_refused)
 {
     traj t;
@@ -844,6 +861,15 @@ Test(experience, a_trajectory_that_does_not_add_up_is_refused)
     sample_trajectory(&t);
     t.seg[1].kind = 9;
     expect_over(&t.g.e, "segment 1 has kind 9");
+    sample_trajectory(&t);
+    t.seg[0].kind = TERN_SEGMENT_PROMPT; /* the group's prompt is the first */
+    expect_over(&t.g.e, "segment 0 is a prompt at the start");
+    sample_trajectory(&t);
+    t.seg[1].kind = TERN_SEGMENT_PROMPT, t.seg[1].len = 0, t.seg[2].len = 3;
+    expect_over(&t.g.e, "segment 1 is a prompt of no tokens");
+    sample_trajectory(&t);
+    t.seg[2].kind = TERN_SEGMENT_PROMPT, t.g.resp[0].n_turns = 0;
+    expect_over(&t.g.e, "segment 2 is a prompt at the end");
     sample_trajectory(&t);
     t.g.resp[0].n_turns = 1;
     expect_over(&t.g.e, "1 turn rewards for 2 model turns");

@@ -161,6 +161,11 @@ static tern_rollout_msg *make_rollout(uint32_t n, uint32_t G)
             r->end = 1 + i % 4;
             r->env_failure = r->end == 4 ? 3 : 0;
             r->env_reason = dup_or_null(i % 2 ? NULL : "solved in 2 guesses");
+            if (i % 2) { /* its second call started over */
+                r->n_restarts = 1;
+                r->restart = zalloc(1, sizeof *r->restart);
+                r->restart[0] = 1;
+            }
         }
     }
     m->gen_seconds = 0.1;
@@ -455,6 +460,9 @@ static void expect_same(const void *x, const void *y)
             cr_expect_eq(ra->end, rb->end, "response %zu end", i);
             cr_expect_eq(ra->env_failure, rb->env_failure, "response %zu env failure", i);
             cr_expect(same_str(ra->env_reason, rb->env_reason), "response %zu reason", i);
+            cr_assert_eq(ra->n_restarts, rb->n_restarts, "response %zu restarts", i);
+            for (uint32_t k = 0; k < ra->n_restarts; k++)
+                cr_expect_eq(ra->restart[k], rb->restart[k], "response %zu restart %u", i, k);
         }
     } else if (kind == TERN_MSG_REWARD_ASK) {
         const tern_reward_ask *a = x, *b = y;
@@ -599,6 +607,47 @@ Test(wire, a_rollout_round_trips)
     round_trip(make_rollout(1, 1));
 }
 
+/* tests/fuzz/corpus_wire, the fuzzer's start: one message of each kind, in
+ * the current format (a stale one is refused at its header, and the fuzzer
+ * then explores nothing past it). TERN_WIRE_CORPUS_WRITE=1 writes them
+ * again from this file's samples. */
+Test(wire, the_fuzz_corpus_is_in_the_current_format)
+{
+    struct { const char *name; void *msg; } c[] = {
+        {"explore", make_explore(2)}, {"sft", make_sft(2)}, {"rollout", make_rollout(2, 3)},
+        {"step_done", make_step(TERN_MSG_STEP_DONE, 1)},
+        {"skipped", make_step(TERN_MSG_SKIPPED, 0)}, {"failed", make_step(TERN_MSG_FAILED, 0)},
+        {"train_sft", make_train(TERN_TRAIN_SFT, 0)},
+        {"train_step", make_train(TERN_TRAIN_STEP, 3)},
+        {"reward_ask", make_reward_ask(2)}, {"reward_answer", make_reward_answer(2)}};
+    const char *write = getenv("TERN_WIRE_CORPUS_WRITE");
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/fuzz/corpus_wire/%s.bin", TERN_TEST_SOURCE_DIR,
+                 c[i].name);
+        if (write && *write) {
+            unsigned char *b = NULL;
+            size_t n = 0;
+            cr_assert_eq(tern_wire_encode(c[i].msg, &b, &n), TERN_OK, "%s", tern_error_message());
+            FILE *f = fopen(path, "wb");
+            cr_assert(f, "%s", path);
+            cr_assert_eq(fwrite(b, 1, n, f), n);
+            fclose(f);
+            free(b);
+        }
+        tern_msg_free(c[i].msg);
+        FILE *f = fopen(path, "rb");
+        cr_assert(f, "%s is missing", path);
+        unsigned char buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        void *m = NULL;
+        cr_expect_eq(tern_wire_decode(buf, n, &m), TERN_OK, "%s: %s (run test_wire with "
+                     "TERN_WIRE_CORPUS_WRITE=1)", path, tern_error_message());
+        tern_msg_free(m);
+    }
+}
+
 Test(wire, every_step_kind_round_trips_full_and_empty)
 {
     for (int k = TERN_MSG_SFT_DONE; k <= TERN_MSG_FAILED; k++) {
@@ -703,6 +752,18 @@ Test(wire, the_encoder_refuses_what_the_decoder_would)
     r->resp[2].n_segments = 2;
     cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
     cr_expect(strstr(tern_error_message(), "even segment count"), "%s", tern_error_message());
+    r->resp[2].n_segments = 3;
+    /* a restart at a model segment, or past the segments */
+    r->resp[2].n_restarts = 1;
+    r->resp[2].restart = zalloc(1, sizeof *r->resp[2].restart);
+    r->resp[2].restart[0] = 2;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    cr_expect(strstr(tern_error_message(), "restart"), "%s", tern_error_message());
+    r->resp[2].restart[0] = 5;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_EINVAL);
+    r->resp[2].restart[0] = 1;
+    cr_expect_eq(tern_wire_encode(r, &buf, &len), TERN_OK, "%s", tern_error_message());
+    free(buf);
     tern_msg_free(r);
 
     /* an image without its digest */

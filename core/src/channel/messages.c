@@ -71,6 +71,7 @@ void tern_msg_free(void *msg)
             free(r->resp[i].seg_len);
             free(r->resp[i].turn_reward);
             free(r->resp[i].env_reason);
+            free(r->resp[i].restart);
         }
         free(r->prompt_tokens);
         free(r->prompt_len);
@@ -114,5 +115,14 @@ const char *tern_response_trajectory_problem(const tern_response *r)
             return "a turn reward that is not finite";
     if (r->end > TERN_END_LAST || r->env_failure > TERN_ENV_START)
         return "an end or environment failure that names nothing";
+    if (r->n_restarts && !r->restart)
+        return "restarts without their segments";
+    for (uint32_t k = 0; k < r->n_restarts; k++) {
+        uint32_t s = r->restart[k];
+        if (s % 2 == 0 || s >= r->n_segments || (k && s <= r->restart[k - 1]))
+            return "a restart that is not a context segment after the last one";
+        if (r->seg_len[s] == 0)
+            return "a restart of no tokens (a sequence's prompt has at least one)";
+    }
     return NULL;
 }

@@ -78,13 +78,20 @@ typedef struct tern_response {
     uint32_t end;            /* why it ended: a tern_traj_end (tern/environment.h) */
     uint32_t env_failure;    /* 0, or the tern_env_failure that ended it */
     char *env_reason;        /* the environment's reason (done or failed), or NULL */
+    /* The context segments (odd k, increasing) that begin a sequence of
+     * their own: a workflow's call that rewrote the history. What comes
+     * before one is trained as a sequence, the segment is the next one's
+     * prompt (docs/agents.md, "Workflows"). 0 and NULL: one sequence. */
+    uint32_t n_restarts;
+    uint32_t *restart;
 } tern_response;
 
 /* What is wrong with r's trajectory fields, or NULL when they hold: a
  * segment count that is neither 0 nor odd, segments that do not add up to
  * len (or none given), turn rewards neither 0 nor one per model turn (or
  * none given) or not finite, an end past TERN_END_LAST or an environment
- * failure past TERN_ENV_START (tern/environment.h). A static string. */
+ * failure past TERN_ENV_START (tern/environment.h), restarts that are not
+ * increasing context segments of at least one token. A static string. */
 const char *tern_response_trajectory_problem(const tern_response *r);
 
 /* explorer -> master */
@@ -110,7 +117,7 @@ typedef struct tern_rollout_msg {
      * tool call" or "tool error" (docs/agents.md, "Tools") */
     uint64_t tool_calls, tool_invalid, tool_failed;
     /* a workflow's (docs/agents.md, "Workflows"): its programs' calls, and the
-     * trajectories whose history a call rewrote (trained up to there) */
+     * trajectories whose history a call rewrote (a sequence of its own from there) */
     uint64_t wf_calls, wf_rewrites;
 } tern_rollout_msg;
 

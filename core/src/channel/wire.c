@@ -31,7 +31,9 @@
  *                                 u32 n_segments (0 or odd), u32 seg_len[n_segments]
  *                                 (adding up to len), u32 n_turns (0 or
  *                                 (n_segments + 1) / 2), f64 turn_reward[n_turns],
- *                                 u32 end, u32 env_failure, str env_reason)
+ *                                 u32 end, u32 env_failure, str env_reason,
+ *                                 u32 n_restarts, u32 restart[n_restarts] (odd,
+ *                                 increasing, < n_segments))
  *   the others  i64 step, i64 version, i64 batch, i64 rollout_version,
  *   (step)      u64 n_consumed, u64 consumed[n_consumed],
  *               json figures (an object), json groups (an array),
@@ -85,7 +87,8 @@
 #define NULLABLE_MIN 1u /* a string that may be NULL: its tag */
 #define EXPLORE_TASK_MIN (4u + STR_MIN + 2 * NULLABLE_MIN)
 #define SFT_PAIR_MIN (2 * STR_MIN + 2 * NULLABLE_MIN)
-#define TRAJECTORY_MIN 17u /* n_segments, n_turns, end, env_failure, env_reason's tag */
+#define TRAJECTORY_MIN 21u /* n_segments, n_turns, end, env_failure, env_reason's tag,
+                              n_restarts */
 #define RESPONSE_MIN (RESPONSE_FIXED + STR_MIN + TRAJECTORY_MIN)
 #define TENSOR_MIN (STR_MIN + TENSOR_FIXED)
 
@@ -319,6 +322,9 @@ static void encode_rollout(writer *w, const tern_rollout_msg *m)
         w_u32(w, r->end);
         w_u32(w, r->env_failure);
         w_str(w, r->env_reason, 0, "a rollout's environment reason");
+        w_u32(w, r->n_restarts);
+        for (uint32_t k = 0; k < r->n_restarts; k++)
+            w_u32(w, r->restart[k]);
     }
 }
 
@@ -787,6 +793,13 @@ static int decode_rollout(reader *r, tern_rollout_msg *m)
         p->end = ld_u32(&q);
         p->env_failure = ld_u32(&q);
         TRY(r_str(r, 0, "rollout environment reason", &p->env_reason));
+        TRY(take(r, 4, "a rollout's restarts", &q));
+        p->n_restarts = ld_u32(&q);
+        TRY(take(r, 4 * (uint64_t)p->n_restarts, "a rollout's restarts", &q));
+        if (p->n_restarts && !(p->restart = malloc(p->n_restarts * sizeof *p->restart)))
+            return out_of_memory();
+        for (uint32_t k = 0; k < p->n_restarts; k++)
+            p->restart[k] = ld_u32(&q);
         const char *bad = tern_response_trajectory_problem(p);
         if (bad)
             return tern_errorf(TERN_EINVAL, "a role message is malformed: response %zu of a "

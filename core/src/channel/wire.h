@@ -18,8 +18,9 @@
 #include <stddef.h>
 
 #define TERN_WIRE_MAGIC "TRNW"
-#define TERN_WIRE_FORMAT 6u /* 3: tasks' images (issue 27); 4: trajectories (issue 57);
-                               5: tool call counts; 6: workflow call counts */
+#define TERN_WIRE_FORMAT 7u /* 3: tasks' images (issue 27); 4: trajectories (issue 57);
+                               5: tool call counts; 6: workflow call counts;
+                               7: a trajectory's restarts */
 
 /* Encode any role message (by its kind) into a new malloc'd buffer of *len
  * bytes. TERN_OK; TERN_ENOMEM; TERN_EINVAL with a message for an unknown

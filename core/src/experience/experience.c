@@ -143,8 +143,16 @@ static const char *trajectory_problem(uint32_t R, uint32_t S, const tern_exp_seg
     uint64_t sum = 0;
     uint32_t model = 0;
     for (uint32_t k = 0; k < S; k++) {
-        if (seg[k].kind != TERN_SEGMENT_MODEL && seg[k].kind != TERN_SEGMENT_CONTEXT) {
-            snprintf(buf, n, "segment %u has kind %u (1 model, 2 context)", k, seg[k].kind);
+        if (seg[k].kind != TERN_SEGMENT_MODEL && seg[k].kind != TERN_SEGMENT_CONTEXT &&
+            seg[k].kind != TERN_SEGMENT_PROMPT) {
+            snprintf(buf, n, "segment %u has kind %u (1 model, 2 context, 3 prompt)", k,
+                     seg[k].kind);
+            return buf;
+        }
+        if (seg[k].kind == TERN_SEGMENT_PROMPT && (k == 0 || k + 1 == S || seg[k].len == 0)) {
+            snprintf(buf, n, "segment %u is a prompt %s", k, seg[k].len == 0 ? "of no tokens" :
+                     k == 0 ? "at the start (the group's prompt is the first)" :
+                     "at the end (a sequence with nothing after its prompt)");
             return buf;
         }
         sum += seg[k].len;

@@ -42,7 +42,10 @@
  * segments in order, the model's own (sampled at that weight version, with
  * their behaviour log-probs) and context (an environment's observation, a
  * tool's result, the template tokens between turns: logp 0, never trained
- * on); the segments' tokens add up to R. A one-answer response is one model
+ * on); the segments' tokens add up to R. A prompt segment (kind 3) ends the
+ * sequence before it: the trainer scores what follows as a sequence that
+ * begins with it, not after the group's prompt and the turns before (a
+ * workflow's call that started its conversation over). A one-answer response is one model
  * segment and no turn rewards. Its reward is the trajectory's return: the
  * sum of its turn rewards, plus any `rewards` section's verdict on it.
  * The group statistics are those of the G responses' rewards and
@@ -83,8 +86,12 @@
 
 /* What a run of a trajectory's tokens is (tern_exp_segment.kind). */
 typedef enum tern_segment_kind {
-    TERN_SEGMENT_MODEL = 1,  /* sampled by the policy: trained on */
-    TERN_SEGMENT_CONTEXT = 2 /* an observation, a tool result, template tokens: not */
+    TERN_SEGMENT_MODEL = 1,   /* sampled by the policy: trained on */
+    TERN_SEGMENT_CONTEXT = 2, /* an observation, a tool result, template tokens: not */
+    TERN_SEGMENT_PROMPT = 3   /* a new sequence's prompt: the tokens before it are a
+                                 sequence of their own, these begin the next (a
+                                 workflow's call that rewrote the history); not
+                                 trained on, never first or last, at least one token */
 } tern_segment_kind;
 
 

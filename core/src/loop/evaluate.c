@@ -149,15 +149,17 @@ static int eval_chunk(tern_run *run, int64_t version, size_t from, size_t to, ev
 static int add_turns(tern_run *run, const tern_response *x, json_t *e)
 {
     json_t *turns = json_array();
-    uint32_t at = 0;
+    uint32_t at = 0, q = 0;
     int rc = turns ? TERN_OK : TERN_ENOMEM;
     for (uint32_t k = 0; rc == TERN_OK && k < x->n_segments; k++) {
         char *raw = NULL;
         rc = tern_model_text(&run->evaluator, "evaluation: detokenize", x->tokens + at,
                              x->seg_len[k], &raw, NULL);
         char *text = raw ? tern_utf8_clean(raw) : NULL;
-        json_t *one = text ? json_pack("{s:s, s:s}", "role", k % 2 ? "context" : "model",
-                                       "text", text)
+        int restart = q < x->n_restarts && x->restart[q] == k;
+        q += restart;
+        json_t *one = text ? json_pack("{s:s, s:s}", "role", restart ? "prompt" : k % 2 ?
+                                       "context" : "model", "text", text)
                            : NULL;
         if (one && k % 2 == 0 && k / 2 < x->n_turns)
             json_object_set_new(one, "reward", json_real(x->turn_reward[k / 2]));

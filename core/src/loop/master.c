@@ -645,7 +645,8 @@ static int put_record(tern_run *run, master *ms, const tern_experience *e, uint6
 
 /* Build group g of rollout r as a record (its responses' tokens and
  * log-probs are borrowed from r) and put it. A trajectory's runs become
- * segments, alternately the model's and context, at the rollout's version. */
+ * segments, alternately the model's and context (or a restart's prompt), at
+ * the rollout's version. */
 static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint32_t g,
                      const tern_verdict *v, const tern_task *t, uint64_t rewarded_ns,
                      tern_exp_response *resp, uint64_t *put_ns)
@@ -672,10 +673,12 @@ static int put_group(tern_run *run, master *ms, const tern_rollout_msg *r, uint3
         if (x->n_segments) {
             resp[s].segments = next;
             resp[s].n_segments = x->n_segments;
-            for (uint32_t k = 0; k < x->n_segments; k++)
-                *next++ = (tern_exp_segment){x->seg_len[k],
-                                             k % 2 ? TERN_SEGMENT_CONTEXT : TERN_SEGMENT_MODEL,
-                                             r->version};
+            for (uint32_t k = 0, q = 0; k < x->n_segments; k++) {
+                uint32_t kind = k % 2 ? TERN_SEGMENT_CONTEXT : TERN_SEGMENT_MODEL;
+                if (q < x->n_restarts && x->restart[q] == k)
+                    kind = TERN_SEGMENT_PROMPT, q++;
+                *next++ = (tern_exp_segment){x->seg_len[k], kind, r->version};
+            }
         }
     }
     const char *dom = tern_task_string(t, "domain");

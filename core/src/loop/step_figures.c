@@ -41,7 +41,8 @@ static void last_turn(const tern_exp_response *r, size_t *at, size_t *len)
 }
 
 /* A trajectory's turns for its rollouts.jsonl response: each segment as
- * {"role": "model" | "context", "text", "ids", and the model's "reward"}. */
+ * {"role": "model" | "context" | "prompt" (a restart's), "text", "ids", and
+ * the model's "reward"}. */
 static json_t *turns_json(tern_run *run, const tern_exp_response *r, int *rc)
 {
     json_t *all = json_array();
@@ -60,9 +61,10 @@ static json_t *turns_json(tern_run *run, const tern_exp_response *r, int *rc)
         json_t *ids = json_array();
         for (uint32_t j = 0; ids && j < g->len; j++)
             json_array_append_new(ids, json_integer(r->tokens[at + j]));
-        json_t *one = text && ids ? json_pack("{s:s, s:s, s:o}", "role",
-                                              model ? "model" : "context", "text", text, "ids",
-                                              ids)
+        const char *role = model ? "model" : g->kind == TERN_SEGMENT_PROMPT ? "prompt"
+                                                                            : "context";
+        json_t *one = text && ids ? json_pack("{s:s, s:s, s:o}", "role", role, "text", text,
+                                              "ids", ids)
                                   : NULL;
         if (!one)
             json_decref(ids);

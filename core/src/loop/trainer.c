@@ -400,6 +400,16 @@ typedef struct step_arrays {
     /* [n] each response's loss mask (1: the model's token), NULL for a
      * one-answer response (every token the model's) */
     unsigned char **mask;
+    /* The model's sequences, response after response: one per response,
+     * and one more per restart (a prompt segment: a workflow's call that
+     * rewrote the history is scored after its own prompt, not after the
+     * turns before). Each is a window on its response's buffers, so what
+     * the model writes lands where the loss reads it. Response i's are
+     * [first[i], first[i + 1]); n_ms in all. */
+    size_t n_ms;
+    size_t *first;      /* [n + 1] */
+    tern_sequence *ms;  /* [n_ms] */
+    float **ms_lp, **ms_ent, **ms_ref, **ms_dl, **ms_dent; /* [n_ms] the windows */
 } step_arrays;
 
 static void arrays_free(step_arrays *a)
@@ -417,11 +427,62 @@ static void arrays_free(step_arrays *a)
     free(a->dl), free(a->dent), free(a->ls), free(a->reward), free(a->adv), free(a->len);
     free(a->correct);
     free(a->mask);
+    free(a->first), free(a->ms), free(a->ms_lp), free(a->ms_ent), free(a->ms_ref);
+    free(a->ms_dl), free(a->ms_dent);
     memset(a, 0, sizeof *a);
 }
 
-/* One sequence per response, group after group: the prompt, then the
- * response (the tokens the model scores). */
+/* Model sequence j: the window [begin, begin + len) of response i's
+ * buffers, scored from `start` on. */
+static void window(step_arrays *a, size_t i, size_t j, size_t begin, size_t len, size_t start)
+{
+    a->ms[j] = a->seq[i];
+    a->ms[j].tokens = a->tok[i] + begin;
+    a->ms[j].len = len;
+    a->ms[j].start = start;
+    a->ms_lp[j] = a->lp[i] + begin, a->ms_ent[j] = a->ent[i] + begin;
+    a->ms_ref[j] = a->ref[i] + begin, a->ms_dl[j] = a->dl[i] + begin;
+    a->ms_dent[j] = a->dent[i] + begin;
+}
+
+/* The model's sequences of the responses (step_arrays.ms): a response's
+ * first is the group's prompt and its tokens up to its first restart; each
+ * restart's begins with the restart's prompt. */
+static int windows_alloc(step_arrays *a)
+{
+    size_t n_ms = a->n;
+    for (size_t i = 0; i < a->n; i++)
+        for (uint32_t k = 0; k < a->resp[i]->n_segments; k++)
+            n_ms += a->resp[i]->segments[k].kind == TERN_SEGMENT_PROMPT;
+    size_t m = n_ms ? n_ms : 1;
+    a->n_ms = n_ms;
+    a->first = calloc(a->n + 1, sizeof *a->first);
+    a->ms = calloc(m, sizeof *a->ms);
+    a->ms_lp = calloc(m, sizeof *a->ms_lp), a->ms_ent = calloc(m, sizeof *a->ms_ent);
+    a->ms_ref = calloc(m, sizeof *a->ms_ref), a->ms_dl = calloc(m, sizeof *a->ms_dl);
+    a->ms_dent = calloc(m, sizeof *a->ms_dent);
+    if (!a->first || !a->ms || !a->ms_lp || !a->ms_ent || !a->ms_ref || !a->ms_dl ||
+        !a->ms_dent)
+        return TERN_ENOMEM;
+    size_t j = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const tern_exp_response *r = a->resp[i];
+        size_t begin = 0, start = a->seq[i].start, t = start; /* t: in the buffers */
+        a->first[i] = j;
+        for (uint32_t k = 0; k < r->n_segments; t += r->segments[k++].len)
+            if (r->segments[k].kind == TERN_SEGMENT_PROMPT) {
+                window(a, i, j++, begin, t - begin, start);
+                begin = t, start = r->segments[k].len;
+            }
+        window(a, i, j++, begin, a->seq[i].len - begin, start);
+    }
+    a->first[a->n] = j;
+    return TERN_OK;
+}
+
+/* One response per loss entry, group after group: the prompt, then the
+ * response (the tokens the loss reads); the model's sequences are windows
+ * on them (windows_alloc). */
 static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
 {
     size_t n = b->n * G;
@@ -477,7 +538,7 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
             a->len[i] = model;
         }
     }
-    return TERN_OK;
+    return windows_alloc(a);
 }
 
 /* The images of groups [g0, g1) (this rank's share), read again from the
@@ -487,7 +548,7 @@ static int arrays_alloc(step_arrays *a, const batch *b, uint32_t G, float temp)
  * group's) is refused: the group would be trained on pixels it was not
  * sampled from (a replay, a resume). imgs[g] for group g. */
 static int rl_images(const tern_run *run, const batch *b, size_t g0, size_t g1, uint32_t G,
-                     tern_loaded_image *imgs, tern_sequence *seq)
+                     tern_loaded_image *imgs, step_arrays *a)
 {
     for (size_t g = g0; g < g1; g++) {
         const tern_experience *e = &b->g[g];
@@ -514,9 +575,9 @@ static int rl_images(const tern_run *run, const batch *b, size_t g0, size_t g1, 
                                "restore the file, or start a new run (with a new buffer "
                                "file)", id, e->image, now, then);
         }
-        for (uint32_t s = 0; s < G; s++) {
-            seq[g * G + s].images = &imgs[g].image;
-            seq[g * G + s].n_images = 1;
+        for (uint32_t s = 0; s < G; s++) { /* the sequence with the group's prompt */
+            a->ms[a->first[g * G + s]].images = &imgs[g].image;
+            a->ms[a->first[g * G + s]].n_images = 1;
         }
     }
     return TERN_OK;
@@ -592,23 +653,25 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     int rc = imgs ? arrays_alloc(&a, b, G, temp) : TERN_ENOMEM;
     if (rc != TERN_OK)
         rc = tern_errorf(TERN_ENOMEM, "trainer: out of memory");
-    for (size_t i = 0; rc == TERN_OK && i < a.n; i++)
-        rep->train_tokens += a.seq[i].len;
+    for (size_t j = 0; rc == TERN_OK && j < a.n_ms; j++)
+        rep->train_tokens += a.ms[j].len;
     int need_ref = run->reference.ops && set->loss.kl != TERN_KL_NONE;
     int skip = skip_score(run, step, b);
     size_t n_groups = b->n, g0, g1;
     tern_dp_share(dp, n_groups, &g0, &g1);
-    size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's sequences: [lo, lo + k) */
+    size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's responses: [lo, lo + k) */
+    /* and the model's sequences of them: [mlo, mlo + mk) */
+    size_t mlo = rc == TERN_OK ? a.first[lo] : 0, mk = rc == TERN_OK ? a.first[lo + k] - mlo : 0;
     if (rc == TERN_OK)
-        rc = rl_images(run, b, g0, g1, G, imgs, a.seq);
+        rc = rl_images(run, b, g0, g1, G, imgs, &a);
     /* a `score` span for either pass; skipping the policy's, it says which ran */
     uint64_t span = skip && !need_ref ? 0 : tern_trace_begin(run->session->trace, "score");
-    if (rc == TERN_OK && k && !skip)
-        rc = tern_model_score(&run->policy, "trainer: score (policy)", a.seq + lo, k, a.lp + lo,
-                              a.ent + lo);
-    if (rc == TERN_OK && k && need_ref)
-        rc = tern_model_score(&run->reference, "trainer: score (reference)", a.seq + lo, k,
-                              a.ref + lo, NULL);
+    if (rc == TERN_OK && mk && !skip)
+        rc = tern_model_score(&run->policy, "trainer: score (policy)", a.ms + mlo, mk,
+                              a.ms_lp + mlo, a.ms_ent + mlo);
+    if (rc == TERN_OK && mk && need_ref)
+        rc = tern_model_score(&run->reference, "trainer: score (reference)", a.ms + mlo, mk,
+                              a.ms_ref + mlo, NULL);
     if ((rc = tern_dp_agree(dp, rc)) == TERN_OK && !skip)
         rc = tern_dp_gather(dp, a.lp, a.seq, a.n, G);
     if (rc == TERN_OK && !skip)
@@ -644,18 +707,19 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     }
     /* the backward pass's own log-probs and entropies, for the figures:
      * NaN until the model writes them (ABI 1.11) */
-    for (size_t i = 0; skip && i < a.n; i++) {
-        for (size_t t = 0; t < a.seq[i].len; t++)
-            a.lp[i][t] = a.ent[i][t] = NAN;
-        a.seq[i].logp_out = a.lp[i];
-        a.seq[i].entropy_out = a.ent[i];
+    for (size_t j = 0; skip && j < a.n_ms; j++) {
+        /* a restart's prompt keeps its 0s: no sequence scores it */
+        for (size_t t = a.ms[j].start; t < a.ms[j].len; t++)
+            a.ms_lp[j][t] = a.ms_ent[j][t] = NAN;
+        a.ms[j].logp_out = a.ms_lp[j];
+        a.ms[j].entropy_out = a.ms_ent[j];
     }
     span = tern_trace_begin(run->session->trace, "backward");
-    if (k)
-        rc = tern_model_backward(&run->policy, "trainer: backward", a.seq + lo, k,
-                                 (const float *const *)a.dl + lo,
-                                 set->loss.entropy_coef != 0 ? (const float *const *)a.dent + lo
-                                                             : NULL);
+    if (mk)
+        rc = tern_model_backward(&run->policy, "trainer: backward", a.ms + mlo, mk,
+                                 (const float *const *)a.ms_dl + mlo,
+                                 set->loss.entropy_coef != 0
+                                     ? (const float *const *)a.ms_dent + mlo : NULL);
     /* the whole batch's gradient: every rank's share summed */
     if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
         rc = tern_dp_sum_gradients(dp, &run->policy);

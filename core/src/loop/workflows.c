@@ -11,8 +11,9 @@
  * call's prompt is the group's prompt, what it sampled the first model
  * segment, and each call whose prompt extends the previous call's ids adds
  * a context segment (the ids after them) and its own. A call that rewrote
- * the history ends what is trained there (counted: workflow/rewrites). The
- * program's last line of output, {"reward": R}, is the trajectory's reward. */
+ * the history begins a sequence of its own: a restart segment, its whole
+ * prompt, then its answer (counted: workflow/rewrites). The program's last
+ * line of output, {"reward": R}, is the trajectory's reward. */
 #include "loop/workflows.h"
 
 #include <errno.h>
@@ -167,13 +168,16 @@ static int same_ids(const int32_t *a, size_t na, const int32_t *b, size_t nb)
     return na == nb && memcmp(a, b, na * sizeof *a) == 0;
 }
 
-/* Trajectory x's response from its calls: the calls that extend each other
- * from the group's prompt, token for token. */
-static int assemble(tern_run *run, const tern_traj_plan *plan, const tern_serve_session *s,
-                    const int32_t *prompt, size_t prompt_len, uint32_t failure,
-                    const char *why, double reward, tern_response *r, uint64_t *rewrites)
+/* Trajectory x's response from its calls, token for token. The first
+ * call's prompt is the group's, its answer the first model segment. A call
+ * whose prompt extends the sequence so far adds a context segment (the ids
+ * after it) and its answer; one that rewrote the history begins a sequence
+ * of its own: a restart segment (its whole prompt) and its answer. */
+static int assemble(const tern_serve_session *s, const int32_t *prompt, size_t prompt_len,
+                    uint32_t failure, const char *why, double reward, tern_response *r,
+                    uint64_t *rewrites)
 {
-    size_t used = 0, len = 0;
+    size_t used = 0, len = 0, restarts = 0;
     if (failure == 0 && s->n_calls == 0)
         failure = TERN_ENV_GARBAGE, why = "it made no call to the model: a trajectory is the "
                                           "calls it makes to OPENAI_BASE_URL";
@@ -184,38 +188,50 @@ static int assemble(tern_run *run, const tern_traj_plan *plan, const tern_serve_
             why = "its first call's prompt differs from its group's first: a task's programs "
                   "start alike (GRPO compares them), so vary only what the model is not shown";
     } else {
+        /* the tokens: each call's answer, and the context or the restart's
+         * prompt before it; seq: the current sequence's length, prompt in */
+        size_t seq = prompt_len;
         for (used = 0; used < s->n_calls; used++) {
             const tern_serve_call *c = &s->calls[used];
-            if (used > 0 && !c->extends)
-                break;
-            len = c->prompt_len + c->len;
+            if (used > 0 && c->extends)
+                len += c->prompt_len - seq;
+            else if (used > 0)
+                len += c->prompt_len, restarts++;
+            len += c->len;
+            seq = c->prompt_len + c->len;
         }
-        if (used < s->n_calls)
+        if (restarts)
             (*rewrites)++;
     }
-    len = len > prompt_len ? len - prompt_len : 0;
     r->tokens = malloc((len ? len : 1) * sizeof *r->tokens);
     r->logp = calloc(len ? len : 1, sizeof *r->logp);
     r->n_segments = used ? (uint32_t)(2 * used - 1) : 0;
     r->seg_len = used ? calloc(r->n_segments, sizeof *r->seg_len) : NULL;
     r->n_turns = (uint32_t)used;
     r->turn_reward = used ? calloc(used, sizeof *r->turn_reward) : NULL;
+    r->restart = restarts ? calloc(restarts, sizeof *r->restart) : NULL;
     r->text = strdup(used ? s->calls[used - 1].text : "");
-    if (!r->tokens || !r->logp || !r->text || (used && (!r->seg_len || !r->turn_reward)))
+    if (!r->tokens || !r->logp || !r->text || (used && (!r->seg_len || !r->turn_reward)) ||
+        (restarts && !r->restart))
         return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-    size_t at = 0;
+    size_t at = 0, seq = prompt_len;
     for (size_t k = 0; k < used; k++) {
         const tern_serve_call *c = &s->calls[k];
-        if (k > 0) { /* the ids between: the template's, and a turn's end the model did not write */
-            size_t ctx = c->prompt_len - (prompt_len + at);
-            memcpy(r->tokens + at, c->prompt + prompt_len + at, ctx * sizeof *r->tokens);
-            r->seg_len[2 * k - 1] = (uint32_t)ctx;
-            at += ctx;
+        if (k > 0) {
+            /* extending: the ids between (the template's, and a turn's end
+             * the model did not write); rewritten: the call's whole prompt */
+            size_t from = c->extends ? seq : 0;
+            if (!c->extends)
+                r->restart[r->n_restarts++] = (uint32_t)(2 * k - 1);
+            memcpy(r->tokens + at, c->prompt + from, (c->prompt_len - from) * sizeof *r->tokens);
+            r->seg_len[2 * k - 1] = (uint32_t)(c->prompt_len - from);
+            at += c->prompt_len - from;
         }
         memcpy(r->tokens + at, c->ids, c->len * sizeof *r->tokens);
         memcpy(r->logp + at, c->logprobs, c->len * sizeof *r->logp);
         r->seg_len[2 * k] = (uint32_t)c->len;
         at += c->len;
+        seq = c->prompt_len + c->len;
         r->finish = c->finish;
     }
     r->len = (uint32_t)at;
@@ -227,7 +243,6 @@ static int assemble(tern_run *run, const tern_traj_plan *plan, const tern_serve_
         r->turn_reward[used - 1] = reward;
     if (failure && !(r->env_reason = strdup(why)))
         return tern_errorf(TERN_ENOMEM, "explorer: out of memory");
-    (void)run, (void)plan;
     return TERN_OK;
 }
 
@@ -364,8 +379,8 @@ int tern_sample_workflows(tern_run *run, const tern_traj_plan *plan, tern_rollou
             for (size_t k = 0; k < s->n_calls; k++)
                 out->gen_tokens += s->calls[k].len;
             out->wf_calls += s->n_calls;
-            rc = assemble(run, plan, s, out->prompt_tokens[i], P, failure, why, reward,
-                          &out->resp[x], &out->wf_rewrites);
+            rc = assemble(s, out->prompt_tokens[i], P, failure, why, reward, &out->resp[x],
+                          &out->wf_rewrites);
         }
     }
     for (size_t x = 0; w.sess && x < w.n; x++)

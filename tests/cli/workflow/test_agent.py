@@ -5,7 +5,9 @@ per run, named by its first argument.
   chat     three calls, each continuing the last (its answer sent back as
            the server gave it, then a user turn "next K"); logs each call's
            usage to calls.jsonl; reward: the last answer's length mod 3
-  rewrite  a call, then one that starts over (a new conversation)
+  rewrite  a call, then one that starts over (a new conversation), then
+           one that continues that one; logs each call's usage to
+           calls.jsonl; reward: the last answer's length mod 3
   fail     the i-th program of the run (concurrency 1: they run in order)
            does the i-th of: crash, exit 3, hang, print no reward, call
            nothing, succeed
@@ -50,9 +52,15 @@ def main():
         text = reply["choices"][0]["message"]["content"] or ""
         print(json.dumps({"reward": float(len(text) % 3)}))
     elif mode == "rewrite":
-        chat(msgs)
-        chat([{"role": "user", "content": "start again: " + task["prompt"]}])
-        print(json.dumps({"reward": 1.0}))
+        log(chat(msgs))
+        again = [{"role": "user", "content": "start again: " + task["prompt"]}]
+        reply = chat(again)
+        log(reply)
+        again += [reply["choices"][0]["message"], {"role": "user", "content": "next 0"}]
+        reply = chat(again)
+        log(reply)
+        text = reply["choices"][0]["message"]["content"] or ""
+        print(json.dumps({"reward": float(len(text) % 3)}))
     elif mode == "fail":
         with open("count", "a+") as f:
             f.seek(0)
