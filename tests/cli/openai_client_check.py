@@ -49,6 +49,15 @@ lp = r.choices[0].logprobs.content
 check("chat logprobs", len(lp) > 0 and all(t.logprob <= 0 and t.bytes is not None for t in lp),
       lp)
 
+r = client.chat.completions.create(model=model, messages=USER, max_tokens=6, seed=3,
+                                   logprobs=True, top_logprobs=3)
+lp = r.choices[0].logprobs.content
+check("chat top_logprobs", len(lp) > 0 and all(
+    len(t.top_logprobs) == 3 and all(a.logprob <= 0 and a.bytes is not None
+                                     for a in t.top_logprobs) and
+    t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob
+    for t in lp), lp)
+
 plain = client.chat.completions.create(model=model, messages=USER, max_tokens=12, seed=4)
 text, usage, finish = "", None, None
 for chunk in client.chat.completions.create(model=model, messages=USER, max_tokens=12, seed=4,
@@ -65,6 +74,10 @@ check("chat stream", text == plain.choices[0].message.content and
 r = client.completions.create(model=model, prompt="Hello", max_tokens=5, seed=5, logprobs=0)
 check("completions", isinstance(r.choices[0].text, str) and
       len(r.choices[0].logprobs.tokens) == len(r.choices[0].logprobs.token_logprobs), r)
+r = client.completions.create(model=model, prompt="Hello", max_tokens=5, seed=5, logprobs=2)
+tops = r.choices[0].logprobs.top_logprobs
+check("completions logprobs=2", len(tops) == len(r.choices[0].logprobs.tokens) and
+      all(1 <= len(t) <= 2 and all(v <= 0 for v in t.values()) for t in tops), r)
 
 r = tools_client.chat.completions.create(
     model=tools_model, messages=[{"role": "user", "content": "2+3?"}], tools=ADD,
@@ -108,8 +121,8 @@ refused("error: unknown argument", openai.BadRequestError, "unrecognized_argumen
         extra_body={"bogus": 1})
 refused("error: n too large", openai.BadRequestError, n=99)
 refused("error: temperature", openai.BadRequestError, temperature=5)
-refused("error: top_logprobs", openai.BadRequestError, "unsupported_parameter", logprobs=True,
-        top_logprobs=3)
+refused("error: top_logprobs without logprobs", openai.BadRequestError, top_logprobs=3)
+refused("error: tool_choice without tools", openai.BadRequestError, tool_choice="required")
 refused("error: unknown model", openai.NotFoundError, "model_not_found", model="gpt-4o")
 refused("error: context length", openai.BadRequestError, "context_length_exceeded",
         messages=[{"role": "user", "content": "a " * 2000}])

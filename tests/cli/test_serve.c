@@ -8,6 +8,7 @@
  * test_serve_openai. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +251,132 @@ Test(serve, a_stop_string_ends_the_answer_before_it)
     http_reply_free(&r);
 }
 
+/* The alternatives of one chat token entry: k of them, most likely first,
+ * log-probs <= 0 with a total mass of at most 1. */
+static void expect_alternatives(json_t *entry, size_t k)
+{
+    json_t *tops = json_object_get(entry, "top_logprobs");
+    cr_assert_eq(json_array_size(tops), k, "%zu alternatives", json_array_size(tops));
+    double mass = 0, last = 0;
+    for (size_t i = 0; i < k; i++) {
+        json_t *t = json_array_get(tops, i);
+        double lp = json_real_value(json_object_get(t, "logprob"));
+        cr_expect_leq(lp, 1e-6);
+        if (i > 0)
+            cr_expect_leq(lp, last + 1e-6, "most likely first");
+        cr_expect(json_is_string(json_object_get(t, "token")));
+        cr_expect(json_is_array(json_object_get(t, "bytes")));
+        mass += exp(lp), last = lp;
+    }
+    cr_expect_leq(mass, 1.0 + 1e-4);
+}
+
+Test(serve, top_logprobs_list_the_models_most_likely_tokens)
+{
+    /* temperature 1, no truncation: the draw's distribution is the model's,
+     * so a sampled token among the alternatives has its own log-prob there */
+    json_t *a = post_json(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+                          "\"max_tokens\": 10, \"seed\": 5, \"temperature\": 1, "
+                          "\"logprobs\": true, \"top_logprobs\": 4}", 200);
+    json_t *lp = json_object_get(json_object_get(json_array_get(json_object_get(a, "choices"), 0),
+                                                 "logprobs"), "content");
+    cr_assert_gt(json_array_size(lp), 0);
+    size_t i, found = 0;
+    json_t *t;
+    json_array_foreach(lp, i, t) {
+        expect_alternatives(t, 4);
+        json_t *tops = json_object_get(t, "top_logprobs");
+        double mine = json_real_value(json_object_get(t, "logprob"));
+        cr_expect_leq(mine, json_real_value(json_object_get(json_array_get(tops, 0), "logprob")) +
+                                1e-5, "no token is more likely than the first alternative");
+        for (size_t k = 0; k < 4; k++) {
+            json_t *alt = json_array_get(tops, k);
+            if (json_equal(json_object_get(alt, "bytes"), json_object_get(t, "bytes"))) {
+                cr_expect_float_eq(json_real_value(json_object_get(alt, "logprob")), mine, 1e-5);
+                found++;
+                break;
+            }
+        }
+    }
+    (void)found; /* the fixture is near uniform: a sampled token is rarely among 4 */
+    /* the first token's alternatives: the same at temperature 1 and greedy
+     * (the plain softmax), ranked the same and sharper at temperature 0.5 */
+    json_t *first_t1 = json_incref(json_object_get(json_array_get(lp, 0), "top_logprobs"));
+    json_decref(a);
+    /* greedy: the token drawn is the first alternative, which has its real log-prob */
+    a = post_json(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+                  "\"max_tokens\": 6, \"temperature\": 0, \"logprobs\": true, "
+                  "\"top_logprobs\": 4}", 200);
+    lp = json_object_get(json_object_get(json_array_get(json_object_get(a, "choices"), 0),
+                                         "logprobs"), "content");
+    json_array_foreach(lp, i, t) {
+        expect_alternatives(t, 4);
+        json_t *first = json_array_get(json_object_get(t, "top_logprobs"), 0);
+        cr_expect(json_equal(json_object_get(first, "bytes"), json_object_get(t, "bytes")),
+                  "greedy takes the most likely token");
+        cr_expect_lt(json_real_value(json_object_get(first, "logprob")), 0.0);
+    }
+    json_t *first_t0 = json_object_get(json_array_get(lp, 0), "top_logprobs");
+    for (size_t k = 0; k < 4; k++) {
+        json_t *x = json_array_get(first_t1, k), *y = json_array_get(first_t0, k);
+        cr_expect(json_equal(json_object_get(x, "bytes"), json_object_get(y, "bytes")));
+        cr_expect_float_eq(json_real_value(json_object_get(x, "logprob")),
+                           json_real_value(json_object_get(y, "logprob")), 1e-5,
+                           "alternative %zu: the same softmax", k);
+    }
+    json_decref(a);
+    a = post_json(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+                  "\"max_tokens\": 1, \"temperature\": 0.5, \"logprobs\": true, "
+                  "\"top_logprobs\": 4}", 200);
+    json_t *first_half = json_object_get(
+        json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(a,
+                       "choices"), 0), "logprobs"), "content"), 0), "top_logprobs");
+    for (size_t k = 0; k < 4; k++)
+        cr_expect(json_equal(json_object_get(json_array_get(first_t1, k), "bytes"),
+                             json_object_get(json_array_get(first_half, k), "bytes")),
+                  "a temperature keeps the ranking");
+    /* log p_T(a) - log p_T(b) = (l_a - l_b) / T: twice the gap at T = 0.5 */
+    double gap1 = json_real_value(json_object_get(json_array_get(first_t1, 0), "logprob")) -
+                  json_real_value(json_object_get(json_array_get(first_t1, 3), "logprob"));
+    double gap_half =
+        json_real_value(json_object_get(json_array_get(first_half, 0), "logprob")) -
+        json_real_value(json_object_get(json_array_get(first_half, 3), "logprob"));
+    cr_expect_float_eq(gap_half, 2 * gap1, 1e-4, "gaps %g at T 0.5, %g at T 1", gap_half, gap1);
+    json_decref(first_t1), json_decref(a);
+    /* a stream carries the same alternatives as the plain reply */
+    const char *plain = "{\"messages\": [{\"role\": \"user\", \"content\": \"Count\"}], "
+                        "\"max_tokens\": 8, \"seed\": 2, \"logprobs\": true, \"top_logprobs\": 3";
+    char body[512];
+    snprintf(body, sizeof body, "%s}", plain);
+    a = post_json(CHAT, body, 200);
+    snprintf(body, sizeof body, "%s, \"stream\": true}", plain);
+    http_reply r;
+    http_post(server.port, CHAT, body, &r);
+    cr_assert_eq(r.status, 200);
+    json_t *ev = events(r.body), *e, *streamed = json_array();
+    json_array_foreach(ev, i, e) {
+        json_t *c = json_array_get(json_object_get(e, "choices"), 0);
+        json_array_extend(streamed, json_object_get(json_object_get(c, "logprobs"), "content"));
+    }
+    lp = json_object_get(json_object_get(json_array_get(json_object_get(a, "choices"), 0),
+                                         "logprobs"), "content");
+    cr_expect(json_equal(streamed, lp), "the stream's entries are the plain reply's");
+    json_decref(ev), json_decref(streamed), json_decref(a);
+    http_reply_free(&r);
+    /* completions: logprobs N is N alternatives per token, {token: logprob} */
+    a = post_json("/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 5, "
+                  "\"seed\": 3, \"logprobs\": 2}", 200);
+    json_t *clp = json_object_get(json_array_get(json_object_get(a, "choices"), 0), "logprobs");
+    json_t *tops = json_object_get(clp, "top_logprobs");
+    cr_assert_eq(json_array_size(tops), json_array_size(json_object_get(clp, "tokens")));
+    json_array_foreach(tops, i, t) {
+        cr_expect(json_is_object(t));
+        cr_expect(json_object_size(t) >= 1 && json_object_size(t) <= 2, "%zu",
+                  json_object_size(t));
+    }
+    json_decref(a);
+}
+
 /* Each error: its status, OpenAI's error object, and the words that say what is wrong. */
 static void expect_error(const char *path, const char *body, int status, const char *words)
 {
@@ -288,14 +415,23 @@ Test(serve, every_malformed_request_gets_a_clear_error)
     expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
                  "\"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}", 400, "at most 4");
     expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-                 "\"top_logprobs\": 3}", 400, "sampled token only");
+                 "\"top_logprobs\": 3}", 400, "top_logprobs needs logprobs");
+    expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+                 "\"logprobs\": true, \"top_logprobs\": 21}", 400,
+                 "top_logprobs must be");
+    expect_error("/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 6}", 400,
+                 "logprobs must be an integer from 0 to 5");
     expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
                  "\"frequency_penalty\": 0.5}", 400, "does not support frequency_penalty");
     expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
                  "\"tools\": [{\"type\": \"function\"}]}", 400, "tools[0] must be");
     expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
                  "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
-                 "\"tool_choice\": \"required\"}", 400, "does not force a call");
+                 "\"tool_choice\": \"always\"}", 400, "tool_choice must be");
+    expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+                 "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
+                 "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}}",
+                 400, "which tools does not hold");
     expect_error(CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
                  "\"stream_options\": {\"include_usage\": true}}", 400, "only allowed with stream");
     expect_error(CHAT, "{\"model\": \"gpt-4o\", \"messages\": [{\"role\": \"user\", "
@@ -476,6 +612,92 @@ Test(serve_alone, tool_calls_come_back_as_openai_writes_them)
     json_decref(v);
     http_reply_free(&r);
     http_post(s.port, CHAT, next, &r);
+    cr_expect_eq(r.status, 200, "%s", r.body);
+    http_reply_free(&r);
+    cr_expect_eq(serve_stop(&s), 143);
+}
+
+/* A scripted model whose lines continue a forced call: the first turn's
+ * after a named function's opening (its arguments on), the second's after
+ * "required"'s (the name on). */
+Test(serve_alone, a_forced_call_starts_with_the_templates_opening)
+{
+    result sh;
+    run(&sh, "rm -rf wide && cp -r %s wide && sed -i 's/\"max_position_embeddings\": 256/"
+        "\"max_position_embeddings\": 2048/' wide/config.json && grep -q 2048 wide/config.json",
+        FIXTURE);
+    cr_assert_eq(sh.code, 0, "%s", sh.err);
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "plugin_path = [\"%s\"];\n"
+             "model = { plugin = \"scripted_model\"; path = \"wide\"; threads = 1;\n"
+             "  script = [\"{\\\"a\\\": 2, \\\"b\\\": 3}}\\n</tool_call>\",\n"
+             "            \"add\\\", \\\"arguments\\\": {\\\"a\\\": 4, \\\"b\\\": 5}}\\n</tool_call>\"];"
+             " };\n",
+             TERN_TEST_PLUGINS_DIR);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/forced.cfg", test_work_dir());
+    write_file(path, cfg);
+    served s;
+    cr_assert_eq(serve_start(&s, NULL, "forced.cfg"), 0);
+    const char *tools = "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"mul\", "
+                        "\"parameters\": {\"type\": \"object\"}}}, {\"type\": \"function\", "
+                        "\"function\": {\"name\": \"add\", \"parameters\": {\"type\": "
+                        "\"object\"}}}]";
+    const char *turns[2] = {
+        "[{\"role\": \"user\", \"content\": \"2+3?\"}]",
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": "
+        "\"hello\"}, {\"role\": \"user\", \"content\": \"4+5?\"}]"};
+    const char *choice[2] = {"{\"type\": \"function\", \"function\": {\"name\": \"add\"}}",
+                             "\"required\""};
+    const int want_a[2] = {2, 4};
+    for (int k = 0; k < 2; k++) {
+        char body[2048];
+        snprintf(body, sizeof body, "{\"messages\": %s, %s, \"tool_choice\": %s, "
+                 "\"max_tokens\": 64}", turns[k], tools, choice[k]);
+        http_reply r;
+        http_post(s.port, CHAT, body, &r);
+        cr_assert_eq(r.status, 200, "%s", r.body);
+        json_t *v = json_loads(r.body, 0, NULL);
+        json_t *c = json_array_get(json_object_get(v, "choices"), 0);
+        cr_expect_str_eq(json_string_value(json_object_get(c, "finish_reason")), "tool_calls",
+                         "%s", r.body);
+        json_t *msg = json_object_get(c, "message");
+        cr_expect(json_is_null(json_object_get(msg, "content")), "%s", r.body);
+        json_t *fn = json_object_get(json_array_get(json_object_get(msg, "tool_calls"), 0),
+                                     "function");
+        cr_expect_str_eq(json_string_value(json_object_get(fn, "name")), "add", "%s", r.body);
+        json_t *args = json_loads(json_string_value(json_object_get(fn, "arguments")), 0, NULL);
+        cr_expect_eq(json_integer_value(json_object_get(args, "a")), want_a[k], "%s", r.body);
+        /* the opening is the prompt's (the model wrote the rest): the same
+         * conversation without a forced call has a shorter prompt */
+        json_int_t forced = json_integer_value(json_object_get(json_object_get(v, "usage"),
+                                                               "prompt_tokens"));
+        json_decref(args), json_decref(v);
+        http_reply_free(&r);
+        snprintf(body, sizeof body, "{\"messages\": %s, %s, \"max_tokens\": 64}", turns[k],
+                 tools);
+        http_post(s.port, CHAT, body, &r);
+        cr_assert_eq(r.status, 200, "%s", r.body);
+        v = json_loads(r.body, 0, NULL);
+        json_int_t free_choice = json_integer_value(json_object_get(json_object_get(v, "usage"),
+                                                                    "prompt_tokens"));
+        cr_expect_gt(forced, free_choice + 3, "the opening's tokens are the prompt's: %lld, %lld",
+                     (long long)forced, (long long)free_choice);
+        json_decref(v);
+        http_reply_free(&r);
+    }
+    /* a model that lists no alternatives: the request alone is refused, and
+     * the server answers the next */
+    http_reply r;
+    http_post(s.port, CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+              "\"logprobs\": true, \"top_logprobs\": 2, \"max_tokens\": 4}", &r);
+    cr_expect_eq(r.status, 400, "%s", r.body);
+    cr_expect(strstr(r.body, "does not list alternatives") && strstr(r.body, "scripted_model"),
+              "%s", r.body);
+    http_reply_free(&r);
+    http_post(s.port, CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+              "\"logprobs\": true, \"max_tokens\": 4}", &r);
     cr_expect_eq(r.status, 200, "%s", r.body);
     http_reply_free(&r);
     cr_expect_eq(serve_stop(&s), 143);

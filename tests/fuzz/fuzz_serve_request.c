@@ -28,8 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tern_serve_error e;
     if (tern_serve_parse(kind, (const char *)data + 1, size - 1, &lim, &r, &e) == 0) {
         if (r.n < 1 || r.n > lim.n || r.max_tokens > lim.max_tokens || r.n_stop > 4 ||
-            !(r.temperature >= 0 && r.temperature <= 2) || !(r.top_p > 0 && r.top_p <= 1))
+            !(r.temperature >= 0 && r.temperature <= 2) || !(r.top_p > 0 && r.top_p <= 1) ||
+            r.top_logprobs > (kind == TERN_SERVE_CHAT ? 20u : 5u) ||
+            (r.top_logprobs > 0 && !r.logprobs))
             abort(); /* a request outside its limits */
+        if ((r.call_required || r.call_name) && !r.tools)
+            abort(); /* a forced call with no function to call */
         if (kind == TERN_SERVE_CHAT) {
             json_t *m = json_loads(r.messages, 0, NULL);
             if (!json_is_array(m) || json_array_size(m) == 0 ||

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed records of the experience decoder's fuzz target
 (tests/fuzz/corpus_experience/): valid format-5 groups of a few shapes (one
-with an image's path and digest, one with multi-turn trajectories), encoded as
+with an image's path and digest, one with multi-turn trajectories, one whose
+workflow call started over: a prompt segment), encoded as
 core/src/experience/experience.h lays them out, one format-4 group (before
 trajectories) and one format-3 group (before images), still read, and one
 format-2 record (one response, as an older tern wrote it) that the decoder
@@ -39,7 +40,7 @@ def stats(responses):
 
 def response(version, finish, failure, reward, accuracy, parts, tokens, logp, segments=None,
              turns=(), end=0, env_failure=0):
-    """segments: [(tokens, kind 1 model / 2 context, version)]; None: one model
+    """segments: [(tokens, kind 1 model / 2 context / 3 prompt, version)]; None: one model
     segment of every token at `version` (a one-answer response)."""
     if segments is None:
         segments = [(len(tokens), 1, version)]
@@ -112,6 +113,16 @@ agent_group = [
              segments=[(1, 1, 4), (1, 2, 4), (1, 1, 4)], turns=[0.0, 0.0], end=2),
 ]
 
+# a workflow of two calls, the second of which rewrote the history: its
+# prompt is a sequence of its own (kind 3), never first or last
+restart_group = [
+    response(6, 1, 0, 1.0, 1.0, [], [5, 2, 80, 81, 82, 83, 6, 7, 2],
+             [-0.5, -0.01, 0, 0, 0, 0, -0.75, -0.25, -0.02],
+             segments=[(2, 1, 6), (4, 3, 6), (3, 1, 6)], turns=[0.0, 1.0], end=1),
+    response(6, 2, 0, 0.0, 0.0, [], [9, 10], [-2.0, -1.5], segments=[(2, 1, 6)],
+             turns=[0.0], end=2),
+]
+
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_experience")
 os.makedirs(here, exist_ok=True)
 for old in os.listdir(here):
@@ -123,6 +134,7 @@ seeds = {
     "image.bin": group(5, 5, b"vision", b"shapes-00001-counting", [1, 258, 258, 258, 258, 9],
                        math_group, b"data/shapes/images/shape-00001.png", bytes(range(32))),
     "agent.bin": group(4, 4, b"game", b"guess-7", [1, 2, 3], agent_group),
+    "restart.bin": group(6, 6, b"agent", b"workflow-3", [1, 2, 3], restart_group),
     "format4.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group, fmt=4),
     "format3.bin": group(12, 11, b"math", b"gsm8k-42", [1, 2, 3, 4], math_group, fmt=3),
     "format2.bin": format2(b"math", b"gsm8k-42", [1, 2, 3], [5, 6], [-0.5, -1.25]),

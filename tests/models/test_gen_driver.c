@@ -5,6 +5,7 @@
  * exactly what one batch on one thread gives, with a vocabulary large
  * enough that the sampling runs on the threads. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,4 +312,105 @@ Test(gen_driver, on_token_stop_on_a_last_token_keeps_its_finish)
     cr_expect(stops > 0 && lengths > 0, "both ends met a STOP: %d stop tokens, %d length limits",
               stops, lengths);
     free_all(plain), free_all(out);
+}
+
+/* What a prompt's on_top heard (ABI 1.16), and whether each came right
+ * before its token's on_token. */
+typedef struct tops_heard {
+    uint32_t k_want;
+    int pending, order_bad, k_bad, n_top, n_tok;
+    int32_t ids[64][TERN_TOP_LOGPROBS_MAX];
+    float lps[64][TERN_TOP_LOGPROBS_MAX];
+} tops_heard;
+
+static void on_top_heard(void *user, uint32_t sample, const int32_t *ids, const float *lps,
+                         uint32_t k)
+{
+    tops_heard *h = user;
+    h->order_bad += sample != 0 || h->pending;
+    h->pending = 1;
+    h->k_bad += k != h->k_want;
+    if (h->n_top < 64 && k <= TERN_TOP_LOGPROBS_MAX) {
+        memcpy(h->ids[h->n_top], ids, k * sizeof *ids);
+        memcpy(h->lps[h->n_top], lps, k * sizeof *lps);
+    }
+    h->n_top++;
+}
+
+static int on_token_after_top(void *user, uint32_t sample, int32_t token, float logprob)
+{
+    (void)sample, (void)token, (void)logprob;
+    tops_heard *h = user;
+    h->order_bad += !h->pending;
+    h->pending = 0;
+    h->n_tok++;
+    return TERN_GEN_CONTINUE;
+}
+
+static const float *sort_row; /* by_logit's row */
+static int by_logit(const void *a, const void *b)
+{
+    int i = *(const int *)a, j = *(const int *)b;
+    if (sort_row[i] != sort_row[j])
+        return sort_row[i] > sort_row[j] ? -1 : 1;
+    return i - j;
+}
+
+/* Each token's alternatives are the k most likely of the logits it was
+ * drawn from (ties to the lower id: the fake's logits take 8000 values over
+ * 33000 tokens), with log-probs of softmax(logits / T), T = 1 when greedy,
+ * before top_k; on_top comes right before on_token; listing them changes no
+ * draw; greedy draws the first. */
+Test(gen_driver, on_top_lists_each_tokens_most_likely_alternatives)
+{
+    static const float temps[3] = {0.0f, 0.7f, 1.0f};
+    static int order[V];
+    static float row[V];
+    int32_t prompt[3] = {11, 12, 13};
+    for (int c = 0; c < 3; c++) {
+        gen_params gp = {.temperature = temps[c], .top_k = c == 2 ? 50 : 0, .top_p = 1.0f,
+                         .max_new = 12, .seed = 5 + (uint64_t)c, .top_n = c == 1 ? 20 : 3};
+        tops_heard h = {.k_want = (uint32_t)gp.top_n};
+        gen_prompt listened = {.tokens = prompt, .len = 3, .n_samples = 1, .params = &gp,
+                               .on_token = on_token_after_top, .on_token_user = &h,
+                               .on_top = on_top_heard};
+        gen_prompt plain = {.tokens = prompt, .len = 3, .n_samples = 1, .params = &gp};
+        gen_sample a = {0}, b = {0};
+        fake f;
+        char err[256];
+        gen_backend be = {.self = &f, .open = f_open, .prefill = f_prefill, .step = f_step,
+                          .finish = f_finish};
+        memset(&f, 0, sizeof f);
+        cr_assert_eq(gen_run(&be, V, 64, 0, &listened, 1, &a, err, sizeof err), 0, "%s", err);
+        memset(&f, 0, sizeof f);
+        cr_assert_eq(gen_run(&be, V, 64, 0, &plain, 1, &b, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(a.len, 12);
+        cr_expect_eq(memcmp(a.tokens, b.tokens, a.len * sizeof *a.tokens), 0,
+                     "T %g: listing alternatives changes no draw", (double)temps[c]);
+        cr_expect_eq(h.order_bad, 0, "on_top right before each on_token");
+        cr_expect_eq(h.k_bad, 0, "k alternatives each time");
+        cr_expect_eq(h.n_top, (int)a.len);
+        const double inv_t = temps[c] > 0 ? 1.0 / temps[c] : 1.0;
+        for (size_t t = 0; t < a.len; t++) {
+            /* the logits token t was drawn from: the prompt's last row, then each token's */
+            fill(row, t == 0 ? prompt[2] : a.tokens[t - 1], (int32_t)(2 + t));
+            for (int j = 0; j < V; j++)
+                order[j] = j;
+            sort_row = row;
+            qsort(order, V, sizeof *order, by_logit);
+            double m = row[order[0]] * inv_t, z = 0;
+            for (int j = 0; j < V; j++)
+                z += exp(row[j] * inv_t - m);
+            for (int i = 0; i < gp.top_n; i++) {
+                cr_expect_eq(h.ids[t][i], order[i], "T %g, token %zu, alternative %d: id %d, "
+                             "want %d", (double)temps[c], t, i, h.ids[t][i], order[i]);
+                double want = row[order[i]] * inv_t - m - log(z);
+                cr_expect_float_eq(h.lps[t][i], want, 1e-4, "T %g, token %zu, alternative %d",
+                                   (double)temps[c], t, i);
+            }
+            if (temps[c] == 0.0f)
+                cr_expect_eq(a.tokens[t], h.ids[t][0], "greedy draws the first alternative");
+        }
+        free(a.tokens), free(a.logprobs), free(b.tokens), free(b.logprobs);
+    }
 }

@@ -86,6 +86,10 @@ static int generate(void *state, const tern_gen_request *req, size_t n_req,
     tern_special_tokens sp = {.size = sizeof sp};
     int rc = in_ops->special_tokens(state, &sp);
     size_t o = 0;
+    for (size_t i = 0; rc == TERN_OK && i < n_req; i++)
+        if (TERN_HAS(&req[i], on_top) && req[i].top_logprobs > 0 && req[i].on_top)
+            rc = host->fail(NULL, TERN_EUNSUPPORTED, "scripted_model writes its script: it has "
+                            "no alternatives to list (top_logprobs)");
     for (size_t i = 0; rc == TERN_OK && i < n_req; i++) {
         size_t turn = 0;
         rc = turn_of(state, req[i].prompt, req[i].prompt_len, &turn);

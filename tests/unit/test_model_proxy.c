@@ -64,6 +64,7 @@ Test(model_proxy, requests_reach_an_older_plugin_at_its_own_stride)
 {
     run_generate(TERN_ABI_MINOR, sizeof(tern_gen_request));
     run_generate(0, sizeof(tern_gen_request));
+    run_generate(15, offsetof(tern_gen_request, top_logprobs));
     run_generate(14, offsetof(tern_gen_request, on_token));
     run_generate(12, offsetof(tern_gen_request, on_token));
     run_generate(11, offsetof(tern_gen_request, images));

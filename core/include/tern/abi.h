@@ -21,7 +21,7 @@ extern "C" {
 #define TERN_ABI_MAJOR 1
 /* ABI minor: grows when members are appended; a plugin built against a newer
  * minor than the core's is refused (it may use members this core lacks). */
-#define TERN_ABI_MINOR 15
+#define TERN_ABI_MINOR 16
 
 /* The tern release (the command and libtern), independent of the ABI numbers. */
 #define TERN_VERSION_STRING "0.1.0"

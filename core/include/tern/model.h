@@ -104,8 +104,27 @@ typedef struct tern_gen_request {
      * may call the same instance's detokenize and free_buffer (a stream's text as it
      * comes), nothing else of it. */
     int (*on_token)(void *user, uint32_t sample, int32_t token, float logprob);
-    void *on_token_user; /* passed to on_token; the caller's */
+    void *on_token_user; /* passed to on_token (and on_top); the caller's */
+    /* ---- appended in ABI 1.16 (check TERN_HAS(req, on_top)) ---- */
+    /* The most likely alternatives of each drawn token: with top_logprobs k in
+     * [1, TERN_TOP_LOGPROBS_MAX] and on_top not NULL, on_top is called right
+     * before on_token for the same token (same thread, same `sample`) with the
+     * k most likely token ids, most likely first (ties: lower id first), and
+     * their log-probs under softmax(logits / T) at the request's temperature T
+     * (T = 1 when it is 0, greedy), before top_k and top_p: the model's own
+     * ranking, which a truncated draw does not change. ids and logprobs are
+     * the model's, valid during the call. 0 or NULL: no calls. A model that
+     * cannot list alternatives fails generate() with TERN_EUNSUPPORTED when
+     * asked; one built before 1.16 never sees the fields (the caller checks
+     * the plugin's minor). */
+    uint32_t top_logprobs;
+    void (*on_top)(void *user, uint32_t sample, const int32_t *ids, const float *logprobs,
+                   uint32_t k);
 } tern_gen_request;
+
+/* The most alternatives tern_gen_request.top_logprobs may ask for (OpenAI's
+ * limit for top_logprobs). */
+enum { TERN_TOP_LOGPROBS_MAX = 20 };
 
 /* What tern_gen_request.on_token answers for the token it was given (ABI 1.15).
  * A token that ends its sample anyway (a stop token, the last of max_new_tokens or of
@@ -226,7 +245,8 @@ typedef struct tern_model_ops {
     /* Generate: outs has n_req blocks of req[i].n_samples outputs, in order. A request's
      * on_token (ABI 1.15, where TERN_HAS and not NULL) hears each token as it is drawn and
      * may end its sample there (TERN_FINISH_STOPPED); a model that does not call it leaves
-     * every sample to its stop tokens and max_new_tokens. */
+     * every sample to its stop tokens and max_new_tokens. A request's on_top (ABI 1.16)
+     * hears each token's alternatives before its on_token. */
     int (*generate)(void *state, const tern_gen_request *req, size_t n_req, tern_gen_output *outs);
 
     /* Teacher-forced per-position log-probs and entropies into arrays the

@@ -33,8 +33,10 @@ void tern_model_name(tern_model *m, const char *who, const char *plugin, const c
  * size). The bytes an older plugin knows of each struct: */
 static size_t request_bytes(uint32_t minor)
 {
-    if (minor == 0 || minor >= 15)
+    if (minor == 0 || minor >= 16)
         return sizeof(tern_gen_request);
+    if (minor == 15)
+        return offsetof(tern_gen_request, top_logprobs);
     return minor >= 12 ? offsetof(tern_gen_request, on_token)
                        : offsetof(tern_gen_request, images);
 }

@@ -37,6 +37,10 @@ struct tern_serve_queue {
     int32_t eos;
     int32_t context;
     volatile sig_atomic_t *stop;
+    /* whether the model lists alternatives (top_logprobs): 0 not yet asked,
+     * 1 it does, -1 it does not (why: its answer) */
+    int alternatives;
+    char no_alternatives[300];
 };
 
 tern_serve_queue *tern_serve_queue_new(const tern_serve_limits *lim, uint32_t max_samples,
@@ -87,6 +91,79 @@ static void shutting_down(tern_serve_job *j)
 
 /* ---- encoding -------------------------------------------------------------- */
 
+static void heard_top(void *user, uint32_t sample, const int32_t *ids, const float *logprobs,
+                      uint32_t k)
+{
+    (void)sample, (void)ids, (void)logprobs;
+    *(uint32_t *)user = k;
+}
+
+/* Whether the model lists alternatives: asked once, with one greedy token
+ * after its end-of-turn token (any id it knows), the first time a request
+ * wants them. A model built before ABI 1.16 cannot be asked; one that
+ * refuses, or answers without listing, does not. A request that a model
+ * cannot serve so is refused alone, before it joins a batch whose other
+ * requests its failure would fail too. */
+static int lists_alternatives(tern_serve_queue *q)
+{
+    if (q->alternatives != 0)
+        return q->alternatives > 0;
+    uint32_t heard = 0;
+    const int32_t prompt[1] = {q->eos >= 0 ? q->eos : 0};
+    tern_gen_request req = {.size = sizeof req, .prompt = prompt, .prompt_len = 1,
+                            .n_samples = 1, .max_new_tokens = 1, .temperature = 0,
+                            .top_p = 1, .seed = 1, .on_token_user = &heard,
+                            .top_logprobs = 1, .on_top = heard_top};
+    tern_gen_output out = {.size = sizeof out};
+    q->alternatives = -1;
+    if (q->m->abi_minor != 0 && q->m->abi_minor < 16) {
+        snprintf(q->no_alternatives, sizeof q->no_alternatives,
+                 "its plugin was built for ABI 1.%u, before alternatives (1.16)",
+                 q->m->abi_minor);
+    } else if (tern_model_generate(q->m, "listing alternatives", &req, 1, &out) != TERN_OK) {
+        snprintf(q->no_alternatives, sizeof q->no_alternatives, "%s", tern_error_message());
+    } else {
+        tern_model_release_outputs(q->m, &out, 1);
+        if (heard == 1)
+            q->alternatives = 1;
+        else
+            snprintf(q->no_alternatives, sizeof q->no_alternatives,
+                     "its plugin drew a token without listing them");
+    }
+    return q->alternatives > 0;
+}
+
+/* tool_choice "required" or a named function: the prompt *ids[0..*n) gets
+ * the opening of the model's call format (chat_render.h), which the answer's
+ * text then starts with. `appended`: the ids are a trajectory's, not the
+ * messages' rendering, which the opening is found from. */
+static int force_call(tern_serve_queue *q, tern_serve_job *j, int32_t **ids, size_t *n,
+                      int appended, tern_serve_error *e)
+{
+    const tern_serve_request *r = &j->req;
+    int32_t *fresh = NULL, *open = NULL;
+    size_t nf = 0, no = 0;
+    if (appended && tern_serve_render_chat(q->m, r->messages, r->plain_messages, r->tools, &fresh,
+                                           &nf, e) != 0)
+        return -1;
+    int rc = tern_serve_call_opening(q->m, r->messages, r->tools, r->call_name,
+                                     appended ? fresh : *ids, appended ? nf : *n, &j->opening,
+                                     &open, &no, e);
+    free(fresh);
+    if (rc != 0)
+        return -1;
+    int32_t *grown = realloc(*ids, (*n + no + 1) * sizeof **ids);
+    if (!grown) {
+        free(open);
+        return tern_serve_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    memcpy(grown + *n, open, no * sizeof *open);
+    *ids = grown;
+    *n += no;
+    free(open);
+    return 0;
+}
+
 /* The prompts' ids, and the error a client gets when they cannot be made. */
 static int encode(tern_serve_queue *q, tern_serve_job *j, tern_serve_error *e)
 {
@@ -98,6 +175,13 @@ static int encode(tern_serve_queue *q, tern_serve_job *j, tern_serve_error *e)
     if (!j->prompt_ids || !j->prompt_len || !j->choices)
         return tern_serve_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     j->n_prompts = np;
+    if (r->top_logprobs > 0 && !lists_alternatives(q))
+        return tern_serve_fail(e, 400, "invalid_request_error",
+                               r->kind == TERN_SERVE_CHAT ? "top_logprobs" : "logprobs",
+                               "unsupported_parameter",
+                               "this model does not list alternatives (%s): ask for the "
+                               "sampled tokens' log-probs only (%s)", q->no_alternatives,
+                               r->kind == TERN_SERVE_CHAT ? "top_logprobs 0" : "logprobs 0");
     if (j->session && tern_serve_session_begin(j->session, r, &j->call, e) != 0)
         return -1;
     for (size_t i = 0; i < np; i++) {
@@ -112,6 +196,8 @@ static int encode(tern_serve_queue *q, tern_serve_job *j, tern_serve_error *e)
             if (more < 0 || (more == 0 && tern_serve_render_chat(q->m, r->messages,
                                                                  r->plain_messages, r->tools,
                                                                  ids, n, e) != 0))
+                return -1;
+            if (r->call_required && force_call(q, j, ids, n, more, e) != 0)
                 return -1;
         } else if (r->prompts[i].text) {
             rc = tern_model_tokenize(q->m, "the model cannot tokenize the prompt",
@@ -261,9 +347,10 @@ static int release(tern_serve_queue *q, tern_serve_job *j, size_t k)
     return rc;
 }
 
-/* Room for n tokens in a choice's ids, log-probs and text ends (one
- * capacity for the three). 0, or -1 when out of memory. */
-static int choice_reserve(tern_serve_choice *c, size_t n)
+/* Room for n tokens in a choice's ids, log-probs, text ends and, with k > 0,
+ * k alternatives each (one capacity for them all). 0, or -1 when out of
+ * memory. */
+static int choice_reserve(tern_serve_choice *c, size_t n, uint32_t k)
 {
     size_t cap = c->cap;
     if (grow((void **)&c->ids, &cap, n, sizeof *c->ids) != 0)
@@ -271,7 +358,31 @@ static int choice_reserve(tern_serve_choice *c, size_t n)
     cap = c->cap;
     if (grow((void **)&c->logprobs, &cap, n, sizeof *c->logprobs) != 0)
         return -1;
+    cap = c->cap;
+    if (k > 0 && grow((void **)&c->top_ids, &cap, n, k * sizeof *c->top_ids) != 0)
+        return -1;
+    cap = c->cap;
+    if (k > 0 && grow((void **)&c->top_lps, &cap, n, k * sizeof *c->top_lps) != 0)
+        return -1;
     return grow((void **)&c->text_end, &c->cap, n, sizeof *c->text_end);
+}
+
+/* The alternatives of the choice's next token (tern/model.h, on_top): they
+ * come just before the token itself. */
+static void on_top(void *user, uint32_t sample, const int32_t *ids, const float *logprobs,
+                   uint32_t k)
+{
+    prompt_ref *p = user;
+    tern_serve_job *j = p->j;
+    const uint32_t want = j->req.top_logprobs;
+    tern_serve_choice *c = &j->choices[(size_t)p->prompt * j->req.n + sample];
+    if (want == 0 || choice_reserve(c, c->len + 1, want) != 0)
+        return; /* out of memory: n_top falls short, and the reply says so */
+    for (uint32_t i = 0; i < want; i++) {
+        c->top_ids[c->len * want + i] = i < k ? ids[i] : -1;
+        c->top_lps[c->len * want + i] = i < k ? logprobs[i] : 0.0f;
+    }
+    c->n_top = c->len + 1;
 }
 
 static int on_token(void *user, uint32_t sample, int32_t token, float logprob)
@@ -282,7 +393,7 @@ static int on_token(void *user, uint32_t sample, int32_t token, float logprob)
     tern_serve_choice *c = &j->choices[(size_t)p->prompt * j->req.n + sample];
     if (*q->stop || tern_serve_job_cancelled(j))
         return TERN_GEN_STOP;
-    if (choice_reserve(c, c->len + 1) != 0)
+    if (choice_reserve(c, c->len + 1, j->req.top_logprobs) != 0)
         return TERN_GEN_STOP;
     c->ids[c->len] = token;
     c->logprobs[c->len] = logprob;
@@ -350,8 +461,12 @@ static int settle(tern_serve_queue *q, tern_serve_job *j, tern_serve_choice *c,
                   const tern_gen_output *o)
 {
     /* the outputs are the decoder's word; the callback saw the same tokens */
-    if (choice_reserve(c, o->len + 1) != 0)
+    if (choice_reserve(c, o->len + 1, j->req.top_logprobs) != 0)
         return tern_errorf(TERN_ENOMEM, "out of memory");
+    if (j->req.top_logprobs > 0 && c->n_top < o->len)
+        return tern_errorf(TERN_ERR, "the model listed the alternatives of %zu of its %zu "
+                           "tokens (top_logprobs): a bug in its plugin, or out of memory",
+                           c->n_top, o->len);
     memcpy(c->ids, o->tokens, o->len * sizeof *c->ids);
     memcpy(c->logprobs, o->logprobs, o->len * sizeof *c->logprobs);
     c->len = o->len;
@@ -368,6 +483,13 @@ static int settle(tern_serve_queue *q, tern_serve_job *j, tern_serve_choice *c,
             return rc;
         text = tern_utf8_clean(raw);
         free(raw);
+    }
+    if (text && j->opening) { /* a forced call: its opening, then what the model wrote */
+        char *whole = malloc(strlen(j->opening) + strlen(text) + 1);
+        if (whole)
+            strcat(strcpy(whole, j->opening), text);
+        free(text);
+        text = whole;
     }
     if (!text)
         return tern_errorf(TERN_ENOMEM, "out of memory");
@@ -457,7 +579,9 @@ static void decode_batch(tern_serve_queue *q, tern_serve_job **jobs, size_t n)
                                         .n_stop = q->eos >= 0 ? 1 : 0,
                                         .seed = seed,
                                         .on_token = on_token,
-                                        .on_token_user = &refs[r]};
+                                        .on_token_user = &refs[r],
+                                        .top_logprobs = j->req.top_logprobs,
+                                        .on_top = j->req.top_logprobs ? on_top : NULL};
         }
     }
     for (size_t k = 0; k < nout && outs; k++)

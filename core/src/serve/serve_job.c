@@ -44,6 +44,7 @@ void tern_serve_job_ref(tern_serve_job *j)
 static void free_choice(tern_serve_choice *c)
 {
     free(c->ids), free(c->logprobs), free(c->text), free(c->text_end), free(c->content);
+    free(c->top_ids), free(c->top_lps);
     tern_tool_calls_free(c->calls, c->n_calls);
 }
 
@@ -56,6 +57,7 @@ void tern_serve_job_unref(tern_serve_job *j)
     pthread_mutex_unlock(&j->mu);
     if (!last)
         return;
+    free(j->opening);
     for (size_t i = 0; i < j->n_prompts; i++)
         free(j->prompt_ids[i]);
     free(j->prompt_ids), free(j->prompt_len);

@@ -23,6 +23,12 @@ typedef struct tern_serve_choice {
     int32_t *ids;            /* the sampled tokens so far, a final stop token included */
     float *logprobs;         /* under the distribution sampled from */
     size_t len, cap;
+    /* with req.top_logprobs k: token i's alternatives at [i * k, i * k + k),
+     * ids (-1 past what the model listed) and log-probs (tern/model.h,
+     * on_top); n_top tokens have them */
+    int32_t *top_ids;
+    float *top_lps;
+    size_t n_top;
     /* its text as decoded so far, token by token (a stream, or stop strings):
      * text_end[i] is text_len after token i */
     char *text;
@@ -56,6 +62,8 @@ typedef struct tern_serve_job {
     tern_serve_choice *choices; /* [n_prompts * n], prompt-major */
     size_t n_choices;
     size_t stop_hold;         /* bytes a stream holds back: the longest stop string less 1 */
+    char *opening;            /* a forced call's opening (chat_render.h), the prompt's last
+                                 tokens and the answer's first text; NULL: none */
     struct tern_serve_job *next; /* in the queue */
     /* shared, under mu */
     pthread_mutex_t mu;

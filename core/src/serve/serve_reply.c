@@ -56,9 +56,42 @@ static int token_json(const tern_model *m, int32_t id, json_t **text, json_t **b
     return *text && *bytes ? 0 : -1;
 }
 
-/* Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": []}]} over tokens [t0, t1). */
-static json_t *chat_logprobs(const tern_model *m, const tern_serve_choice *c, size_t t0,
-                             size_t t1)
+/* Token t's k alternatives, as chat writes them ([{"token", "logprob",
+ * "bytes"}]), or as completions do ({"token": logprob}). NULL when out of
+ * memory. */
+static json_t *alternatives_json(const tern_model *m, const tern_serve_choice *c, size_t t,
+                                 uint32_t k, int chat)
+{
+    json_t *all = chat ? json_array() : json_object();
+    for (uint32_t i = 0; all && i < k && t < c->n_top; i++) {
+        const int32_t id = c->top_ids[t * k + i];
+        if (id < 0)
+            break;
+        json_t *text, *bytes;
+        int ok = token_json(m, id, &text, &bytes) == 0;
+        if (!ok) {
+            json_decref(text), json_decref(bytes);
+        } else if (chat) { /* json_pack and append take text and bytes, failing or not */
+            ok = json_array_append_new(all, json_pack("{s:o, s:o, s:o}", "token", text, "logprob",
+                                                      real(c->top_lps[t * k + i]), "bytes",
+                                                      bytes)) == 0;
+        } else { /* a later token of the same text keeps the first's (more likely) */
+            ok = json_object_get(all, json_string_value(text)) != NULL ||
+                 json_object_set_new(all, json_string_value(text),
+                                     real(c->top_lps[t * k + i])) == 0;
+            json_decref(text), json_decref(bytes);
+        }
+        if (!ok) {
+            json_decref(all);
+            return NULL;
+        }
+    }
+    return all;
+}
+
+/* Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]} over tokens [t0, t1). */
+static json_t *chat_logprobs(const tern_model *m, const tern_serve_job *j,
+                             const tern_serve_choice *c, size_t t0, size_t t1)
 {
     json_t *list = json_array();
     for (size_t t = t0; list && t < t1; t++) {
@@ -67,8 +100,13 @@ static json_t *chat_logprobs(const tern_model *m, const tern_serve_choice *c, si
             json_decref(text), json_decref(bytes), json_decref(list);
             return NULL;
         }
-        json_t *e = json_pack("{s:o, s:o, s:o, s:[]}", "token", text, "logprob",
-                              real(c->logprobs[t]), "bytes", bytes, "top_logprobs");
+        json_t *alt = alternatives_json(m, c, t, j->req.top_logprobs, 1);
+        if (!alt) {
+            json_decref(text), json_decref(bytes), json_decref(list);
+            return NULL;
+        }
+        json_t *e = json_pack("{s:o, s:o, s:o, s:o}", "token", text, "logprob",
+                              real(c->logprobs[t]), "bytes", bytes, "top_logprobs", alt);
         if (!e || json_array_append_new(list, e) != 0) {
             json_decref(list);
             return NULL;
@@ -77,13 +115,21 @@ static json_t *chat_logprobs(const tern_model *m, const tern_serve_choice *c, si
     return list ? json_pack("{s:o, s:n}", "content", list, "refusal") : NULL;
 }
 
-/* Completions: {"tokens", "token_logprobs", "top_logprobs": null, "text_offset"}. */
-static json_t *completion_logprobs(const tern_model *m, const tern_serve_choice *c, size_t t0,
-                                   size_t t1, size_t offset0)
+/* Completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+ * top_logprobs null with logprobs 0, else a {"token": logprob} per token. */
+static json_t *completion_logprobs(const tern_model *m, const tern_serve_job *j,
+                                   const tern_serve_choice *c, size_t t0, size_t t1,
+                                   size_t offset0)
 {
+    const uint32_t k = j->req.top_logprobs;
     json_t *toks = json_array(), *lps = json_array(), *offs = json_array();
+    json_t *tops = k > 0 ? json_array() : json_null();
     size_t off = offset0;
-    int ok = toks && lps && offs;
+    int ok = toks && lps && offs && tops;
+    for (size_t t = t0; ok && k > 0 && t < t1; t++) {
+        json_t *alt = alternatives_json(m, c, t, k, 0);
+        ok = alt && json_array_append_new(tops, alt) == 0;
+    }
     for (size_t t = t0; ok && t < t1; t++) {
         json_t *text, *bytes;
         ok = token_json(m, c->ids[t], &text, &bytes) == 0;
@@ -98,11 +144,11 @@ static json_t *completion_logprobs(const tern_model *m, const tern_serve_choice 
         }
     }
     if (!ok) {
-        json_decref(toks), json_decref(lps), json_decref(offs);
+        json_decref(toks), json_decref(lps), json_decref(offs), json_decref(tops);
         return NULL;
     }
-    return json_pack("{s:o, s:o, s:n, s:o}", "tokens", toks, "token_logprobs", lps,
-                     "top_logprobs", "text_offset", offs);
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps,
+                     "top_logprobs", tops, "text_offset", offs);
 }
 
 static json_t *tool_calls_json(const tern_serve_job *j, size_t k, const tern_serve_choice *c,
@@ -152,8 +198,8 @@ char *tern_serve_reply_body(const tern_serve_job *j, const tern_model *m)
         const tern_serve_choice *c = &j->choices[k];
         json_t *lp = json_null();
         if (j->req.logprobs)
-            lp = chat ? chat_logprobs(m, c, 0, answer_tokens(c))
-                      : completion_logprobs(m, c, 0, answer_tokens(c), 0);
+            lp = chat ? chat_logprobs(m, j, c, 0, answer_tokens(c))
+                      : completion_logprobs(m, j, c, 0, answer_tokens(c), 0);
         json_t *one;
         if (chat) {
             json_t *calls = tool_calls_json(j, k, c, 0);
@@ -201,8 +247,8 @@ int tern_serve_stream_chunk(tern_serve_job *j, const tern_model *m, size_t k, co
     tern_serve_choice *c = &j->choices[k];
     json_t *lp = json_null();
     if (j->req.logprobs && t1 > t0)
-        lp = chat ? chat_logprobs(m, c, t0, t1)
-                  : completion_logprobs(m, c, t0, t1, c->sent_bytes);
+        lp = chat ? chat_logprobs(m, j, c, t0, t1)
+                  : completion_logprobs(m, j, c, t0, t1, c->sent_bytes);
     json_t *piece = json_stringn(text ? text : "", n);
     json_t *one;
     if (chat) {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tern/model.h" /* TERN_TOP_LOGPROBS_MAX */
+
 #define INVALID "invalid_request_error"
 
 tern_serve_limits tern_serve_default_limits(void)
@@ -396,14 +398,22 @@ static int read_tools(json_t *o, const tern_serve_limits *lim, tern_serve_reques
 {
     json_t *tools = field(o, "tools"), *choice = field(o, "tool_choice");
     int none = 0;
+    const char *named = NULL;
     if (choice) {
         const char *c = json_is_string(choice) ? json_string_value(choice) : NULL;
+        json_t *type = json_object_get(choice, "type");
+        json_t *name = json_object_get(json_object_get(choice, "function"), "name");
         if (c && strcmp(c, "none") == 0)
             none = 1;
+        else if (c && strcmp(c, "required") == 0)
+            r->call_required = 1;
+        else if (json_is_object(choice) && json_is_string(type) &&
+                 strcmp(json_string_value(type), "function") == 0 && json_is_string(name))
+            r->call_required = 1, named = json_string_value(name);
         else if (!c || strcmp(c, "auto") != 0)
-            return tern_serve_fail(e, 400, INVALID, "tool_choice", "unsupported_parameter",
-                                   "tool_choice must be \"auto\" or \"none\": tern serve does "
-                                   "not force a call (its decoder does not constrain output)");
+            return tern_serve_fail(e, 400, INVALID, "tool_choice", NULL,
+                                   "tool_choice must be \"auto\", \"none\", \"required\" or "
+                                   "{\"type\": \"function\", \"function\": {\"name\": ...}}");
         if (!tools)
             return tern_serve_fail(e, 400, INVALID, "tool_choice", NULL,
                                    "tool_choice is only allowed with tools");
@@ -433,6 +443,18 @@ static int read_tools(json_t *o, const tern_serve_limits *lim, tern_serve_reques
     }
     if (none)
         return 0; /* the model is not told of them, and nothing is read as a call */
+    if (named) {
+        int known = 0;
+        json_array_foreach(tools, i, t)
+            known |= strcmp(json_string_value(json_object_get(json_object_get(t, "function"),
+                                                              "name")), named) == 0;
+        if (!known)
+            return tern_serve_fail(e, 400, INVALID, "tool_choice", NULL,
+                                   "tool_choice names the function \"%.64s\", which tools does "
+                                   "not hold: name one of tools", named);
+        if (!(r->call_name = strdup(named)))
+            return oom(e);
+    }
     r->tools = json_dumps(tools, JSON_COMPACT);
     r->plain_messages = 0;
     return r->tools ? 0 : oom(e);
@@ -446,12 +468,13 @@ static int read_chat(json_t *o, const tern_serve_limits *lim, tern_serve_request
     if (boolean(o, "logprobs", &r->logprobs, e) != 0)
         return -1;
     json_int_t top = 0;
-    if (integer_in(o, "top_logprobs", 0, 20, &top, e) != 0)
+    if (integer_in(o, "top_logprobs", 0, TERN_TOP_LOGPROBS_MAX, &top, e) != 0)
         return -1;
-    if (top > 0)
-        return tern_serve_fail(e, 400, INVALID, "top_logprobs", "unsupported_parameter",
-                               "tern serve returns the log-prob of each sampled token only: "
-                               "leave top_logprobs out or 0");
+    if (top > 0 && !r->logprobs)
+        return tern_serve_fail(e, 400, INVALID, "top_logprobs", NULL,
+                               "top_logprobs needs logprobs: set logprobs to true, or leave "
+                               "top_logprobs out");
+    r->top_logprobs = (uint32_t)top;
     json_t *pt = field(o, "parallel_tool_calls");
     if (pt && !json_is_boolean(pt))
         return tern_serve_fail(e, 400, INVALID, "parallel_tool_calls", NULL,
@@ -542,11 +565,8 @@ static int read_completion(json_t *o, const tern_serve_limits *lim, tern_serve_r
                 json_integer_value(lp) <= 5))
         return tern_serve_fail(e, 400, INVALID, "logprobs", NULL,
                                "logprobs must be an integer from 0 to 5");
-    if (lp && json_integer_value(lp) > 0)
-        return tern_serve_fail(e, 400, INVALID, "logprobs", "unsupported_parameter",
-                               "tern serve returns the log-prob of each sampled token only: "
-                               "ask for logprobs 0");
     r->logprobs = lp != NULL;
+    r->top_logprobs = lp ? (uint32_t)json_integer_value(lp) : 0;
     if (only_default(o, "echo", e) || only_default(o, "best_of", e) ||
         only_default(o, "suffix", e))
         return -1;
@@ -599,7 +619,7 @@ void tern_serve_request_free(tern_serve_request *r)
 {
     if (!r)
         return;
-    free(r->model), free(r->messages), free(r->tools);
+    free(r->model), free(r->messages), free(r->tools), free(r->call_name);
     for (size_t i = 0; i < r->n_prompts; i++)
         free(r->prompts[i].text), free(r->prompts[i].ids);
     free(r->prompts);

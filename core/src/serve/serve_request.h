@@ -8,7 +8,7 @@
  * template) is checked when the request is encoded (decode_queue.c).
  *
  * Every field OpenAI defines is either honoured, or refused when it asks for
- * something tern does not do (a penalty, top_logprobs, a forced tool call),
+ * something tern does not do (a penalty, a logit bias, a response format),
  * so that no setting is silently ignored; a field OpenAI does not define is
  * refused as OpenAI refuses it ("Unrecognized request argument"). */
 #ifndef TERN_SERVE_REQUEST_H
@@ -82,6 +82,10 @@ typedef struct tern_serve_request {
                                 (a model without a JSON template can render it) */
     char *tools;             /* the function schemas (JSON array), NULL: none or
                                 tool_choice "none" */
+    int call_required;       /* tool_choice "required" or a named function: the
+                                turn starts with the template's call opening */
+    char *call_name;         /* a named function (tool_choice {"type": "function",
+                                "function": {"name": ...}}), one of tools; NULL: any */
     /* completions */
     tern_serve_prompt *prompts;
     size_t n_prompts;
@@ -96,6 +100,8 @@ typedef struct tern_serve_request {
     int has_seed;
     uint64_t seed;
     int logprobs;            /* 1: return each token's log-prob */
+    uint32_t top_logprobs;   /* and its most likely alternatives, this many (chat's
+                                top_logprobs, completions' logprobs N) */
     int stream;              /* 1: server-sent events */
     int include_usage;       /* stream_options.include_usage */
 } tern_serve_request;

@@ -663,6 +663,10 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
     for (size_t i = 0; i < n_req; i++) {
         if (!TERN_HAS(&req[i], seed))
             return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu is too small", i);
+        if (TERN_HAS(&req[i], on_top) && req[i].top_logprobs > TERN_TOP_LOGPROBS_MAX)
+            return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu asks for %u "
+                              "alternatives per token; at most %d", i, req[i].top_logprobs,
+                              TERN_TOP_LOGPROBS_MAX);
         if (req[i].temperature < 0 || req[i].top_p <= 0 || req[i].top_p > 1 || req[i].top_k < 0)
             return host->fail(t->ctx, TERN_EINVAL, "generate: request %zu has temperature %g, "
                               "top_k %d, top_p %g; need temperature >= 0, top_k >= 0, 0 < top_p "
@@ -706,6 +710,10 @@ int front_generate(void *state, const tern_gen_request *req, size_t n_req, tern_
         if (TERN_HAS(&req[i], on_token)) { /* ABI 1.15; older callers have none */
             prompts[i].on_token = req[i].on_token;
             prompts[i].on_token_user = req[i].on_token_user;
+        }
+        if (TERN_HAS(&req[i], on_top) && req[i].on_top) { /* ABI 1.16 */
+            params[i].top_n = (int)req[i].top_logprobs;
+            prompts[i].on_top = req[i].on_top;
         }
         if (rows && first[i] >= 0) {
             image_rows(t, req[i].prompt, req[i].prompt_len, first[i], rows + r);

@@ -8,8 +8,8 @@
  *    slots; one prefill runs them, and each sample's cache starts from its
  *    prompt and its logits from the prompt's last row.
  * 2. Decode: each sample in a slot draws a token from its logits
- *    (sample_token, with its own RNG stream), tells its prompt's on_token
- *    where there is one, stops at a stop token, its length limit or
+ *    (sample_token, with its own RNG stream), tells its prompt's on_top
+ *    (the token's alternatives, top_tokens) and on_token where there are, stops at a stop token, its length limit or
  *    on_token's TERN_GEN_STOP and frees its slot, and the rest advance
  *    together one row each. Freed slots admit the next prompts (continuous
  *    batching), so the batch stays full while prompts wait and lengths vary.
@@ -71,6 +71,8 @@ typedef struct sample_job {
     int32_t *tok;
     float *lp, *work;
     int *idx;
+    int32_t *top_ids; /* [n, TERN_TOP_LOGPROBS_MAX]: row j's alternatives, where asked */
+    float *top_lp;
 } sample_job;
 
 /* A step's sampling goes to the sampler's threads from this many softmax
@@ -94,6 +96,11 @@ static void sample_rows(void *arg, int w, int nw)
         sample_state *ss = &j->st[j->slot_sample[k]];
         j->tok[r] = sample_token(j->logits + (size_t)k * j->V, j->V, ss->p, &ss->rng, &j->lp[r],
                                  j->work + (size_t)w * 2 * j->V, j->idx + (size_t)w * j->V);
+        if (ss->p->top_n > 0)
+            top_tokens(j->logits + (size_t)k * j->V, j->V, ss->p->temperature,
+                       ss->p->top_n < j->V ? ss->p->top_n : j->V,
+                       j->top_ids + (size_t)r * TERN_TOP_LOGPROBS_MAX,
+                       j->top_lp + (size_t)r * TERN_TOP_LOGPROBS_MAX);
     }
 }
 
@@ -194,12 +201,14 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
     float *drawn_lp = malloc((size_t)slots * sizeof *drawn_lp);
     float *work = malloc(nw * 2 * (size_t)V * sizeof(float));
     int *idx = malloc(nw * (size_t)V * sizeof(int));
+    int32_t *top_ids = malloc((size_t)slots * TERN_TOP_LOGPROBS_MAX * sizeof *top_ids);
+    float *top_lp = malloc((size_t)slots * TERN_TOP_LOGPROBS_MAX * sizeof *top_lp);
     const float **row_in = NULL; /* [rows]: the prompts' row_input, packed */
     int rc = -1, opened = 0;
     memset(out, 0, (size_t)S * sizeof *out);
     if (!start || !tok || !pos || !tgt || !q.first || !q.slot_sample || !q.new_prompt ||
         !q.new_slot || !row_tok || !row_pos || !row_slot || !st || !act || !drawn ||
-        !drawn_lp || !work || !idx) {
+        !drawn_lp || !work || !idx || !top_ids || !top_lp) {
         snprintf(err, errn, "out of memory for generating %d samples", S);
         goto done;
     }
@@ -256,7 +265,7 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
                 act[n_act++] = k;
         sample_job job = {.logits = logits, .st = st, .slot_sample = q.slot_sample, .act = act,
                           .n = n_act, .V = V, .tok = drawn, .lp = drawn_lp, .work = work,
-                          .idx = idx};
+                          .idx = idx, .top_ids = top_ids, .top_lp = top_lp};
         if (n_act > 0)
             pool_run(sample_in_parallel(n_act, V) ? be->sampler : NULL, sample_rows, &job);
         for (int j = 0; j < n_act; j++) {
@@ -270,10 +279,15 @@ int gen_run(const gen_backend *be, int V, int P, int max_rows, const gen_prompt 
              * any sampler team); a stop token or the length limit still ends
              * the sample as it would without it */
             const gen_prompt *pr = &prompts[st[s].prompt];
+            const uint32_t in_prompt = (uint32_t)(s - q.first[st[s].prompt]);
+            if (pr->on_top && st[s].p->top_n > 0)
+                pr->on_top(pr->on_token_user, in_prompt,
+                           top_ids + (size_t)j * TERN_TOP_LOGPROBS_MAX,
+                           top_lp + (size_t)j * TERN_TOP_LOGPROBS_MAX,
+                           (uint32_t)(st[s].p->top_n < V ? st[s].p->top_n : V));
             const int halt = pr->on_token &&
-                             pr->on_token(pr->on_token_user,
-                                          (uint32_t)(s - q.first[st[s].prompt]), t,
-                                          drawn_lp[j]) != TERN_GEN_CONTINUE;
+                             pr->on_token(pr->on_token_user, in_prompt, t, drawn_lp[j]) !=
+                                 TERN_GEN_CONTINUE;
             const int stop = is_stop(st[s].p, t), full = (int)out[s].len >= st[s].max_new;
             if (stop || full || halt) {
                 out[s].finish = stop ? TERN_FINISH_STOP
@@ -316,5 +330,6 @@ done:
     free(start), free(tok), free(pos), free(tgt), free(q.first), free(q.slot_sample);
     free(q.new_prompt), free(q.new_slot), free(row_tok), free(row_pos), free(row_slot), free(st);
     free(act), free(drawn), free(drawn_lp), free(work), free(idx), free(row_in);
+    free(top_ids), free(top_lp);
     return rc;
 }

@@ -101,6 +101,34 @@ int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *
     return choice;
 }
 
+void top_tokens(const float *logits, int v, float temperature, int n, int32_t *ids, float *lps)
+{
+    const float inv_t = temperature > 0 ? 1.0f / temperature : 1.0f;
+    /* the n largest logits by insertion into ids[0..have), descending; a
+     * later id enters only when strictly larger, so ties keep the lower id */
+    int have = 0;
+    float m = logits[0] * inv_t;
+    for (int j = 0; j < v; j++) {
+        const float l = logits[j];
+        m = l * inv_t > m ? l * inv_t : m;
+        if (have == n && l <= logits[ids[n - 1]])
+            continue;
+        int at = have < n ? have++ : n - 1;
+        while (at > 0 && logits[ids[at - 1]] < l) {
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        ids[at] = j;
+    }
+    /* log softmax: l / T - (m + log sum_j exp(l_j / T - m)) */
+    double z = 0;
+    for (int j = 0; j < v; j++)
+        z += exp((double)(logits[j] * inv_t - m));
+    const double log_z = (double)m + log(z);
+    for (int i = 0; i < n; i++)
+        lps[i] = (float)((double)(logits[ids[i]] * inv_t) - log_z);
+}
+
 /* ---- the decode step ---------------------------------------------------- */
 
 /* The KV cache: a prompt's keys and values once, shared by all its samples

@@ -16,6 +16,7 @@ typedef struct gen_params {
     const int32_t *stop;   /* generation ends after any of these */
     size_t n_stop;
     uint64_t seed;
+    int top_n;             /* alternatives per token for on_top, [0, TERN_TOP_LOGPROBS_MAX] */
 } gen_params;
 
 typedef struct gen_prompt {
@@ -36,6 +37,11 @@ typedef struct gen_prompt {
      * stop token, its length limit). */
     int (*on_token)(void *user, uint32_t sample, int32_t token, float logprob);
     void *on_token_user;
+    /* NULL, or called just before on_token with the token's params->top_n
+     * alternatives (top_tokens; tern_gen_request.on_top, ABI 1.16), the same
+     * user */
+    void (*on_top)(void *user, uint32_t sample, const int32_t *ids, const float *logprobs,
+                   uint32_t k);
 } gen_prompt;
 
 typedef struct gen_sample {
@@ -105,5 +111,12 @@ int llama_generate(llama_model *m, const gen_prompt *prompts, int n_prompts, int
  * work: 2 * V floats and V ints of scratch. */
 int32_t sample_token(const float *logits, int v, const gen_params *p, uint64_t *rng_state,
                      float *logprob, float *work, int *idx);
+
+/* The n most likely tokens of logits[V] (n <= V), most likely first, ties
+ * to the lower id: ids[n] and their log-probs lps[n] under
+ * softmax(logits / T), T = temperature, or 1 when temperature <= 0 (greedy
+ * has alternatives too). No truncation: top_k and top_p change the draw,
+ * not the model's ranking. */
+void top_tokens(const float *logits, int v, float temperature, int n, int32_t *ids, float *lps);
 
 #endif
