@@ -60,4 +60,10 @@ int math_scalars_equal(math_cmp *c, int a, int pa, int b, int pb);
 /* Equality of two parsed answers (sets.c). */
 int math_values_equal(math_cmp *c, int a, int b);
 
+/* An equation against an answer that is none (sets.c): the equation, when
+ * its left side computes ("3 + 3 = 6") or names ("a + b = 7") a value,
+ * stands for its last right side (x(x + 1) = 6 does not), whichever of a
+ * and b it is. Updates *a or *b. */
+void math_follow_gold_form(const math_ws *ws, int *a, int *b);
+
 #endif

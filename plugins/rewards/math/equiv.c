@@ -149,7 +149,7 @@ static int undone_arithmetic(const math_ws *ws, int32_t i)
 static int compare_parsed(const char *a, size_t alen, const char *b, size_t blen,
                           const math_opts *o, math_verdict *v)
 {
-    size_t tcap = alen + blen + 4, ncap = 4 * tcap + 64;
+    size_t tcap = 2 * (alen + blen) + 4, ncap = 4 * tcap + 64;
     math_tok *tok = malloc(tcap * sizeof *tok);
     math_ws *ws = malloc(sizeof *ws);
     math_node *node = malloc(ncap * sizeof *node);
@@ -159,9 +159,9 @@ static int compare_parsed(const char *a, size_t alen, const char *b, size_t blen
     int rc = -1;
     if (!tok || !ws || !node || !num)
         goto out;
-    size_t na = math_lex(a, alen, tok, alen + 2);
+    size_t na = math_lex(a, alen, tok, 2 * alen + 2);
     math_tok *tb = tok + na;
-    size_t nb = math_lex(b, blen, tb, blen + 2);
+    size_t nb = math_lex(b, blen, tb, 2 * blen + 2);
     rc = 0;
     if (math_tokens_equal(tok, na, a, tb, nb, b)) {
         v->equal = 1;
@@ -181,6 +181,7 @@ static int compare_parsed(const char *a, size_t alen, const char *b, size_t blen
         v->why = ra < 0 ? why_a : why_b;
         goto out;
     }
+    math_follow_gold_form(ws, &ra, &rb); /* "3 + 3 = 6" against 6 */
     /* A gold that is a number wants a number: restating the question
      * ("37+45" for 82) must not earn the reward. */
     if (literal(ws, rb) && undone_arithmetic(ws, ra)) {

@@ -388,7 +388,7 @@ static int starts_factor(const parser *p, const math_tok *t)
     return t->kind == TK_WORD || t->kind == TK_BAD;
 }
 
-/* Items separated by ',', none when `empty` (the closer comes next), outside
+/* Items separated by ',' (or ';'), none when `empty` (the closer comes next), outside
  * any |...| of the enclosing text: 0 with the first, linked, in *first (-1 for
  * none) and the count in *count, or -1. */
 static int parse_list(parser *p, int empty, int *first, size_t *count)
@@ -405,7 +405,7 @@ static int parse_list(parser *p, int empty, int *first, size_t *count)
                 return -1;
             link_item(p, first, &last, it);
             (*count)++;
-            if (!is_char(peek(p), ','))
+            if (!is_char(peek(p), ',') && !is_char(peek(p), ';')) /* "(1; 2)" */
                 break;
             p->i++;
         }
@@ -709,7 +709,7 @@ static int parse_postfix(parser *p)
     for (;;) {
         if (a < 0)
             return -1;
-        if (is_char(peek(p), '!')) {
+        if (is_char(peek(p), '!') && !is_char(peek_at(p, 1), '=')) { /* "x != 2" */
             p->i++;
             a = new_node(p, N_FACT, 0, a, -1);
         } else if (is_cmd(peek(p), CMD_PERCENT)) {
@@ -831,6 +831,10 @@ static char relop(const parser *p, size_t *n)
         }
         return (char)t->c;
     }
+    if (is_char(t, '!') && is_char(peek_at(p, 1), '=')) {
+        *n = 2;
+        return 'n';
+    }
     if (is_char(t, '=') || is_cmd(t, CMD_IN))
         return '=';
     if (is_cmd(t, CMD_LE))
@@ -882,6 +886,75 @@ static char mirror(char op)
     return op == '<' ? '>' : op == '>' ? '<' : op == 'l' ? 'g' : op == 'g' ? 'l' : op;
 }
 
+/* x = A read as A, remembered (math_ws.assign_val) */
+static int assigned(parser *p, int var_node, int value)
+{
+    math_ws *ws = p->ws;
+    if (ws->nassign < MATH_MAX_ASSIGN) {
+        ws->assign_val[ws->nassign] = value;
+        ws->assign_var[ws->nassign++] = var_node;
+    }
+    return value;
+}
+
+/* Names: a lone variable, or letters side by side (PQ, AB: a product of
+ * variables, as juxtaposition reads them). */
+static int is_name(const math_ws *ws, int id)
+{
+    const math_node *n = &ws->node[id];
+    if (n->op == N_VAR)
+        return 1;
+    return n->op == N_MUL && !(n->flags & F_CALL) && is_name(ws, n->a) && is_name(ws, n->b);
+}
+
+/* A tuple of names given a tuple of as many values free of variables:
+ * `(a, b) = (1, 4)`. */
+static int names_given_values(const math_ws *ws, int names, int values)
+{
+    const math_node *n = &ws->node[names], *v = &ws->node[values];
+    if (n->op != N_TUPLE || v->op != N_TUPLE || n->sub != 0 || v->sub != 0 ||
+        n->count != v->count || (v->flags & F_VAR))
+        return 0;
+    for (int32_t c = n->a; c >= 0; c = ws->node[c].next)
+        if (!is_name(ws, c))
+            return 0;
+    return 1;
+}
+
+/* k x with k a positive written number: k, else 0 (and x in *var). */
+static int scaled_var(const math_ws *ws, int id, int *var)
+{
+    const math_node *n = &ws->node[id];
+    if (n->op != N_MUL)
+        return 0;
+    int k = ws->node[n->a].op == N_NUM ? n->a : ws->node[n->b].op == N_NUM ? n->b : -1;
+    int x = k == n->a ? n->b : n->a;
+    if (k < 0 || ws->node[x].op != N_VAR)
+        return 0;
+    *var = x;
+    return k;
+}
+
+/* x op A with the variable alone on one side, once -x or k x is divided
+ * out (k > 0): `-x > -3` is x < 3; -2 when it is no such relation. */
+static int linear_interval(parser *p, char op, int a, int b)
+{
+    math_ws *ws = p->ws;
+    if (ws->node[b].flags & (F_VAR | F_COLL | F_PM))
+        return -2;
+    const math_node *na = &ws->node[a];
+    int var = -1, k;
+    if (na->op == N_NEG && ws->node[na->a].op == N_VAR) {
+        int nb = new_node(p, N_NEG, 0, b, -1);
+        return nb < 0 ? -1 : relation_interval(p, mirror(op), nb);
+    }
+    if ((k = scaled_var(ws, a, &var)) > 0) {
+        int q = binary(p, N_DIV, b, k);
+        return q < 0 ? -1 : relation_interval(p, op, q);
+    }
+    return -2;
+}
+
 /* `x = A` is A; `x > 2` and `1 < x \le 3` are intervals; other relations stay. */
 static int simplify_relation(parser *p, char op, int a, int b)
 {
@@ -889,9 +962,11 @@ static int simplify_relation(parser *p, char op, int a, int b)
     int va = lone_var(ws, a), vb = lone_var(ws, b);
     if (op == '=') {
         if (va >= 0 && !math_mentions(ws, b, va))
-            return b;
+            return assigned(p, a, b);
         if (vb >= 0 && !math_mentions(ws, a, vb))
-            return a;
+            return assigned(p, b, a);
+        if (names_given_values(ws, a, b) || (is_name(ws, a) && !(ws->node[b].flags & F_VAR)))
+            return b;
         /* f(x) = 2x + 1 names a function: its value is the answer (unless the
          * letter shows up again, as in x(x + 1) = 6) */
         if (ws->node[a].flags & F_CALL) {
@@ -905,6 +980,12 @@ static int simplify_relation(parser *p, char op, int a, int b)
             return r;
     } else if (vb >= 0 && !(ws->node[a].flags & (F_VAR | F_COLL | F_PM))) {
         int r = relation_interval(p, mirror(op), a);
+        if (r != -2)
+            return r;
+    } else if (op != 'n') {
+        int r = linear_interval(p, op, a, b);
+        if (r == -2)
+            r = linear_interval(p, mirror(op), b, a);
         if (r != -2)
             return r;
     }

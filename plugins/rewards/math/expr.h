@@ -14,8 +14,9 @@
  *           | \sqrt[n]{A} | \binom A B | (...) | [...] | {...} | \{...\} | |A|
  * A bracket with one item groups; with two or more it is a tuple, which
  * with two items is also an interval: `(0, 1]`. An item `x = A` whose other
- * side does not hold x is A, and so is `f(x) = A`; `x > 2`, `1 < x \le 3`
- * become intervals.
+ * side does not hold x is A, and so is `f(x) = A`, and names given values,
+ * `(a, b) = (1, 4)` and `PQ = 3`, are their values; `x > 2`, `-x > -3`,
+ * `2x \le 6`, `1 < x \le 3` become intervals. `!=` is \ne.
  *
  * Numbers: digits with an optional strict thousands form (1,234,567: one to
  * three digits, then groups of exactly three), a fraction part, and an
@@ -41,6 +42,7 @@
 #define MATH_MAX_POINTS 16
 #define MATH_MAX_NEST 64
 #define MATH_MAX_DEPTH 256
+#define MATH_MAX_ASSIGN 8
 
 typedef enum math_op {
     N_NUM = 1, /* a: index into num[] */
@@ -103,6 +105,10 @@ typedef struct math_ws {
     size_t nnum, num_cap;
     char var_name[MATH_MAX_VARS][MATH_VAR_NAME];
     size_t nvars;
+    /* `x = A` read as A: assign_val[k] is A's node, assign_var[k] x's (an
+     * equation can then still be compared with it as x = A) */
+    int32_t assign_val[MATH_MAX_ASSIGN], assign_var[MATH_MAX_ASSIGN];
+    size_t nassign;
     double var_val[MATH_MAX_VARS][MATH_MAX_POINTS];
 } math_ws;
 

@@ -7,6 +7,8 @@
 #include "ascii.h"
 #include "number.h"
 
+static void sentence_answer(math_answer *out);
+
 /* Clean s[b..e) as an answer; 1 and *out set when something is left. */
 static int take(const char *s, size_t b, size_t e, math_answer *out)
 {
@@ -33,16 +35,103 @@ static int opens_boxed(const char *s, size_t i)
            (j >= 5 && memcmp(s + j - 5, "\\fbox", 5) == 0);
 }
 
+/* A box found: its answer, and where its argument's braces are. */
+typedef struct boxed_take {
+    math_answer *a;
+    size_t open, close;
+} boxed_take;
+
 static int take_boxed(void *out, const char *s, size_t b, size_t e)
 {
-    return take(s, b, e, out);
+    boxed_take *t = out;
+    if (!take(s, b, e, t->a))
+        return 0;
+    t->open = b - 1, t->close = e;
+    return 1;
+}
+
+/* Where the box whose argument opens at s[open] starts: its backslash. */
+static size_t box_start(const char *s, size_t open)
+{
+    size_t j = open;
+    while (j > 0 && math_is_space(s[j - 1]))
+        j--;
+    return j >= 6 && memcmp(s + j - 6, "\\boxed", 6) == 0 ? j - 6 : j - 5;
+}
+
+/* The box that ends right before s[end] (only blanks, '$', ',', ';' or the
+ * word "and" between): its argument's '{' in *open and '}' in *close. */
+static int box_before(const char *s, size_t end, size_t *open, size_t *close)
+{
+    size_t j = end;
+    for (;;) {
+        while (j > 0 && (math_is_space(s[j - 1]) || s[j - 1] == '$' || s[j - 1] == ',' ||
+                         s[j - 1] == ';'))
+            j--;
+        if (j >= 3 && math_lower(s[j - 3]) == 'a' && math_lower(s[j - 2]) == 'n' &&
+            math_lower(s[j - 1]) == 'd' && (j == 3 || !math_is_alpha(s[j - 4])))
+            j -= 3;
+        else
+            break;
+    }
+    if (j == 0 || s[j - 1] != '}')
+        return 0;
+    /* its '{', within a box's length: a long run of braces is no box */
+    size_t depth = 0, i = j;
+    while (i-- > 0 && j - i <= MATH_JOINED_MAX) {
+        if (s[i] == '}')
+            depth++;
+        else if (s[i] == '{' && --depth == 0)
+            break;
+    }
+    if (i == (size_t)-1 || j - i > MATH_JOINED_MAX || s[i] != '{' || !opens_boxed(s, i))
+        return 0;
+    *open = i, *close = j - 1;
+    return 1;
 }
 
 /* The last balanced \boxed{X} or \fbox{X} with something left once cleaned
- * (../common/reward_boxed.h). */
+ * (../common/reward_boxed.h), with the boxes written right before it (see
+ * extract.h) joined into one list. */
 static int find_boxed(const char *s, size_t len, math_answer *out)
 {
-    return reward_find_boxed(s, len, opens_boxed, take_boxed, out);
+    boxed_take last = {.a = out};
+    if (!reward_find_boxed(s, len, opens_boxed, take_boxed, &last))
+        return 0;
+    /* the boxes before it, last first */
+    size_t open[MATH_JOINED_BOXES], close[MATH_JOINED_BOXES], n = 0;
+    size_t at = box_start(s, last.open);
+    while (n < MATH_JOINED_BOXES - 1) {
+        size_t o, c;
+        if (!box_before(s, at, &o, &c))
+            break;
+        open[n] = o, close[n] = c, n++;
+        at = box_start(s, o);
+    }
+    if (n == 0)
+        return 1;
+    /* "a, b, ..., last" in joined, while it fits */
+    size_t used = 0;
+    char *j = out->joined;
+    for (size_t k = n; k-- > 0;) {
+        const char *t = s + open[k] + 1;
+        size_t tl = close[k] - open[k] - 1;
+        math_answer_clean(&t, &tl);
+        if (!tl)
+            continue;
+        if (used + tl + 2 + out->len >= MATH_JOINED_MAX)
+            return 1; /* too long to join: the last box alone */
+        memcpy(j + used, t, tl);
+        used += tl;
+        j[used++] = ',', j[used++] = ' ';
+    }
+    if (used == 0)
+        return 1;
+    memcpy(j + used, out->text, out->len);
+    used += out->len;
+    out->text = j;
+    out->len = used;
+    return 1;
 }
 
 /* ---- #### X ---------------------------------------------------------------- */
@@ -128,8 +217,10 @@ static int find_answer_is(const char *s, size_t len, math_answer *out)
         size_t e = q;
         while (e < len && s[e] != '\n' && !ends_sentence(s, len, e))
             e++;
-        if (take(s, q, e, out))
+        if (take(s, q, e, out)) {
+            sentence_answer(out);
             return 1;
+        }
     }
     return 0;
 }
@@ -217,12 +308,29 @@ static int sign_allowed(const char *s, size_t i)
     return !(math_is_alpha(p) || math_is_digit(p) || p == ')' || p == ']' || p == '}');
 }
 
+/* Whether the digit at s[i] is inside a word ("QX7Z", "H2O"): a letter
+ * right before it that belongs to no command (\\times3 is 3). */
+static int in_word(const char *s, size_t i)
+{
+    if (i == 0 || !math_is_alpha(s[i - 1]))
+        return 0;
+    size_t j = i - 1;
+    while (j > 0 && math_is_alpha(s[j - 1]))
+        j--;
+    return !(j > 0 && s[j - 1] == '\\');
+}
+
 static int find_last_number(const char *s, size_t len, math_answer *out)
 {
     int found = 0;
     size_t i = 0;
     while (i < len) {
         char c = s[i];
+        if (math_is_digit(c) && in_word(s, i)) {
+            while (i < len && (math_is_digit(s[i]) || math_is_alpha(s[i])))
+                i++; /* the rest of the word */
+            continue;
+        }
         if (math_is_digit(c) || c == '.' || c == '\\' ||
             ((c == '-' || c == '+') && sign_allowed(s, i))) {
             math_number n;
@@ -240,6 +348,123 @@ static int find_last_number(const char *s, size_t len, math_answer *out)
     return found;
 }
 
+/* ---- the last maths span ---------------------------------------------------------- */
+
+/* Where the closing `close` (clen bytes) of a span opened before s[from] is,
+ * or len; a single '$' closes on its own line, and "\\$" is a dollar sign. */
+static size_t span_close(const char *s, size_t len, size_t from, const char *close, size_t clen)
+{
+    for (size_t j = from; j + clen <= len; j++) {
+        if (s[j] == '\\' && j + 1 < len && s[j + 1] == '$') {
+            j++;
+            continue;
+        }
+        if (clen == 1 && s[j] == '\n')
+            return len;
+        if (memcmp(s + j, close, clen) == 0)
+            return j;
+    }
+    return len;
+}
+
+/* The last non-empty maths span of s[0..len): its contents [*b, *e) and the
+ * index after its closing. Linear: a span that never closes ends the search
+ * for its kind ($ only to its line's end). */
+static int last_span(const char *s, size_t len, size_t *b, size_t *e, size_t *after)
+{
+    int found = 0, no_paren = 0, no_bracket = 0, no_double = 0;
+    size_t i = 0;
+    while (i < len) {
+        const char *close = NULL;
+        size_t open = 0, clen = 0;
+        int *none = NULL;
+        if (s[i] == '\\' && i + 1 < len && s[i + 1] == '$') {
+            i += 2;
+            continue;
+        }
+        if (s[i] == '\\' && i + 1 < len && s[i + 1] == '(' && !no_paren)
+            close = "\\)", open = 2, clen = 2, none = &no_paren;
+        else if (s[i] == '\\' && i + 1 < len && s[i + 1] == '[' && !no_bracket)
+            close = "\\]", open = 2, clen = 2, none = &no_bracket;
+        else if (s[i] == '$' && i + 1 < len && s[i + 1] == '$' && !no_double)
+            close = "$$", open = 2, clen = 2, none = &no_double;
+        else if (s[i] == '$')
+            close = "$", open = 1, clen = 1;
+        if (!close) {
+            i++;
+            continue;
+        }
+        size_t j = span_close(s, len, i + open, close, clen);
+        if (j == len) {
+            if (none)
+                *none = 1;
+            else /* an unclosed '$': nothing else opens on its line */
+                while (i < len && s[i] != '\n')
+                    i++;
+            i += open;
+            continue;
+        }
+        size_t k = i + open;
+        while (k < j && math_is_space(s[k]))
+            k++;
+        if (k < j) {
+            *b = i + open, *e = j, *after = j + clen;
+            found = 1;
+        }
+        i = j + clen;
+    }
+    return found;
+}
+
+static int find_last_math(const char *s, size_t len, math_answer *out)
+{
+    size_t b, e, after;
+    math_answer later;
+    if (!last_span(s, len, &b, &e, &after) ||
+        find_last_number(s + after, len - after, &later))
+        return 0;
+    return take(s, b, e, out);
+}
+
+/* Words in s[0..len): two letters in a row outside maths spans and command
+ * names. */
+static int has_words(const char *s, size_t len)
+{
+    int in_math = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '$') {
+            in_math = !in_math;
+        } else if (s[i] == '\\') {
+            while (i + 1 < len && math_is_alpha(s[i + 1]))
+                i++;
+        } else if (!in_math && math_is_alpha(s[i]) && i + 1 < len && math_is_alpha(s[i + 1])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* An answer sentence's maths: its last span or number, when it has one; a
+ * number keeps a "percent" or "pct" after it ("20 percent" is 0.2). */
+static void sentence_answer(math_answer *out)
+{
+    if (!has_words(out->text, out->len))
+        return;
+    math_answer in;
+    if (find_last_math(out->text, out->len, &in)) {
+        out->text = in.text, out->len = in.len;
+    } else if (find_last_number(out->text, out->len, &in)) {
+        size_t end = (size_t)(in.text - out->text) + in.len, k = end;
+        while (k < out->len && math_is_blank(out->text[k]))
+            k++;
+        if (out->len - k >= 3 && (starts_with_word(out->text, out->len, k, "percent") ||
+                                  starts_with_word(out->text, out->len, k, "pct")))
+            end = k + (starts_with_word(out->text, out->len, k, "percent") ? 7 : 3);
+        out->len = end - (size_t)(in.text - out->text);
+        out->text = in.text;
+    }
+}
+
 /* ---- the forms in order ------------------------------------------------------------ */
 
 static const struct {
@@ -251,6 +476,7 @@ static const struct {
     {MATH_FORM_ANSWER_IS, "answer_is", "stated answer"},
     {MATH_FORM_FINAL_LINE, "final_line", "final line"},
     {MATH_FORM_LAST_NUMBER, "last_number", "last number"},
+    {MATH_FORM_LAST_MATH, "last_math", "last maths span"},
 };
 
 math_form math_extract(const char *s, size_t len, const math_form *order, size_t n,
@@ -267,6 +493,7 @@ math_form math_extract(const char *s, size_t len, const math_form *order, size_t
         case MATH_FORM_ANSWER_IS: found = find_answer_is(s, len, out); break;
         case MATH_FORM_FINAL_LINE: found = find_final_line(s, len, out); break;
         case MATH_FORM_LAST_NUMBER: found = find_last_number(s, len, out); break;
+        case MATH_FORM_LAST_MATH: found = find_last_math(s, len, out); break;
         case MATH_FORM_NONE: break;
         }
         if (found) {

@@ -16,7 +16,16 @@
  *                command ("x = 5", "\frac{1}{2}", but not "So 5"). After an
  *                '=' whose left side is not a lone variable, X is what
  *                follows the last '=' ("4 + 6 = 10" gives 10)
- *   last_number  the last number (see number.h)
+ *   last_math    the last maths span, $...$, $$...$$, \(...\) or \[...\]
+ *                (a $...$ closes on its own line), when no number follows
+ *                it: "So $y \leq 2$ holds." gives y \leq 2
+ *   last_number  the last number (see number.h), not one inside a word
+ *                ("QX7Z" holds none)
+ * boxed joins boxes written one after the other, with only blanks, '$',
+ * commas, semicolons or "and" between them, into one list: "$\boxed{3}$ and
+ * $\boxed{5}$" gives "3, 5". An answer_is answer that is a sentence (a word
+ * of two letters or more outside maths and commands: "the area of $PQRS$ is
+ * 48") is what last_math or last_number finds in it, when either does.
  * An occurrence whose X is empty once cleaned does not count.
  *
  * Every scan reads only s[0..len) and does work linear in len, whatever the
@@ -33,18 +42,24 @@ typedef enum math_form {
     MATH_FORM_HASHES = 2,
     MATH_FORM_ANSWER_IS = 4,
     MATH_FORM_FINAL_LINE = 8,
-    MATH_FORM_LAST_NUMBER = 16
+    MATH_FORM_LAST_NUMBER = 16,
+    MATH_FORM_LAST_MATH = 32
 } math_form;
 
 /* The forms that show the model meant to state an answer (the format component). */
 #define MATH_FORMS_EXPLICIT (MATH_FORM_BOXED | MATH_FORM_HASHES | MATH_FORM_ANSWER_IS)
-#define MATH_N_FORMS 5
+#define MATH_N_FORMS 6
 #define MATH_FINAL_LINE_MAX 200
+/* The most boxes joined into one answer, and the bytes they may take. */
+#define MATH_JOINED_BOXES 8
+#define MATH_JOINED_MAX 512
 
 typedef struct math_answer {
     math_form form;
-    const char *text; /* into the scanned text, cleaned (math_answer_clean) */
+    const char *text; /* into the scanned text, cleaned (math_answer_clean),
+                         or into joined */
     size_t len;
+    char joined[MATH_JOINED_MAX]; /* boxes joined into a list */
 } math_answer;
 
 /* Look for the forms order[0..n) in that order. Returns the form found (also

@@ -71,6 +71,8 @@ typedef struct lexer {
     int space; /* whitespace since the last token */
     int after_unit; /* the last thing seen was a dropped unit or degree sign */
     int text_open; /* a \text-like command was dropped: its '{' is a text group */
+    int matrix; /* inside \begin{pmatrix} (or bmatrix, matrix, Bmatrix, smallmatrix) */
+    int row_break; /* a "\\\\" in a matrix, written out before the next token */
 } lexer;
 
 static int is_digit_tok(const math_tok *t)
@@ -80,6 +82,13 @@ static int is_digit_tok(const math_tok *t)
 
 static void emit(lexer *x, uint8_t kind, uint8_t c, uint16_t sub, size_t pos, size_t len)
 {
+    if (x->row_break) { /* a matrix's next row: "), (" */
+        x->row_break = 0;
+        static const char row[3] = {')', ',', '('};
+        for (int k = 0; k < 3 && x->n < x->cap; k++)
+            x->out[x->n++] = (math_tok){.kind = TK_CHAR, .c = (uint8_t)row[k],
+                                        .pos = (uint32_t)pos};
+    }
     if (x->n + 2 > x->cap)
         return; /* the caller sized out[] for the worst case; never truncate silently */
     if (kind == TK_CHAR && math_is_digit((char)c) && x->space && x->n &&
@@ -370,12 +379,37 @@ static size_t lex_command(lexer *x, size_t i)
         case ' ':
         case '\t':
         case '\n': x->space = 1; break;
+        case '\\':
+            if (x->matrix && x->n && !(x->out[x->n - 1].kind == TK_CHAR &&
+                                       x->out[x->n - 1].c == '(')) {
+                x->row_break = 1; /* an empty row (a last "\\\\") adds none */
+                break;
+            }
+            /* fall through */
         default: emit(x, TK_BAD, 0, 0, i, 2); break;
         }
         return i + 2;
     }
     size_t n = letter_run(s, len, i + 1);
     const char *name = s + i + 1;
+    if (run_is(name, n, "begin") || run_is(name, n, "end")) {
+        size_t j = skip_ws(s, len, i + 1 + n), e = j + 1;
+        while (e < len && math_is_alpha(s[e]))
+            e++;
+        static const char *const kinds[] = {"pmatrix", "bmatrix", "Bmatrix", "matrix",
+                                            "smallmatrix"};
+        int known = j < len && s[j] == '{' && e < len && s[e] == '}' &&
+                    find_name(kinds, 5, s + j + 1, e - j - 1) >= 0;
+        int begin = name[0] == 'b';
+        if (known && begin != x->matrix) {
+            /* a matrix is a tuple of its rows: ((a, b), (c, d)) */
+            x->row_break = 0;
+            emit_char(x, begin ? '(' : ')', i);
+            emit_char(x, begin ? '(' : ')', i);
+            x->matrix = begin;
+            return e + 1;
+        }
+    }
     if (run_is(name, n, "mathbb")) { /* \mathbb{R} and \mathbb R */
         size_t j = skip_ws(s, len, i + 1 + n);
         int brace = j < len && s[j] == '{';
@@ -528,6 +562,9 @@ size_t math_lex(const char *s, size_t len, math_tok *out, size_t cap)
                 emit_char(&x, '/', i);
                 i++;
             }
+        } else if (c == '&' && x.matrix) {
+            emit_char(&x, ',', i); /* a matrix's next column */
+            i++;
         } else if (math_is_digit(c) || strchr("+-*/^_=<>()[]{},;.|!'", c)) {
             emit_char(&x, c, i);
             i++;

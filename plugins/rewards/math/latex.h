@@ -94,7 +94,10 @@ typedef struct math_tok {
     uint32_t pos, len; /* the source bytes, for WORD and BAD */
 } math_tok;
 
-/* Tokenise s[0..len) into out[0..cap); cap >= len + 1 always suffices.
+/* Tokenise s[0..len) into out[0..cap); cap >= 2 len + 2 always suffices (a
+ * matrix's row break, two bytes, is three tokens). A matrix
+ * (\begin{pmatrix} a & b \\ c & d \end{pmatrix}, or bmatrix, Bmatrix,
+ * matrix, smallmatrix) is the tuple of its rows, ((a, b), (c, d)).
  * Returns the number of tokens. */
 size_t math_lex(const char *s, size_t len, math_tok *out, size_t cap);
 

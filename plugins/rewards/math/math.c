@@ -76,9 +76,10 @@ static void number_text(const tern_task *task, const char *field, double v, char
 }
 
 typedef struct gold {
-    const char *text; /* into the task or `number` */
+    const char *text; /* into the task, `number` or `joined` */
     size_t len;
     char number[NUMBER_TEXT_MAX];
+    char joined[MATH_JOINED_MAX]; /* a gold of several boxes, as a list */
 } gold;
 
 /* The task's gold answer into *g: 1, or 0 with the reason why there is none. */
@@ -105,12 +106,17 @@ static int read_gold(const math_state *st, const tern_task *task, gold *g, char 
         g->len = strlen(g->number);
     }
     /* A worked solution as gold (GSM8K's "... #### 72", MATH's "...
-     * \boxed{5}") stands for its final answer. */
-    static const math_form gold_forms[] = {MATH_FORM_BOXED, MATH_FORM_HASHES};
+     * \boxed{5}", "... The final answer is $15\%$") stands for its final
+     * answer. */
+    static const math_form gold_forms[] = {MATH_FORM_BOXED, MATH_FORM_HASHES, MATH_FORM_ANSWER_IS};
     math_answer a;
-    if (math_extract(g->text, g->len, gold_forms, 2, &a)) {
+    if (math_extract(g->text, g->len, gold_forms, 3, &a)) {
         g->text = a.text;
         g->len = a.len;
+        if (a.text == a.joined) { /* boxes joined: keep the list */
+            memcpy(g->joined, a.joined, a.len);
+            g->text = g->joined;
+        }
     } else
         math_answer_clean(&g->text, &g->len);
     if (!g->len) {
@@ -181,7 +187,7 @@ static int math_score(void *state, const tern_reward_item *items, tern_reward_re
 /* ---- Instance ------------------------------------------------------------------- */
 
 /* The answer forms in the order tried: `answer_forms` when given, else
- * boxed, hashes, answer_is, then final_line and last_number unless
+ * boxed, hashes, answer_is, then final_line, last_math and last_number unless
  * fallback_last_number is off. */
 static int read_forms(tern_ctx *ctx, math_state *st)
 {
@@ -190,9 +196,10 @@ static int read_forms(tern_ctx *ctx, math_state *st)
     if (rc != TERN_OK)
         return rc;
     if (n == 0) {
-        static const math_form defaults[] = {MATH_FORM_BOXED, MATH_FORM_HASHES, MATH_FORM_ANSWER_IS,
-                                             MATH_FORM_FINAL_LINE, MATH_FORM_LAST_NUMBER};
-        st->n_forms = st->fallback_last_number ? 5 : 3;
+        static const math_form defaults[] = {MATH_FORM_BOXED,      MATH_FORM_HASHES,
+                                             MATH_FORM_ANSWER_IS,  MATH_FORM_FINAL_LINE,
+                                             MATH_FORM_LAST_MATH, MATH_FORM_LAST_NUMBER};
+        st->n_forms = st->fallback_last_number ? 6 : 3;
         memcpy(st->forms, defaults, st->n_forms * sizeof defaults[0]);
         return TERN_OK;
     }
@@ -210,11 +217,12 @@ static int read_forms(tern_ctx *ctx, math_state *st)
         if (f == MATH_FORM_NONE)
             return host->setting_error(ctx, "answer_forms",
                                        "unknown form \"%s\"; the forms are boxed, hashes, "
-                                       "answer_is, final_line and last_number",
+                                       "answer_is, final_line, last_math and last_number",
                                        name);
         if (seen & f)
             return host->setting_error(ctx, "answer_forms", "names \"%s\" twice", name);
-        if (!st->fallback_last_number && (f == MATH_FORM_FINAL_LINE || f == MATH_FORM_LAST_NUMBER))
+        if (!st->fallback_last_number && (f == MATH_FORM_FINAL_LINE || f == MATH_FORM_LAST_MATH ||
+                                          f == MATH_FORM_LAST_NUMBER))
             return host->setting_error(ctx, "answer_forms",
                                        "lists \"%s\" while fallback_last_number is false; drop "
                                        "one of the two",
@@ -272,12 +280,12 @@ static const tern_setting_spec settings[] = {
     TERN_SETTING(.name = "fallback_last_number", .type = TERN_SETTING_BOOL, .def = "true",
                  .aka = "last_number|fallback",
                  .doc = "with no \\boxed{}, #### or 'answer is' in a response, judge its final "
-                        "line or last number"),
+                        "line, last maths span or last number"),
     TERN_SETTING(.name = "answer_forms", .type = TERN_SETTING_STRINGS,
                  .aka = "forms|extract|extraction|order",
                  .doc = "answer forms in the order tried: boxed, hashes, answer_is, final_line, "
-                        "last_number (default: all five, the last two only with "
-                        "fallback_last_number)"),
+                        "last_math, last_number (default: all six, the last three only "
+                        "with fallback_last_number)"),
     TERN_SETTING(.name = "tolerance", .type = TERN_SETTING_FLOAT, .def = "1e-6", .min = 0,
                  .max = 0.1, .aka = "rel_tol|rtol|tol",
                  .doc = "relative tolerance when either answer is not rational (pi, roots, "

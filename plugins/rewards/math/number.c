@@ -24,7 +24,7 @@ static size_t digit_run(const char *s, size_t len, size_t p)
 static size_t scan_uint(const char *s, size_t len, size_t p)
 {
     size_t n = digit_run(s, len, p);
-    if (n == 0 || n > 3)
+    if (n == 0 || n > 3 || (n == 1 && s[p] == '0')) /* "0,125" groups nothing */
         return n;
     size_t q = p + n;
     /* Look at exactly four bytes per group, so a long digit run after a comma
@@ -143,7 +143,24 @@ size_t math_number_scan(const char *s, size_t len, size_t pos, math_number *out)
 
 int math_number_parse(const char *s, size_t len, math_number *out)
 {
-    return len > 0 && math_number_scan(s, len, 0, out) == len;
+    if (len == 0)
+        return 0;
+    size_t n = math_number_scan(s, len, 0, out);
+    if (n == len)
+        return 1;
+    /* A decimal comma: digits, one comma, digits, where the comma cannot
+     * group thousands ("3,75", "0,125", "1234,5"; "10,300" is 10300). */
+    if (n > 0 && s[n] == ',' && !out->is_fraction && out->num.frac_len == 0 &&
+        out->num.int_len > 0 && !memchr(out->num.int_part, ',', out->num.int_len)) {
+        size_t f = digit_run(s, len, n + 1);
+        int zero_lead = out->num.int_len == 1 && out->num.int_part[0] == '0';
+        if (f > 0 && n + 1 + f == len && (f != 3 || zero_lead || out->num.int_len > 3)) {
+            out->num.frac_part = s + n + 1;
+            out->num.frac_len = f;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* ---- Cleaning -------------------------------------------------------------- */
@@ -201,6 +218,18 @@ void math_answer_clean(const char **s, size_t *len)
         (*len)--;
     trim(s, len);
     strip_period(s, len);
+    /* "\approx 12", "≈ 12": an approximate answer is judged as its value */
+    static const char *const approx[] = {"\\approx", "\xe2\x89\x88"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = strlen(approx[k]);
+        if (*len > n && memcmp(*s, approx[k], n) == 0 &&
+            (k == 1 || !math_is_alpha((*s)[n]))) {
+            *s += n;
+            *len -= n;
+            trim(s, len);
+            break;
+        }
+    }
 }
 
 /* ---- Comparison ------------------------------------------------------------ */
@@ -322,6 +351,43 @@ static int to_rational(const math_number *n, rational *r)
     return 1;
 }
 
+/* Whether den has a prime factor other than 2 and 5: its fraction never ends
+ * as a decimal. */
+static int recurring(uint64_t den)
+{
+    while (den % 2 == 0)
+        den /= 2;
+    while (den % 5 == 0)
+        den /= 5;
+    return den != 1;
+}
+
+/* A decimal with k >= MATH_DECIMAL_DIGITS fraction digits against a fraction
+ * that never ends (1/7, 1/3): equal when the decimal is the fraction rounded
+ * at its last digit, d = D / 10^k with D = round(p 10^k / q), exactly in 128
+ * bits (0.666667 is 2/3, 0.666666 is not). -1 when it is no such pair or does
+ * not fit. */
+static int decimal_of_fraction(const math_number *dec, const rational *f)
+{
+    digits g = significant(&dec->num);
+    size_t k = dec->num.frac_len;
+    if (dec->is_fraction || k < MATH_DECIMAL_DIGITS || k > 18 || !recurring(f->den) ||
+        f->den > (1u << 31) || f->num > UINT64_MAX / 10)
+        return -1;
+    uint64_t D = 0, ten = 1;
+    if (!accumulate(&D, g.ip, g.il) || !accumulate(&D, dec->num.frac_part, k))
+        return -1;
+    for (size_t i = 0; i < k; i++)
+        ten *= 10;
+    if (D == 0 || (dec->num.neg != 0) != (f->neg != 0))
+        return 0;
+    /* p 10^k / q, cut and rounded */
+    unsigned __int128 p10 = (unsigned __int128)f->num * ten;
+    unsigned __int128 cut = p10 / f->den, rem = p10 % f->den; /* p 10^k = cut q + rem */
+    unsigned __int128 rounded = cut + (2 * rem >= f->den);
+    return D == rounded;
+}
+
 int math_numbers_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
     math_number x, y;
@@ -330,7 +396,11 @@ int math_numbers_compare(const char *a, size_t alen, const char *b, size_t blen)
     if (!x.is_fraction && !y.is_fraction)
         return decimals_equal(&x.num, &y.num);
     rational rx, ry;
-    if (to_rational(&x, &rx) && to_rational(&y, &ry))
-        return rx.neg == ry.neg && rx.num == ry.num && rx.den == ry.den;
+    if (to_rational(&x, &rx) && to_rational(&y, &ry)) {
+        if (rx.neg == ry.neg && rx.num == ry.num && rx.den == ry.den)
+            return 1;
+        int r = x.is_fraction ? decimal_of_fraction(&y, &rx) : decimal_of_fraction(&x, &ry);
+        return r > 0;
+    }
     return -1; /* past 64 bits or over zero: the parser decides */
 }

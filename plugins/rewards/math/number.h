@@ -11,14 +11,25 @@
  * cleaned of surrounding whitespace, `$` (and a leading `\$`) and one trailing
  * period, so "$5", "$5$" and "42." are numbers too.
  *
+ * A whole answer of digits, one comma and digits where the comma cannot group
+ * thousands ("3,75", "0,125") is a decimal with a decimal comma.
+ *
  * Comparison is exact: two decimals compare by their significant digits (any
  * length, so a megabyte of digits is judged exactly); when either side is a
- * fraction both become reduced 64-bit rationals. Everything else goes to the
- * fuller comparison of equiv.h. */
+ * fraction both become reduced 64-bit rationals, and a decimal of at least
+ * MATH_DECIMAL_DIGITS fraction digits equals a fraction that never ends as a
+ * decimal (1/7) when it is that fraction rounded at its last digit
+ * ("0.142857" and "0.666667" are 1/7 and 2/3; "0.14" is not 1/7, nor
+ * "0.666666" 2/3).
+ * Everything else goes to the fuller comparison of equiv.h. */
 #ifndef MATH_NUMBER_H
 #define MATH_NUMBER_H
 
 #include <stddef.h>
+
+/* The fraction digits a decimal needs to stand for a fraction that never
+ * ends (the peer verifier math-verify rounds to 6 as well). */
+#define MATH_DECIMAL_DIGITS 6
 
 /* A decimal numeral as written, not evaluated: spans into the scanned text. */
 typedef struct math_decimal {

@@ -198,4 +198,73 @@ static int eq(math_cmp *c, int a, int pa, int b, int pb)
     }
 }
 
-int math_values_equal(math_cmp *c, int a, int b) { return eq(c, a, 0, b, 0); }
+static int is_relation(const math_ws *ws, int id)
+{
+    return ws->node[id].op == N_REL || ws->node[id].op == N_CHAIN;
+}
+
+static int names_only(const math_ws *ws, int id);
+
+/* The last right side of an equation (a = b, or a chain ending = c) whose
+ * left side is a computation (no variable: 3 + 3 = 6) or names a value
+ * (a + b = 7), or -1: x(x + 1) = 6 is an equation to solve, not 6. */
+static int last_rhs(const math_ws *ws, int id)
+{
+    const math_node *n = &ws->node[id];
+    if (n->op == N_CHAIN)
+        n = &ws->node[n->b];
+    if (n->op != N_REL || n->sub != '=')
+        return -1;
+    const math_node *l = &ws->node[n->a];
+    return !(l->flags & F_VAR) || names_only(ws, n->a) ? n->b : -1;
+}
+
+/* Names joined by + - * only: no number, no function. */
+static int names_only(const math_ws *ws, int id)
+{
+    const math_node *n = &ws->node[id];
+    switch (n->op) {
+    case N_VAR: return 1;
+    case N_ADD: case N_SUB: case N_MUL: return names_only(ws, n->a) && names_only(ws, n->b);
+    case N_NEG: return names_only(ws, n->a);
+    default: return 0;
+    }
+}
+
+void math_follow_gold_form(const math_ws *ws, int *a, int *b)
+{
+    if (is_relation(ws, *b) == is_relation(ws, *a))
+        return;
+    int *eqn = is_relation(ws, *a) ? a : b, r = last_rhs(ws, *eqn);
+    if (r >= 0)
+        *eqn = r;
+}
+
+/* An equation against an answer read from `x = A` (math_ws.assign_val): the
+ * same equation as x = A, "x + 2y - 4 = 0" against "y = 2 - x/2". */
+static int equation_and_assignment(math_cmp *c, int rel, int val)
+{
+    const math_ws *ws = c->ws;
+    const math_node *nr = &ws->node[rel];
+    if (nr->op != N_REL || nr->sub != '=' || !is_scalar(&ws->node[nr->a]) ||
+        !is_scalar(&ws->node[nr->b]) || !is_scalar(&ws->node[val]))
+        return 0;
+    for (size_t k = 0; k < ws->nassign; k++) {
+        if (ws->assign_val[k] != val)
+            continue;
+        math_node as = {.op = N_REL, .sub = '=', .a = ws->assign_var[k], .b = val};
+        if (equations_equal(c, nr, &as)) {
+            c->seen |= SEEN_EQUATION;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int math_values_equal(math_cmp *c, int a, int b)
+{
+    if (eq(c, a, 0, b, 0))
+        return 1;
+    return !c->oom && !c->over &&
+           (equation_and_assignment(c, a, b) || equation_and_assignment(c, b, a));
+}
