@@ -230,6 +230,24 @@ out:
     return rc;
 }
 
+/* Where the text after s's last '=' outside braces starts (not one of <=,
+ * >=, !=), or 0 when there is none. */
+static size_t after_last_equals(const char *s, size_t n)
+{
+    size_t at = 0;
+    long depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '{')
+            depth++;
+        else if (s[i] == '}')
+            depth--;
+        else if (s[i] == '=' && depth == 0 &&
+                 !(i > 0 && (s[i - 1] == '<' || s[i - 1] == '>' || s[i - 1] == '!')))
+            at = i + 1;
+    }
+    return at;
+}
+
 int math_equivalent(const char *a, size_t alen, const char *b, size_t blen, const math_opts *o,
                     math_verdict *v)
 {
@@ -255,6 +273,17 @@ int math_equivalent(const char *a, size_t alen, const char *b, size_t blen, cons
         return 0;
     }
     int rc = compare_parsed(a, alen, b, blen, o, v);
+    /* An equation whose left side does not parse ("\\sum_{k=0}^{4} k = 10")
+     * against an answer without one: its right side, as written. */
+    size_t ea = after_last_equals(a, alen), eb = after_last_equals(b, blen);
+    if (rc == 0 && !v->equal && v->why && (ea > 0) != (eb > 0)) {
+        const char *t = ea ? a + ea : b + eb;
+        size_t tn = ea ? alen - ea : blen - eb;
+        math_verdict w;
+        rc = ea ? math_equivalent(t, tn, b, blen, o, &w) : math_equivalent(a, alen, t, tn, o, &w);
+        if (rc == 0 && w.equal)
+            *v = w;
+    }
     if (rc < 0)
         *v = (math_verdict){.equal = 0, .note = "out of memory", .why = NULL};
     return rc;

@@ -278,19 +278,8 @@ static int find_final_line(const char *s, size_t len, math_answer *out)
         if (t[i] == '\\' && ((n - i > 5 && memcmp(t + i + 1, "boxed", 5) == 0) ||
                              (n - i > 4 && memcmp(t + i + 1, "fbox", 4) == 0)))
             return 0;
-    /* "4 + 6 = 10": the result after the last '=', unless the left side is
-     * a lone variable ("x = 10", which the comparison reads as 10 anyway). */
-    size_t eq = n;
-    for (size_t i = 0; i < n; i++)
-        if (t[i] == '=')
-            eq = i;
-    if (eq < n) {
-        const char *l = t;
-        size_t ln = eq;
-        math_answer_clean(&l, &ln);
-        if (!(ln == 1 && math_is_alpha(l[0])) && take(t, eq + 1, n, out))
-            return 1;
-    }
+    /* The whole line: the comparison reads "4 + 6 = 10" as 10 against a gold
+     * that is no equation, and "3x - 2y + 5 = 0" as the equation it is. */
     out->text = t;
     out->len = n;
     return 1;

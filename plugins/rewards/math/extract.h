@@ -13,9 +13,9 @@
  *   final_line   the last non-blank line, when it reads as maths: at most
  *                MATH_FINAL_LINE_MAX bytes, and either wrapped in $...$, \[...\]
  *                or \(...\), or with no run of two letters outside a LaTeX
- *                command ("x = 5", "\frac{1}{2}", but not "So 5"). After an
- *                '=' whose left side is not a lone variable, X is what
- *                follows the last '=' ("4 + 6 = 10" gives 10)
+ *                command ("x = 5", "\frac{1}{2}", but not "So 5"); the whole
+ *                line, which the comparison reads ("4 + 6 = 10" is 10
+ *                against a gold 10, "3x - 2y + 5 = 0" stays an equation)
  *   last_math    the last maths span, $...$, $$...$$, \(...\) or \[...\]
  *                (a $...$ closes on its own line), when no number follows
  *                it: "So $y \leq 2$ holds." gives y \leq 2
