@@ -273,7 +273,7 @@ int math_equivalent(const char *a, size_t alen, const char *b, size_t blen, cons
         return 0;
     }
     int rc = compare_parsed(a, alen, b, blen, o, v);
-    /* An equation whose left side does not parse ("\\sum_{k=0}^{4} k = 10")
+    /* An equation whose left side does not parse ("\sum_{k=0}^{4} k = 10")
      * against an answer without one: its right side, as written. */
     size_t ea = after_last_equals(a, alen), eb = after_last_equals(b, blen);
     if (rc == 0 && !v->equal && v->why && (ea > 0) != (eb > 0)) {

@@ -14,7 +14,7 @@
  *      answers in any order, intervals with their ends, equations up to a
  *      constant factor. An answer that does not parse is not equal, but an
  *      equation whose left side does not parse, against an answer with no
- *      '=', is its right side ("\\sum_{k=0}^{4} k = 10" is 10).
+ *      '=', is its right side ("\sum_{k=0}^{4} k = 10" is 10).
  * Work is linear in the lengths until step 5, which runs on at most
  * MATH_EXPR_MAX bytes a side with a budget of comparisons. */
 #ifndef MATH_EQUIV_H

@@ -298,7 +298,7 @@ static int sign_allowed(const char *s, size_t i)
 }
 
 /* Whether the digit at s[i] is inside a word ("QX7Z", "H2O"): a letter
- * right before it that belongs to no command (\\times3 is 3). */
+ * right before it that belongs to no command (\times3 is 3). */
 static int in_word(const char *s, size_t i)
 {
     if (i == 0 || !math_is_alpha(s[i - 1]))

@@ -72,7 +72,7 @@ typedef struct lexer {
     int after_unit; /* the last thing seen was a dropped unit or degree sign */
     int text_open; /* a \text-like command was dropped: its '{' is a text group */
     int matrix; /* inside \begin{pmatrix} (or bmatrix, matrix, Bmatrix, smallmatrix) */
-    int row_break; /* a "\\\\" in a matrix, written out before the next token */
+    int row_break; /* a \\ in a matrix, written out before the next token */
 } lexer;
 
 static int is_digit_tok(const math_tok *t)
@@ -382,7 +382,7 @@ static size_t lex_command(lexer *x, size_t i)
         case '\\':
             if (x->matrix && x->n && !(x->out[x->n - 1].kind == TK_CHAR &&
                                        x->out[x->n - 1].c == '(')) {
-                x->row_break = 1; /* an empty row (a last "\\\\") adds none */
+                x->row_break = 1; /* an empty row (a last \\) adds none */
                 break;
             }
             /* fall through */
