@@ -736,8 +736,8 @@ Test(math_reward, reasons_say_how_answers_were_compared)
         {"\"7\"", "The code word is QX7Z.", "no answer found"},
         {"\"1/2\"", "\\boxed{\\int_0^1 x\\,dx}",
          "extracted \\int_0^1 x\\,dx (boxed answer), gold 1/2; cannot parse: unsupported syntax"},
-        {"\"1000\"", "\\boxed{1 000}",
-         "extracted 1 000 (boxed answer), gold 1000; cannot parse: numbers apart with a space"},
+        {"\"23\"", "\\boxed{2 3}",
+         "extracted 2 3 (boxed answer), gold 23; cannot parse: numbers apart with a space"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tern_task *t = task_with_answer(cases[i].gold);
@@ -887,7 +887,8 @@ Test(math_reward, hostile_expressions_get_a_verdict_and_a_reason)
         {"\\boxed{a b c d e f g h i j k l m n o p q r}", "1", 0,
          "cannot parse: too many variables"},
         {"\\boxed{\\frac{}{}}", "1", 0, "cannot parse"},
-        {"\\boxed{1 = 2 = 3 = 4}", "1", 0, "cannot parse: too many relations"},
+        {"\\boxed{1 < 2 < 3 < 4}", "1", 0, "cannot parse: too many relations"},
+        {"\\boxed{1 = 2 = 3 = 4}", "1", 0, "extracted 1 = 2 = 3 = 4"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[160];

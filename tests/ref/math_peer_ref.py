@@ -29,6 +29,9 @@ CASES = {
     # where the answer is: a last $...$ span, a boxed answer, an answer
     # sentence, a worked solution as gold, digits inside a word
     "finding": [
+        (r"$(1, 2), (3, 4)$", r"$\boxed{(1, 2)} \quad \text{and} \quad \boxed{(3, 4)}$"),
+        (r"$1, -2$", r"\(\boxed{1}\) and \(\boxed{-2}\)."),
+        (r"$1, -2$", r"\(\boxed{1}\), which we reject, then \(\boxed{-2}\)."),
         ("5", r"The answer is $\boxed{5}$ or maybe $\boxed{6}$."),
         (r"$1, 2$", r"$\boxed{1}$, $\boxed{2}$"),
         ("8", r"Area: $8$ square units"),
@@ -69,6 +72,10 @@ CASES = {
     ],
     # an '=' that is part of a relation or a subscript, an equation as the answer
     "equals": [
+        (r"$y = 9$", r"$y = 2+3+4 = 9$"),
+        (r"$y = 9$", r"$y = 2+3+4 = 10$"),
+        (r"$\frac{1}{3}$", r"$x = \frac{1}{3} \approx 0.33$"),
+        ("12", r"$x \approx 12$"),
         ("7", r"$\boxed{a+b=7}$"),
         (r"$a+b=7$", r"$\boxed{7}$"),
         (r"$x \le 5$", r"$\boxed{x < 5}$"),
@@ -91,6 +98,7 @@ CASES = {
     ],
     # equations and inequalities compared as relations
     "relations": [
+        (r"$|AB| = 5$", r"$\boxed{5}$"),
         (r"$3x + 6 = 0$", r"$\boxed{x = -2}$"),
         (r"$y = 3x$", r"$\boxed{y = 3x + 1}$"),
         (r"$x<3$", r"$\boxed{-x<-3}$"),
@@ -114,6 +122,8 @@ CASES = {
         (r"$2 < x < 5$", r"$\boxed{(2, 5)}$"),
     ],
     "matrices": [
+        (r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$",
+         r"$\left[\begin{array}{cc} 1 & 2 \\ 3 & 4 \end{array}\right]$"),
         (r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$",
          r"$\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \\ \end{pmatrix}}$"),
         (r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$",
@@ -153,6 +163,10 @@ CASES = {
         (r"$x = 1, x = 2$", r"$\boxed{1, 2}$"),
     ],
     "numbers": [
+        ("12345", r"$\boxed{12,\! 345}$"),
+        ("1000000", r"$\boxed{1 000 000}$"),
+        ("23", r"$\boxed{2 3}$"),
+        (r"$28\%$", r"$\boxed{28 pct}$"),
         ("1.5", r"$\boxed{1,5}$"),
         ("1500", r"$\boxed{1,500}$"),
         (r"$\frac{1}{7}$", r"$\boxed{0.1428}$"),
@@ -182,6 +196,8 @@ CASES = {
         ("90", r"$\boxed{90^\circ}$"),
     ],
     "sets": [
+        (r"$(2, 12) \cup (12, 102)$", r"$\boxed{(2,12) \cup (12,102)}$"),
+        (r"$(1, 300)$", r"$\boxed{(1,300)}$"),
         (r"$\{1, 2, 3\}$", r"$\boxed{\{3, 2, 1\}}$"),
         (r"$[1, 2]$", r"$\boxed{[1, 2)}$"),
         (r"$(-\infty, 0)$", r"$\boxed{x < 0}$"),
@@ -264,6 +280,8 @@ POLICY = {
     (r"$2x \ge 4$", r"$\boxed{x \ge 2}$"): (1, "inequalities with the same solutions are the same"),
     ("1.5", r"$\boxed{1,5}$"): (1, "a comma that cannot group thousands is a decimal comma"),
     (r"$(-\infty, 0)$", r"$\boxed{x < 0}$"): (1, "an inequality in one variable is its set"),
+    ("1000000", r"$\boxed{1 000 000}$"): (1, "spaces group thousands as commas do"),
+    (r"$[-5,-2] \cup [2,5]$", r"$\boxed{2 \le |t| \le 5}$"): (1, "bounds on |t| are two intervals"),
 }
 
 # Both sides as math-verify's own tests parse them.

@@ -182,12 +182,21 @@ static size_t digit_run(const parser *p, size_t k)
 static int parse_literal(parser *p, int *is_int)
 {
     digits d = {0};
-    size_t n_int = digit_run(p, 0);
+    size_t n_int = digit_run(p, 0), start = p->i;
     for (size_t k = 0; k < n_int; k++)
         add_digit(&d, (char)p->t[p->i + k].c);
     p->i += n_int;
-    /* Strict thousands: "1,234" and "12,345,678", never "1,23" or "1,2345". */
-    if (n_int >= 1 && n_int <= 3) {
+    /* Strict thousands: "1,234" and "12,345,678", never "1,23" or "1,2345";
+     * and not a bracket's whole content: "(12,102)" is an interval. */
+    size_t end = p->i;
+    while (end + 3 < p->n && is_char(&p->t[end], ',') && !spaced(&p->t[end]) &&
+           is_digit(&p->t[end + 1]) && is_digit(&p->t[end + 2]) && is_digit(&p->t[end + 3]) &&
+           !spaced(&p->t[end + 1]) && (end + 4 == p->n || !is_digit(&p->t[end + 4])))
+        end += 4;
+    int bracketed = end > p->i && start > 0 &&
+                    (is_char(&p->t[start - 1], '(') || is_char(&p->t[start - 1], '[')) &&
+                    end < p->n && (is_char(&p->t[end], ')') || is_char(&p->t[end], ']'));
+    if (n_int >= 1 && n_int <= 3 && !bracketed) {
         /* "1, 000" (a space after the comma) is two numbers */
         while (is_char(peek(p), ',') && !spaced(peek(p)) && digit_run(p, 1) == 3 &&
                !spaced(peek_at(p, 1))) {
@@ -818,7 +827,7 @@ static int parse_union(parser *p)
     return collection(p, N_UNION, 0, first, count);
 }
 
-/* '=', '<', '>', 'l' (<=), 'g' (>=), 'n' (!=), or 0; `<=`, `>=` in plain
+/* '=', '<', '>', 'l' (<=), 'g' (>=), 'n' (!=), '~' (\approx), or 0; `<=`, `>=` in plain
  * text are two tokens. Returns the tokens it spans in *n. */
 static char relop(const parser *p, size_t *n)
 {
@@ -843,6 +852,8 @@ static char relop(const parser *p, size_t *n)
         return 'g';
     if (is_cmd(t, CMD_NE))
         return 'n';
+    if (is_cmd(t, CMD_APPROX))
+        return '~';
     return 0;
 }
 
@@ -992,26 +1003,69 @@ static int simplify_relation(parser *p, char op, int a, int b)
     return new_node(p, N_REL, (uint8_t)op, a, b);
 }
 
+/* lo <= |x| <= hi (or <): the two intervals [-hi, -lo] and [lo, hi]. */
+static int abs_bounds(parser *p, int lo, int lo_closed, int hi, int hi_closed)
+{
+    int nlo = new_node(p, N_NEG, 0, lo, -1), nhi = nlo < 0 ? -1 : new_node(p, N_NEG, 0, hi, -1);
+    int left = nhi < 0 ? -1 : interval(p, nhi, hi_closed, nlo, lo_closed);
+    int right = left < 0 ? -1 : interval(p, lo, lo_closed, hi, hi_closed);
+    if (right < 0)
+        return -1;
+    int first = -1, last = -1;
+    link_item(p, &first, &last, left);
+    link_item(p, &first, &last, right);
+    p->ws->node[right].next = -1;
+    return collection(p, N_UNION, 0, first, 2);
+}
+
+/* The most sides one chain of relations has: x = 5 + 5 + 1 = 7 = 11. */
+#define MATH_MAX_CHAIN 8
+
 static int parse_item(parser *p)
 {
-    int a = parse_union(p);
-    size_t n1, n2;
-    char op1 = a < 0 ? 0 : relop(p, &n1);
-    if (!op1)
-        return a;
-    p->i += n1;
-    int b = parse_union(p);
-    if (b < 0)
+    int side[MATH_MAX_CHAIN];
+    char op[MATH_MAX_CHAIN];
+    size_t k = 0, n1;
+    side[0] = parse_union(p);
+    if (side[0] < 0)
         return -1;
-    char op2 = relop(p, &n2);
-    if (!op2)
-        return simplify_relation(p, op1, a, b);
-    p->i += n2;
-    int c = parse_union(p);
-    if (c < 0)
-        return -1;
-    if (relop(p, &n1))
+    for (char o; (o = relop(p, &n1));) {
+        if (k + 1 >= MATH_MAX_CHAIN)
+            return fail(p, "too many relations");
+        p->i += n1;
+        op[k] = o;
+        if ((side[++k] = parse_union(p)) < 0)
+            return -1;
+    }
+    /* Approximations: `x \approx 11` is 11; after an exact value the
+     * approximation is dropped (`x = 1/3 \approx 0.33` is x = 1/3). */
+    size_t from = 0;
+    if (k >= 1 && op[0] == '~' && is_name(p->ws, side[0]))
+        from = 1;
+    for (size_t j = from; j < k; j++)
+        if (op[j] == '~') {
+            k = j;
+            break;
+        }
+    if (from > k) /* nothing but names and approximations */
+        return side[k];
+    const int *sd = side + from;
+    const char *ops = op + from;
+    k -= from;
+    if (k == 0)
+        return sd[0];
+    if (k == 1)
+        return simplify_relation(p, ops[0], sd[0], sd[1]);
+    /* a chain of '=': its first side is its last (x = 5 + 5 + 1 = 11 is 11) */
+    int all_equal = 1;
+    for (size_t j = 0; j < k; j++)
+        all_equal &= ops[j] == '=';
+    if (all_equal)
+        return simplify_relation(p, '=', sd[0], sd[k]);
+    if (k > 2)
         return fail(p, "too many relations");
+    int a = sd[0], b = sd[1], c = sd[2];
+    char op1 = ops[0], op2 = ops[1];
     /* lo < x < hi, or hi > x > lo */
     int x = lone_var(p->ws, b);
     int ends_free = !(p->ws->node[a].flags & (F_VAR | F_COLL | F_PM)) &&
@@ -1022,6 +1076,11 @@ static int parse_item(parser *p)
         return interval(p, a, op1 == 'l', c, op2 == 'l');
     if (x >= 0 && ends_free && down1 && down2)
         return interval(p, c, op2 == 'g', a, op1 == 'g');
+    const math_node *nb = &p->ws->node[b];
+    if (nb->op == N_ABS && lone_var(p->ws, nb->a) >= 0 && ends_free && up1 && up2)
+        return abs_bounds(p, a, op1 == 'l', c, op2 == 'l');
+    if (nb->op == N_ABS && lone_var(p->ws, nb->a) >= 0 && ends_free && down1 && down2)
+        return abs_bounds(p, c, op2 == 'g', a, op1 == 'g');
     int r1 = new_node(p, N_REL, (uint8_t)op1, a, b);
     int r2 = r1 < 0 ? -1 : new_node(p, N_REL, (uint8_t)op2, b, c);
     return binary(p, N_CHAIN, r1, r2);

@@ -61,19 +61,64 @@ static size_t box_start(const char *s, size_t open)
 
 /* The box that ends right before s[end] (only blanks, '$', ',', ';' or the
  * word "and" between): its argument's '{' in *open and '}' in *close. */
+/* Whether s[b..e) is "and" as a word. */
+static int is_and(const char *s, size_t b, size_t e)
+{
+    return e - b == 3 && math_lower(s[b]) == 'a' && math_lower(s[b + 1]) == 'n' &&
+           math_lower(s[b + 2]) == 'd';
+}
+
+/* One separator between boxes that ends at s[j]: blanks, '$', ',', ';',
+ * "and", a spacing command (\quad, \qquad, \, \;), a maths delimiter
+ * (\( \) \[ \]) or a \text{...} of nothing but "and" or a comma. Returns
+ * where it starts, or j when there is none. */
+static size_t separator_before(const char *s, size_t j)
+{
+    if (j > 0 && (math_is_space(s[j - 1]) || s[j - 1] == '$' || s[j - 1] == ',' ||
+                  s[j - 1] == ';'))
+        return j - 1;
+    if (j >= 3 && is_and(s, j - 3, j) && (j == 3 || !math_is_alpha(s[j - 4])))
+        return j - 3;
+    if (j >= 2 && s[j - 2] == '\\' && strchr(",;()[]", s[j - 1]))
+        return j - 2;
+    size_t k = j;
+    while (k > 0 && math_is_alpha(s[k - 1]))
+        k--;
+    if (k > 0 && s[k - 1] == '\\' && ((j - k == 4 && memcmp(s + k, "quad", 4) == 0) ||
+                                       (j - k == 5 && memcmp(s + k, "qquad", 5) == 0)))
+        return k - 1;
+    /* \text{ and } */
+    if (j > 0 && s[j - 1] == '}') {
+        size_t o = j - 1;
+        while (o > 0 && s[o - 1] != '{' && j - o < 16)
+            o--;
+        if (o == 0 || s[o - 1] != '{')
+            return j;
+        size_t b = o, e = j - 1;
+        while (b < e && math_is_space(s[b]))
+            b++;
+        while (e > b && math_is_space(s[e - 1]))
+            e--;
+        if (!(b == e || is_and(s, b, e) || (e - b == 1 && s[b] == ',')))
+            return j;
+        size_t c = o - 1; /* the '{' */
+        size_t n = c;
+        while (n > 0 && math_is_alpha(s[n - 1]))
+            n--;
+        if (n > 0 && s[n - 1] == '\\' &&
+            ((c - n == 4 && memcmp(s + n, "text", 4) == 0) ||
+             (c - n == 4 && memcmp(s + n, "mbox", 4) == 0) ||
+             (c - n == 6 && memcmp(s + n, "textrm", 6) == 0)))
+            return n - 1;
+    }
+    return j;
+}
+
 static int box_before(const char *s, size_t end, size_t *open, size_t *close)
 {
     size_t j = end;
-    for (;;) {
-        while (j > 0 && (math_is_space(s[j - 1]) || s[j - 1] == '$' || s[j - 1] == ',' ||
-                         s[j - 1] == ';'))
-            j--;
-        if (j >= 3 && math_lower(s[j - 3]) == 'a' && math_lower(s[j - 2]) == 'n' &&
-            math_lower(s[j - 1]) == 'd' && (j == 3 || !math_is_alpha(s[j - 4])))
-            j -= 3;
-        else
-            break;
-    }
+    for (size_t k; (k = separator_before(s, j)) != j;)
+        j = k;
     if (j == 0 || s[j - 1] != '}')
         return 0;
     /* its '{', within a box's length: a long run of braces is no box */

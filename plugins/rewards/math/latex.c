@@ -233,7 +233,8 @@ static void lex_letters(lexer *x, size_t i, size_t n, int after_backslash)
         emit_cmd(x, CMD_INF, 0, i, n);
     } else if (!after_backslash && (run_is(w, n, "or") || run_is(w, n, "and"))) {
         emit_cmd(x, CMD_OR, 0, i, n);
-    } else if (!after_backslash && run_is(w, n, "percent")) {
+    } else if (!after_backslash && (run_is(w, n, "percent") || run_is(w, n, "percentage") ||
+                                    run_is(w, n, "pct"))) {
         emit_cmd(x, CMD_PERCENT, 0, i, n);
     } else if (!after_backslash && droppable_unit(x, i, n)) {
         x->space = 0;
@@ -287,6 +288,7 @@ static const command commands[] = {
     {"ne", A_CMD, CMD_NE},
     {"neq", A_CMD, CMD_NE},
     {"in", A_CMD, CMD_IN},
+    {"approx", A_CMD, CMD_APPROX},
     {"emptyset", A_CMD, CMD_EMPTYSET},
     {"varnothing", A_CMD, CMD_EMPTYSET},
     {"lbrace", A_CMD, CMD_SETL},
@@ -360,6 +362,12 @@ static size_t lex_command(lexer *x, size_t i)
         return i + 1;
     }
     char c = s[i + 1];
+    if (c == '!' && x->n >= 2 && x->out[x->n - 1].kind == TK_CHAR && x->out[x->n - 1].c == ',' &&
+        is_digit_tok(&x->out[x->n - 2])) {
+        /* "11,\! 111": the comma of a thousands group, the space undone */
+        x->space = 0;
+        return skip_ws(s, len, i + 2);
+    }
     if (!math_is_alpha(c)) {
         switch (c) {
         case '{': emit_cmd(x, CMD_SETL, 0, i, 2); break;
@@ -397,17 +405,28 @@ static size_t lex_command(lexer *x, size_t i)
         while (e < len && math_is_alpha(s[e]))
             e++;
         static const char *const kinds[] = {"pmatrix", "bmatrix", "Bmatrix", "matrix",
-                                            "smallmatrix"};
-        int known = j < len && s[j] == '{' && e < len && s[e] == '}' &&
-                    find_name(kinds, 5, s + j + 1, e - j - 1) >= 0;
+                                            "smallmatrix", "array"};
+        int kind = j < len && s[j] == '{' && e < len && s[e] == '}'
+                       ? find_name(kinds, 6, s + j + 1, e - j - 1) : -1;
         int begin = name[0] == 'b';
-        if (known && begin != x->matrix) {
+        if (kind >= 0 && begin != x->matrix) {
             /* a matrix is a tuple of its rows: ((a, b), (c, d)) */
             x->row_break = 0;
             emit_char(x, begin ? '(' : ')', i);
             emit_char(x, begin ? '(' : ')', i);
             x->matrix = begin;
-            return e + 1;
+            size_t next = e + 1;
+            if (begin && kind == 5) { /* an array's column spec, {cc} or {c|c} */
+                size_t k = skip_ws(s, len, next);
+                if (k < len && s[k] == '{') {
+                    size_t q = k + 1;
+                    while (q < len && q - k < 64 && s[q] != '}' && s[q] != '{')
+                        q++;
+                    if (q < len && s[q] == '}')
+                        next = q + 1;
+                }
+            }
+            return next;
         }
     }
     if (run_is(name, n, "mathbb")) { /* \mathbb{R} and \mathbb R */
@@ -486,6 +505,8 @@ static size_t lex_utf8(lexer *x, size_t i)
         emit_cmd(x, CMD_GE, 0, i, 3);
     else if (n == 3 && a == 0xE2 && b == 0x89 && c == 0xA0)
         emit_cmd(x, CMD_NE, 0, i, 3);
+    else if (n == 3 && a == 0xE2 && b == 0x89 && c == 0x88)
+        emit_cmd(x, CMD_APPROX, 0, i, 3); /* ≈ */
     else if (n == 3 && a == 0xE2 && b == 0x88 && c == 0xAA)
         emit_cmd(x, CMD_CUP, 0, i, 3);
     else if (n == 3 && a == 0xE2 && b == 0x88 && c == 0x85)

@@ -59,7 +59,8 @@ typedef enum math_cmd {
     CMD_EMPTYSET,
     CMD_REALS, /* \mathbb{R}, ℝ: the interval (-\infty, \infty) */
     CMD_FUNC, /* sub: math_fn */
-    CMD_GREEK /* sub: index into math_greek_name */
+    CMD_GREEK, /* sub: index into math_greek_name */
+    CMD_APPROX /* \approx, ≈ */
 } math_cmd;
 
 typedef enum math_fn {
@@ -97,7 +98,8 @@ typedef struct math_tok {
 /* Tokenise s[0..len) into out[0..cap); cap >= 2 len + 2 always suffices (a
  * matrix's row break, two bytes, is three tokens). A matrix
  * (\begin{pmatrix} a & b \\ c & d \end{pmatrix}, or bmatrix, Bmatrix,
- * matrix, smallmatrix) is the tuple of its rows, ((a, b), (c, d)).
+ * matrix, smallmatrix, array with its column spec) is the tuple of its
+ * rows, ((a, b), (c, d)).
  * Returns the number of tokens. */
 size_t math_lex(const char *s, size_t len, math_tok *out, size_t cap);
 

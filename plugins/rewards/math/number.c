@@ -148,6 +148,20 @@ int math_number_parse(const char *s, size_t len, math_number *out)
     size_t n = math_number_scan(s, len, 0, out);
     if (n == len)
         return 1;
+    /* Thousands grouped by spaces, the whole answer: "1 000", "12 345 678". */
+    if (n > 0 && n <= 3 && s[n] == ' ' && !out->is_fraction && out->num.frac_len == 0 &&
+        out->num.int_len == n - (size_t)(s[0] == '-' || s[0] == '+')) {
+        size_t q = n;
+        while (q + 4 <= len && s[q] == ' ' && math_is_digit(s[q + 1]) &&
+               math_is_digit(s[q + 2]) && math_is_digit(s[q + 3]) &&
+               (q + 4 == len || s[q + 4] == ' '))
+            q += 4;
+        if (q == len) {
+            out->num.int_len = len - (size_t)(out->num.int_part - s);
+            out->num.frac_part = s + len;
+            return 1;
+        }
+    }
     /* A decimal comma: digits, one comma, digits, where the comma cannot
      * group thousands ("3,75", "0,125", "1234,5"; "10,300" is 10300). */
     if (n > 0 && s[n] == ',' && !out->is_fraction && out->num.frac_len == 0 &&
@@ -246,7 +260,7 @@ typedef struct digits {
 static digits significant(const math_decimal *d)
 {
     digits g = {d->int_part, d->int_len, d->frac_part, d->frac_len};
-    while (g.il && (g.ip[0] == '0' || g.ip[0] == ',')) {
+    while (g.il && (g.ip[0] == '0' || g.ip[0] == ',' || g.ip[0] == ' ')) {
         g.ip++;
         g.il--;
     }
@@ -260,9 +274,9 @@ static int same_digits(const char *a, size_t al, const char *b, size_t bl)
 {
     size_t i = 0, j = 0;
     for (;;) {
-        while (i < al && a[i] == ',')
+        while (i < al && (a[i] == ',' || a[i] == ' '))
             i++;
-        while (j < bl && b[j] == ',')
+        while (j < bl && (b[j] == ',' || b[j] == ' '))
             j++;
         if (i == al || j == bl)
             return i == al && j == bl;
@@ -292,7 +306,7 @@ typedef struct rational {
 static int accumulate(uint64_t *v, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == ',')
+        if (s[i] == ',' || s[i] == ' ')
             continue;
         unsigned d = (unsigned)(s[i] - '0');
         if (*v > (UINT64_MAX - d) / 10)

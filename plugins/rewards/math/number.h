@@ -12,7 +12,9 @@
  * period, so "$5", "$5$" and "42." are numbers too.
  *
  * A whole answer of digits, one comma and digits where the comma cannot group
- * thousands ("3,75", "0,125") is a decimal with a decimal comma.
+ * thousands ("3,75", "0,125") is a decimal with a decimal comma, and one of
+ * one to three digits and groups of " ddd" is an integer grouped by spaces
+ * ("1 000").
  *
  * Comparison is exact: two decimals compare by their significant digits (any
  * length, so a megabyte of digits is judged exactly); when either side is a

@@ -226,7 +226,7 @@ static int names_only(const math_ws *ws, int id)
     switch (n->op) {
     case N_VAR: return 1;
     case N_ADD: case N_SUB: case N_MUL: return names_only(ws, n->a) && names_only(ws, n->b);
-    case N_NEG: return names_only(ws, n->a);
+    case N_NEG: case N_ABS: return names_only(ws, n->a); /* |AB| = 1 */
     default: return 0;
     }
 }
