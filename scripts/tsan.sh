@@ -17,17 +17,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 failed=0
-for cfg in etc/quickstart.cfg etc/modes/*.cfg; do
-  name=$(basename "$cfg" .cfg)
-  if build-tsan/bin/tern run "$cfg" -o "run.out_dir=\"$work/runs\"" -o "run.name=\"$name\"" \
-       -o trainer.steps=8 -o trainer.sft.steps=4 -o eval.limit=4 -o trainer.save_every=4 \
-       >/dev/null 2>"$work/$name.err" && ! grep -q 'ThreadSanitizer' "$work/$name.err"; then
-    echo "  $cfg: no report"
+# checked LABEL NAME COMMAND...: COMMAND's stderr into $work/NAME.err; its
+# failure or any report there prints the first lines and fails the script
+checked() {
+  local label=$1 name=$2
+  shift 2
+  if "$@" >/dev/null 2>"$work/$name.err" && ! grep -q 'ThreadSanitizer' "$work/$name.err"; then
+    echo "  $label: no report"
   else
-    echo "  $cfg: FAILED"
+    echo "  $label: FAILED"
     sed -n '1,60p' "$work/$name.err"
     failed=1
   fi
+}
+for cfg in etc/quickstart.cfg etc/modes/*.cfg; do
+  name=$(basename "$cfg" .cfg)
+  checked "$cfg" "$name" build-tsan/bin/tern run "$cfg" -o "run.out_dir=\"$work/runs\"" \
+    -o "run.name=\"$name\"" -o trainer.steps=8 -o trainer.sft.steps=4 -o eval.limit=4 \
+    -o trainer.save_every=4
 done
 
 # Multi-turn runs (docs/agents.md): a chat model (the test fixture), two
@@ -53,15 +60,9 @@ buffer = { plugin = "fifo"; capacity = 64; };
 sync = { plugin = "multi_explorer"; explorers = 2; };
 environment = { plugin = "$name"; max_turns = 3; $env };
 EOF
-  if build-tsan/bin/tern run "$work/env-$name.cfg" -o "run.out_dir=\"$work/runs\"" \
-       -o "run.name=\"env-$name\"" >/dev/null 2>"$work/env-$name.err" &&
-     ! grep -q 'ThreadSanitizer' "$work/env-$name.err"; then
-    echo "  an environment ($name), two explorers and the evaluation: no report"
-  else
-    echo "  an environment ($name), two explorers and the evaluation: FAILED"
-    sed -n '1,60p' "$work/env-$name.err"
-    failed=1
-  fi
+  checked "an environment ($name), two explorers and the evaluation" "env-$name" \
+    build-tsan/bin/tern run "$work/env-$name.cfg" -o "run.out_dir=\"$work/runs\"" \
+    -o "run.name=\"env-$name\""
 done
 # a workflow: programs calling each explorer's trajectory endpoints (the HTTP
 # threads, the model's thread, the programs' thread), two explorers at once
@@ -87,13 +88,7 @@ buffer = { plugin = "fifo"; capacity = 64; };
 sync = { plugin = "multi_explorer"; explorers = 2; };
 workflow = { command = ["python3", "$work/agent.py"]; concurrency = 4; };
 EOF
-if build-tsan/bin/tern run "$work/workflow.cfg" -o "run.out_dir=\"$work/runs\"" \
-     -o 'run.name="workflow"' >/dev/null 2>"$work/workflow.err" &&
-   ! grep -q 'ThreadSanitizer' "$work/workflow.err"; then
-  echo "  a workflow's programs, two explorers and the evaluation: no report"
-else
-  echo "  a workflow's programs, two explorers and the evaluation: FAILED"
-  sed -n '1,60p' "$work/workflow.err"
-  failed=1
-fi
+checked "a workflow's programs, two explorers and the evaluation" workflow \
+  build-tsan/bin/tern run "$work/workflow.cfg" -o "run.out_dir=\"$work/runs\"" \
+  -o 'run.name="workflow"'
 exit $failed

@@ -985,11 +985,13 @@ static int simplify_relation(parser *p, char op, int a, int b)
             if (!math_mentions(ws, ws->node[a].b, f) && !math_mentions(ws, b, f))
                 return b;
         }
-    } else if (va >= 0 && !(ws->node[b].flags & (F_VAR | F_COLL | F_PM))) {
+    } else if ((va >= 0 || (ws->node[a].flags & F_CALL)) && /* f(x) > 0 too */
+               !(ws->node[b].flags & (F_VAR | F_COLL | F_PM))) {
         int r = relation_interval(p, op, b);
         if (r != -2)
             return r;
-    } else if (vb >= 0 && !(ws->node[a].flags & (F_VAR | F_COLL | F_PM))) {
+    } else if ((vb >= 0 || (ws->node[b].flags & F_CALL)) &&
+               !(ws->node[a].flags & (F_VAR | F_COLL | F_PM))) {
         int r = relation_interval(p, mirror(op), a);
         if (r != -2)
             return r;
@@ -1066,8 +1068,8 @@ static int parse_item(parser *p)
         return fail(p, "too many relations");
     int a = sd[0], b = sd[1], c = sd[2];
     char op1 = ops[0], op2 = ops[1];
-    /* lo < x < hi, or hi > x > lo */
-    int x = lone_var(p->ws, b);
+    /* lo < x < hi, or hi > x > lo; or the same bounds on f(x) */
+    int x = (p->ws->node[b].flags & F_CALL) ? 0 : lone_var(p->ws, b);
     int ends_free = !(p->ws->node[a].flags & (F_VAR | F_COLL | F_PM)) &&
                     !(p->ws->node[c].flags & (F_VAR | F_COLL | F_PM));
     int up1 = op1 == '<' || op1 == 'l', up2 = op2 == '<' || op2 == 'l';
