@@ -29,6 +29,8 @@ CASES = {
     # where the answer is: a last $...$ span, a boxed answer, an answer
     # sentence, a worked solution as gold, digits inside a word
     "finding": [
+        ("3.5", "Le prix est 3,5 euros."),
+        (r"$(2, 2), (4, 1)$", r"$$\boxed{(2, 2)} \text{ in the first case and } \boxed{(4, 1)}$$"),
         (r"$(1, 2), (3, 4)$", r"$\boxed{(1, 2)} \quad \text{and} \quad \boxed{(3, 4)}$"),
         (r"$1, -2$", r"\(\boxed{1}\) and \(\boxed{-2}\)."),
         (r"$1, -2$", r"\(\boxed{1}\), which we reject, then \(\boxed{-2}\)."),
@@ -98,6 +100,8 @@ CASES = {
     ],
     # equations and inequalities compared as relations
     "relations": [
+        (r"$12 = 3a + b$", r"$\boxed{3a + b}$"),
+        (r"$x_{1}=4,\quadx_{2}=5$", r"$\boxed{4} \quad \text{and} \quad \boxed{5}$"),
         (r"$|AB| = 5$", r"$\boxed{5}$"),
         (r"$3x + 6 = 0$", r"$\boxed{x = -2}$"),
         (r"$y = 3x$", r"$\boxed{y = 3x + 1}$"),
@@ -163,6 +167,7 @@ CASES = {
         (r"$x = 1, x = 2$", r"$\boxed{1, 2}$"),
     ],
     "numbers": [
+        ("21034", r"$\boxed{21 {, }034}$"),
         ("12345", r"$\boxed{12,\! 345}$"),
         ("1000000", r"$\boxed{1 000 000}$"),
         ("23", r"$\boxed{2 3}$"),

@@ -87,19 +87,12 @@ static size_t separator_before(const char *s, size_t j)
     if (k > 0 && s[k - 1] == '\\' && ((j - k == 4 && memcmp(s + k, "quad", 4) == 0) ||
                                        (j - k == 5 && memcmp(s + k, "qquad", 5) == 0)))
         return k - 1;
-    /* \text{ and } */
+    /* \text{ and }, \text{ for part (a) and }: words inside the maths */
     if (j > 0 && s[j - 1] == '}') {
         size_t o = j - 1;
-        while (o > 0 && s[o - 1] != '{' && j - o < 16)
+        while (o > 0 && s[o - 1] != '{' && s[o - 1] != '}' && j - o < 48)
             o--;
         if (o == 0 || s[o - 1] != '{')
-            return j;
-        size_t b = o, e = j - 1;
-        while (b < e && math_is_space(s[b]))
-            b++;
-        while (e > b && math_is_space(s[e - 1]))
-            e--;
-        if (!(b == e || is_and(s, b, e) || (e - b == 1 && s[b] == ',')))
             return j;
         size_t c = o - 1; /* the '{' */
         size_t n = c;
@@ -369,6 +362,18 @@ static int find_last_number(const char *s, size_t len, math_answer *out)
             ((c == '-' || c == '+') && sign_allowed(s, i))) {
             math_number n;
             size_t k = math_number_scan(s, len, i, &n);
+            /* "2,74": a decimal comma where the comma cannot group thousands
+             * (math_number_parse reads it so) */
+            if (k && !n.is_fraction && n.num.frac_len == 0 && n.num.int_len > 0 &&
+                !memchr(n.num.int_part, ',', n.num.int_len) && i + k + 1 < len &&
+                s[i + k] == ',' && math_is_digit(s[i + k + 1])) {
+                size_t d = 0;
+                while (i + k + 1 + d < len && math_is_digit(s[i + k + 1 + d]))
+                    d++;
+                int zero = n.num.int_len == 1 && n.num.int_part[0] == '0';
+                if (d != 3 || zero || n.num.int_len > 3)
+                    k += 1 + d;
+            }
             if (k) {
                 out->text = s + i;
                 out->len = k;

@@ -22,8 +22,8 @@
  *   last_number  the last number (see number.h), not one inside a word
  *                ("QX7Z" holds none)
  * boxed joins boxes written one after the other, with only blanks, '$',
- * commas, semicolons, "and", \quad, \text{ and } or maths delimiters between
- * them, into one list: "$\boxed{3}$ and $\boxed{5}$" gives "3, 5". An answer_is answer that is a sentence (a word
+ * commas, semicolons, "and", \quad, a short \text{...} or maths delimiters
+ * between them, into one list: "$\boxed{3}$ and $\boxed{5}$" gives "3, 5". An answer_is answer that is a sentence (a word
  * of two letters or more outside maths and commands: "the area of $PQRS$ is
  * 48") is what last_math or last_number finds in it, when either does.
  * An occurrence whose X is empty once cleaned does not count.

@@ -400,6 +400,15 @@ static size_t lex_command(lexer *x, size_t i)
     }
     size_t n = letter_run(s, len, i + 1);
     const char *name = s + i + 1;
+    /* "\quadx": a space and then letters, written together */
+    if (n > 4 && memcmp(name, "quad", 4) == 0) {
+        x->space = 1;
+        return i + 5;
+    }
+    if (n > 5 && memcmp(name, "qquad", 5) == 0) {
+        x->space = 1;
+        return i + 6;
+    }
     if (run_is(name, n, "begin") || run_is(name, n, "end")) {
         size_t j = skip_ws(s, len, i + 1 + n), e = j + 1;
         while (e < len && math_is_alpha(s[e]))
@@ -557,6 +566,14 @@ size_t math_lex(const char *s, size_t len, math_tok *out, size_t cap)
         } else if (c == '{' && i + 2 < len && s[i + 1] == ',' && s[i + 2] == '}') {
             emit_char(&x, ',', i); /* 1{,}000 */
             i += 3;
+        } else if (c == '{' && x.n && is_digit_tok(&x.out[x.n - 1]) &&
+                   skip_ws(s, len, i + 1) < len && s[skip_ws(s, len, i + 1)] == ',' &&
+                   skip_ws(s, len, skip_ws(s, len, i + 1) + 1) < len &&
+                   s[skip_ws(s, len, skip_ws(s, len, i + 1) + 1)] == '}') {
+            /* "14 {, }916": the same comma, spaced; the digits go on */
+            x.space = 0;
+            emit_char(&x, ',', i);
+            i = skip_ws(s, len, skip_ws(s, len, skip_ws(s, len, i + 1) + 1) + 1);
         } else if (c == '{') {
             int text = x.text_open;
             emit_char(&x, '{', i);

@@ -216,7 +216,8 @@ static int last_rhs(const math_ws *ws, int id)
     if (n->op != N_REL || n->sub != '=')
         return -1;
     const math_node *l = &ws->node[n->a];
-    return !(l->flags & F_VAR) || names_only(ws, n->a) ? n->b : -1;
+    int computes = !(l->flags & F_VAR) && l->op != N_NUM && l->op != N_NEG; /* 7 = 11a + c: no */
+    return computes || names_only(ws, n->a) ? n->b : -1;
 }
 
 /* Names joined by + - * only: no number, no function. */
