@@ -132,7 +132,8 @@ int tern_serve_call_opening(const tern_model *m, const char *messages, const cha
             rc = tern_errorf(TERN_ENOMEM, "out of memory");
         } else {
             memcpy(*open_ids, all + n, whole * sizeof **open_ids);
-            memcpy(*open_ids + whole, rest, nr * sizeof **open_ids);
+            if (nr) /* the opening ends at a token's end: nothing tokenized */
+                memcpy(*open_ids + whole, rest, nr * sizeof **open_ids);
             *n_open = whole + nr;
         }
     }
