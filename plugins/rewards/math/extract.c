@@ -70,7 +70,8 @@ static int is_and(const char *s, size_t b, size_t e)
 
 /* One separator between boxes that ends at s[j]: blanks, '$', ',', ';',
  * "and", a spacing command (\quad, \qquad, \, \;), a maths delimiter
- * (\( \) \[ \]) or a \text{...} of nothing but "and" or a comma. Returns
+ * (\( \) \[ \]), a \text{...} of nothing but "and" or a comma, or the name
+ * the next box is the value of ("y_2 =", one or two letters). Returns
  * where it starts, or j when there is none. */
 static size_t separator_before(const char *s, size_t j)
 {
@@ -81,6 +82,23 @@ static size_t separator_before(const char *s, size_t j)
         return j - 3;
     if (j >= 2 && s[j - 2] == '\\' && strchr(",;()[]", s[j - 1]))
         return j - 2;
+    if (j > 0 && s[j - 1] == '=') { /* "y_2 = ": the next box's name */
+        size_t k = j - 1;
+        while (k > 0 && math_is_blank(s[k - 1]))
+            k--;
+        size_t e = k;
+        if (k > 0 && s[k - 1] == '}') { /* y_{2} */
+            while (k > 0 && e - k < 8 && s[k - 1] != '{')
+                k--;
+            k = k >= 2 && s[k - 1] == '{' && s[k - 2] == '_' ? k - 2 : e;
+        } else if (k >= 2 && s[k - 2] == '_' && (math_is_digit(s[k - 1]) || math_is_alpha(s[k - 1])))
+            k -= 2; /* y_2 */
+        size_t n = k;
+        while (n > 0 && k - n < 2 && math_is_alpha(s[n - 1]))
+            n--;
+        if (n < k && (n == 0 || (!math_is_alpha(s[n - 1]) && s[n - 1] != '\\')))
+            return n;
+    }
     size_t k = j;
     while (k > 0 && math_is_alpha(s[k - 1]))
         k--;
@@ -107,11 +125,9 @@ static size_t separator_before(const char *s, size_t j)
     return j;
 }
 
-static int box_before(const char *s, size_t end, size_t *open, size_t *close)
+/* Whether s[j - 1] is the '}' closing a box's argument: its '{' in *open. */
+static int box_closes_at(const char *s, size_t j, size_t *open)
 {
-    size_t j = end;
-    for (size_t k; (k = separator_before(s, j)) != j;)
-        j = k;
     if (j == 0 || s[j - 1] != '}')
         return 0;
     /* its '{', within a box's length: a long run of braces is no box */
@@ -124,38 +140,99 @@ static int box_before(const char *s, size_t end, size_t *open, size_t *close)
     }
     if (i == (size_t)-1 || j - i > MATH_JOINED_MAX || s[i] != '{' || !opens_boxed(s, i))
         return 0;
-    *open = i, *close = j - 1;
+    *open = i;
     return 1;
 }
 
+/* Whether the text s[b..e) between two boxes joins them: under
+ * MATH_BOX_NEAR bytes of anything, or under MATH_BOX_FAR bytes holding
+ * "and", "or" (as words), ',' or ';' (math-verify's rule, so that the two
+ * agree on "\\boxed{1} papers and \\boxed{2} bins"). */
+static int joins_boxes(const char *s, size_t b, size_t e)
+{
+    if (e - b < MATH_BOX_NEAR)
+        return 1;
+    if (e - b >= MATH_BOX_FAR)
+        return 0;
+    for (size_t i = b; i < e; i++) {
+        if (s[i] == ',' || s[i] == ';')
+            return 1;
+        if (math_is_alpha(s[i]) && (i == b || !(math_is_alpha(s[i - 1]) || math_is_digit(s[i - 1])))) {
+            size_t n = 0;
+            while (i + n < e && (math_is_alpha(s[i + n]) || math_is_digit(s[i + n])))
+                n++;
+            if (is_and(s, i, i + n) ||
+                (n == 2 && math_lower(s[i]) == 'o' && math_lower(s[i + 1]) == 'r'))
+                return 1;
+            i += n - 1;
+        }
+    }
+    return 0;
+}
+
+/* The box written before the one that starts at s[end] and joined to it:
+ * its argument's '{' in *open and '}' in *close. loose: a gold answer's
+ * boxes, which join by joins_boxes as well as by separators. */
+static int box_before(const char *s, size_t end, int loose, size_t *open, size_t *close)
+{
+    size_t j = end;
+    for (size_t k; (k = separator_before(s, j)) != j;)
+        j = k;
+    if (box_closes_at(s, j, open)) {
+        *close = j - 1;
+        return 1;
+    }
+    /* the nearest box before, if the words between join them */
+    for (j = end; loose && j > 0 && end - j < MATH_BOX_FAR; j--)
+        if (box_closes_at(s, j, open)) {
+            *close = j - 1;
+            return joins_boxes(s, j, end);
+        }
+    return 0;
+}
+
+/* Whether the cleaned argument of the box at open..close is t[0..tl). */
+static int box_says(const char *s, size_t open, size_t close, const char *t, size_t tl)
+{
+    const char *u = s + open + 1;
+    size_t ul = close - open - 1;
+    math_answer_clean(&u, &ul);
+    return ul == tl && memcmp(u, t, tl) == 0;
+}
+
 /* The last balanced \boxed{X} or \fbox{X} with something left once cleaned
- * (../common/reward_boxed.h), with the boxes written right before it (see
- * extract.h) joined into one list. */
-static int find_boxed(const char *s, size_t len, math_answer *out)
+ * (../common/reward_boxed.h), with the boxes written before it and joined
+ * to it (see extract.h) as one list; loose as in box_before. */
+static int find_boxed_in(const char *s, size_t len, int loose, math_answer *out)
 {
     boxed_take last = {.a = out};
     if (!reward_find_boxed(s, len, opens_boxed, take_boxed, &last))
         return 0;
+    out->end = last.close + 1;
     /* the boxes before it, last first */
     size_t open[MATH_JOINED_BOXES], close[MATH_JOINED_BOXES], n = 0;
     size_t at = box_start(s, last.open);
     while (n < MATH_JOINED_BOXES - 1) {
         size_t o, c;
-        if (!box_before(s, at, &o, &c))
+        if (!box_before(s, at, loose, &o, &c))
             break;
         open[n] = o, close[n] = c, n++;
         at = box_start(s, o);
     }
     if (n == 0)
         return 1;
-    /* "a, b, ..., last" in joined, while it fits */
+    /* "a, b, ..., last" in joined, while it fits; a box that restates one
+     * after it adds nothing */
     size_t used = 0;
     char *j = out->joined;
     for (size_t k = n; k-- > 0;) {
         const char *t = s + open[k] + 1;
         size_t tl = close[k] - open[k] - 1;
         math_answer_clean(&t, &tl);
-        if (!tl)
+        int again = box_says(s, last.open, last.close, t, tl);
+        for (size_t q = k; q-- > 0 && !again;)
+            again = box_says(s, open[q], close[q], t, tl);
+        if (!tl || again)
             continue;
         if (used + tl + 2 + out->len >= MATH_JOINED_MAX)
             return 1; /* too long to join: the last box alone */
@@ -170,6 +247,11 @@ static int find_boxed(const char *s, size_t len, math_answer *out)
     out->text = j;
     out->len = used;
     return 1;
+}
+
+static int find_boxed(const char *s, size_t len, math_answer *out)
+{
+    return find_boxed_in(s, len, 0, out);
 }
 
 /* ---- #### X ---------------------------------------------------------------- */
@@ -259,6 +341,24 @@ static int find_answer_is(const char *s, size_t len, math_answer *out)
             sentence_answer(out);
             return 1;
         }
+    }
+    return 0;
+}
+
+/* A "final answer is X" stated in s[from..len), X a maths span ("is
+ * $10,455$", not "is 13 if we count the box"): 1 with X in *out. */
+static int final_answer_after(const char *s, size_t len, size_t from, math_answer *out)
+{
+    for (size_t i = len; i-- > from + 6;) {
+        if (!starts_with_word(s, len, i, "answer") || !starts_with_word(s, len, i - 6, "final ") ||
+            (i > from + 6 && math_is_alpha(s[i - 7])))
+            continue;
+        size_t q = answer_is_at(s, len, i);
+        while (q && q < len && (math_is_blank(s[q]) || s[q] == '*' || s[q] == ':'))
+            q++;
+        int span = q && q + 1 < len &&
+                   (s[q] == '$' || (s[q] == '\\' && (s[q + 1] == '(' || s[q + 1] == '[')));
+        return span && find_answer_is(s + i, len - i, out);
     }
     return 0;
 }
@@ -535,6 +635,18 @@ math_form math_extract(const char *s, size_t len, const math_form *order, size_t
         case MATH_FORM_LAST_MATH: found = find_last_math(s, len, out); break;
         case MATH_FORM_NONE: break;
         }
+        if (found && order[k] == MATH_FORM_BOXED) {
+            for (size_t q = 0; q < n; q++) {
+                math_answer f;
+                memset(&f, 0, sizeof f);
+                if (order[q] == MATH_FORM_ANSWER_IS && out->text != out->joined &&
+                    final_answer_after(s, len, out->end, &f)) {
+                    *out = f;
+                    out->form = MATH_FORM_ANSWER_IS;
+                    return out->form;
+                }
+            }
+        }
         if (found) {
             out->form = order[k];
             return out->form;
@@ -558,4 +670,15 @@ const char *math_form_label(math_form form)
         if (forms[k].form == form)
             return forms[k].label;
     return "no answer";
+}
+
+math_form math_extract_gold(const char *s, size_t len, math_answer *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s && find_boxed_in(s, len, 1, out)) {
+        out->form = MATH_FORM_BOXED;
+        return out->form;
+    }
+    static const math_form rest[] = {MATH_FORM_HASHES, MATH_FORM_ANSWER_IS};
+    return math_extract(s, len, rest, 2, out);
 }

@@ -21,11 +21,22 @@
  *                it: "So $y \leq 2$ holds." gives y \leq 2
  *   last_number  the last number (see number.h), not one inside a word
  *                ("QX7Z" holds none)
- * boxed joins boxes written one after the other, with only blanks, '$',
+ * boxed joins boxes written one after the other into one list: "$\boxed{3}$
+ * and $\boxed{5}$" gives "3, 5". Two boxes join when only blanks, '$',
  * commas, semicolons, "and", \quad, a short \text{...} or maths delimiters
- * between them, into one list: "$\boxed{3}$ and $\boxed{5}$" gives "3, 5". An answer_is answer that is a sentence (a word
+ * stand between them ("First \boxed{1}, then \boxed{2}" is 2: a response
+ * boxes its working and its corrections). A gold answer's boxes also join
+ * across fewer than MATH_BOX_NEAR bytes of anything, or fewer than
+ * MATH_BOX_FAR bytes holding "and", "or", ',' or ';' ("\boxed{1} papers and
+ * \boxed{2} bins" is "1, 2"; "\boxed{1} no no no no no \boxed{2}" is 2),
+ * math-verify's rule: an author boxes only answers. A box that restates a
+ * later one adds nothing to the list. An answer_is answer that is a sentence (a word
  * of two letters or more outside maths and commands: "the area of $PQRS$ is
  * 48") is what last_math or last_number finds in it, when either does.
+ * A "final answer is X" statement written after the last box is the answer
+ * instead (the Minerva format's "... = \boxed{255}$ ... Final Answer: The
+ * final answer is $10,455$. I hope it is correct."): the last statement wins,
+ * when answer_is is among the forms tried.
  * An occurrence whose X is empty once cleaned does not count.
  *
  * Every scan reads only s[0..len) and does work linear in len, whatever the
@@ -53,6 +64,9 @@ typedef enum math_form {
 /* The most boxes joined into one answer, and the bytes they may take. */
 #define MATH_JOINED_BOXES 8
 #define MATH_JOINED_MAX 512
+/* Boxes closer than NEAR bytes join; closer than FAR, with a separator word. */
+#define MATH_BOX_NEAR 10
+#define MATH_BOX_FAR 70
 
 typedef struct math_answer {
     math_form form;
@@ -60,12 +74,17 @@ typedef struct math_answer {
                          or into joined */
     size_t len;
     char joined[MATH_JOINED_MAX]; /* boxes joined into a list */
+    size_t end; /* boxed: the index in the scanned text after the last box */
 } math_answer;
 
 /* Look for the forms order[0..n) in that order. Returns the form found (also
  * in out->form), MATH_FORM_NONE when none matched. */
 math_form math_extract(const char *s, size_t len, const math_form *order, size_t n,
                        math_answer *out);
+
+/* A gold answer: boxed (its boxes joined loosely, see above), hashes, then
+ * answer_is. Returns the form found, MATH_FORM_NONE when none matched. */
+math_form math_extract_gold(const char *s, size_t len, math_answer *out);
 
 /* The form a setting names ("boxed", "hashes", "answer_is", "final_line",
  * "last_number"), MATH_FORM_NONE for another name. */

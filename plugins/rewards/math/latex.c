@@ -342,6 +342,32 @@ static const command commands[] = {
     {"degree", A_DEGREE, 0},
 };
 
+/* Whether s[0..n) names a command this lexer knows. */
+static int known_command(const char *s, size_t n)
+{
+    static const char *const special[] = {"begin", "end", "mathbb", "quad", "qquad"};
+    if (find_name(special, 5, s, n) >= 0)
+        return 1;
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (run_is(s, n, commands[k].name))
+            return 1;
+    return 0;
+}
+
+/* "\\frac" and "\\\\frac": a command whose backslash was escaped once or twice
+ * more on its way (answers copied out of JSON or Python strings). Returns the
+ * number of backslashes before the name when they end in a known command, else 0. */
+static size_t escaped_command(const char *s, size_t len, size_t i)
+{
+    size_t r = 0;
+    while (i + r < len && s[i + r] == '\\')
+        r++;
+    if (r < 2 || r > 4)
+        return 0;
+    size_t n = letter_run(s, len, i + r);
+    return n && known_command(s + i + r, n) ? r : 0;
+}
+
 /* "\," between digits that go on in a strict group of three is a thousands
  * separator ("1\,000"), elsewhere a space. */
 static int thousands_gap(const lexer *x, size_t j)
@@ -388,6 +414,14 @@ static size_t lex_command(lexer *x, size_t i)
         case '\t':
         case '\n': x->space = 1; break;
         case '\\':
+            if (escaped_command(s, len, i)) {
+                size_t r = escaped_command(s, len, i);
+                /* in a matrix, "\\\\\\frac" is a row break and then \frac */
+                if (x->matrix && r == 3 && x->n &&
+                    !(x->out[x->n - 1].kind == TK_CHAR && x->out[x->n - 1].c == '('))
+                    x->row_break = 1;
+                return lex_command(x, i + r - 1);
+            }
             if (x->matrix && x->n && !(x->out[x->n - 1].kind == TK_CHAR &&
                                        x->out[x->n - 1].c == '(')) {
                 x->row_break = 1; /* an empty row (a last \\) adds none */

@@ -108,9 +108,8 @@ static int read_gold(const math_state *st, const tern_task *task, gold *g, char 
     /* A worked solution as gold (GSM8K's "... #### 72", MATH's "...
      * \boxed{5}", "... The final answer is $15\%$") stands for its final
      * answer. */
-    static const math_form gold_forms[] = {MATH_FORM_BOXED, MATH_FORM_HASHES, MATH_FORM_ANSWER_IS};
     math_answer a;
-    if (math_extract(g->text, g->len, gold_forms, 3, &a)) {
+    if (math_extract_gold(g->text, g->len, &a)) {
         g->text = a.text;
         g->len = a.len;
         if (a.text == a.joined) { /* boxes joined: keep the list */
