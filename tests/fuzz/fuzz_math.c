@@ -4,7 +4,7 @@
  * The first byte splits the rest of the input into a response and a gold
  * answer, each copied into a block of exactly its size so that
  * AddressSanitizer catches a read past the end. The response goes through
- * extraction with every form, the gold through the gold forms, and the two
+ * extraction with every form, the gold through the gold's (math_extract_gold), and the two
  * are compared, as the plugin does; then each is compared with itself and the
  * pair in both orders. Nothing may crash, leak, hang or read out of bounds,
  * and the verdicts must be consistent:
@@ -75,15 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const math_form all[] = {MATH_FORM_BOXED,      MATH_FORM_HASHES,
                                     MATH_FORM_ANSWER_IS,  MATH_FORM_FINAL_LINE,
                                     MATH_FORM_LAST_MATH, MATH_FORM_LAST_NUMBER};
-    static const math_form gold_forms[] = {MATH_FORM_BOXED, MATH_FORM_HASHES,
-                                           MATH_FORM_ANSWER_IS};
     math_opts opts = {.tolerance = 1e-6, .points = 8, .percent_either = 1};
 
     math_answer a, g;
     math_extract(resp, rlen, all, 6, &a);
     const char *gt = gold;
     size_t gl = glen;
-    if (math_extract(gold, glen, gold_forms, 3, &g)) {
+    if (math_extract_gold(gold, glen, &g)) {
         gt = g.text;
         gl = g.len;
     }

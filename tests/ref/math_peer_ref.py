@@ -71,7 +71,24 @@ CASES = {
         ("2", r"First $\boxed{1}$, then correcting myself, $\boxed{2}$."),
         ("4", r"The value of $a$ is $4$, and of $b$ is $7$."),
         ("7", r"The value of $a$ is $4$, and of $b$ is $7$."),
+        # a gold's boxes join as math-verify joins them; a response's only
+        # when nothing but separators or the next box's name stand between
+        (r"\boxed{3} cats and \boxed{4} dogs", r"$\boxed{3, 4}$"),
+        (r"\boxed{3} cats and \boxed{4} dogs", r"$\boxed{4}$"),
+        (r"\boxed{3} so so so so so \boxed{4}", r"$\boxed{4}$"),
+        (r"$x = 2, y = 5$", r"So $x = \boxed{2}$ and $y = \boxed{5}$."),
+        (r"$x = 2, y = 5$", r"So $x = \boxed{2}$ and $y = \boxed{6}$."),
+        # a "final answer is $X$" after the last box, the Minerva format
+        ("15", r"First $3 \cdot 4 = \boxed{12}$ apples; with the 3 left, $12 + 3 = 15$. "
+               r"Final Answer: The final answer is $15$. I hope it is correct."),
+        ("12", r"First $3 \cdot 4 = \boxed{12}$ apples; with the 3 left, $12 + 3 = 15$. "
+               r"Final Answer: The final answer is $15$. I hope it is correct."),
+        # a command whose backslash was escaped twice (copied out of a string)
+        (r"$\\frac{1}{2}$", r"$\boxed{\frac12}$"),
+        (r"$\sqrt{2}$", r"$\\boxed{\\sqrt{2}}$"),
+        (r"$\\left( 1, \\frac{1}{2} \\right)$", r"$\boxed{(1, 0.5)}$"),
     ],
+    # an '=' that is part of a relation or a subscript    ],
     # an '=' that is part of a relation or a subscript, an equation as the answer
     "equals": [
         (r"$y = 9$", r"$y = 2+3+4 = 9$"),
@@ -124,7 +141,15 @@ CASES = {
         (r"$y = x^2$", r"$\boxed{x^2 = y}$"),
         (r"$x = 2$", r"$\boxed{2}$"),
         (r"$2 < x < 5$", r"$\boxed{(2, 5)}$"),
+        # ratios, and a ratio or quotient of names given its value
+        (r"$3:5$", r"$\boxed{6:10}$"),
+        (r"$3:5$", r"$\boxed{3:4}$"),
+        (r"$a:b=3:5$", r"$\boxed{\frac{3}{5}}$"),
+        (r"$\frac{AB}{CD}=\frac{2}{3}$", r"$\boxed{\frac{2}{3}}$"),
+        (r"$\frac{AB}{CD}=\frac{2}{3}$", r"$\boxed{\frac{3}{2}}$"),
+        (r"$S_{ABC}:S_{ABD}=1:4$", r"$\boxed{1:4}$"),
     ],
+    "matrices": [    ],
     "matrices": [
         (r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$",
          r"$\left[\begin{array}{cc} 1 & 2 \\ 3 & 4 \end{array}\right]$"),
@@ -148,7 +173,23 @@ CASES = {
         (r"$\begin{pmatrix} 1 & 0 \end{pmatrix}$", r"$\boxed{\begin{pmatrix} 0 & 1 \end{pmatrix}}$"),
         (r"$\begin{bmatrix} 5 & 6 \end{bmatrix}$", r"$\boxed{\begin{pmatrix} 5 & 6 \end{pmatrix}}$"),
         (r"$\begin{pmatrix} x \\ 2x \end{pmatrix}$", r"$\boxed{\begin{pmatrix} x \\ x+x \end{pmatrix}}$"),
+        # sums, products and multiples of matrices
+        (r"$\begin{pmatrix} 4 & 4 \\ 4 & 4 \end{pmatrix}$",
+         r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} + \begin{pmatrix} 3 & 2 \\ 1 & 0 \end{pmatrix}$"),
+        (r"$\begin{pmatrix} 4 & 4 \\ 4 & 5 \end{pmatrix}$",
+         r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} + \begin{pmatrix} 3 & 2 \\ 1 & 0 \end{pmatrix}$"),
+        (r"$\begin{pmatrix} 2 & 1 \\ 4 & 3 \end{pmatrix}$",
+         r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} \begin{pmatrix} 0 & 1 \\ 1 & 0 \end{pmatrix}$"),
+        (r"$\begin{pmatrix} 3 & 4 \\ 1 & 2 \end{pmatrix}$",
+         r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} \begin{pmatrix} 0 & 1 \\ 1 & 0 \end{pmatrix}$"),
+        (r"$\begin{pmatrix} 5 \\ 11 \end{pmatrix}$",
+         r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} \begin{pmatrix} 1 \\ 2 \end{pmatrix}$"),
+        (r"$\begin{pmatrix} 3 & 6 \\ 9 & 12 \end{pmatrix}$",
+         r"$3 \begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$"),
+        (r"$\begin{pmatrix} -2 & 0 \\ 2 & 4 \end{pmatrix}$",
+         r"$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} - \begin{pmatrix} 3 & 2 \\ 1 & 0 \end{pmatrix}$"),
     ],
+    # tuples, lists, ';' separated    ],
     # tuples, lists, ';' separated
     "tuples": [
         (r"$(1, 2)$", r"$\boxed{(1, 2, 3)}$"),
@@ -165,7 +206,12 @@ CASES = {
         (r"$(2, 3)$", r"$\boxed{[2, 3]}$"),
         (r"$2, 4$", r"$\boxed{2 \text{ and } 4}$"),
         (r"$x = 1, x = 2$", r"$\boxed{1, 2}$"),
+        # solutions written as assignments, one pair after another
+        (r"$a=1,b=3;a=2,b=5$", r"$\boxed{(1,3),(2,5)}$"),
+        (r"$a=1,b=3;a=2,b=5$", r"$\boxed{(2,5),(1,3)}$"),
+        (r"$a=1,b=3;a=2,b=5$", r"$\boxed{(3,1),(5,2)}$"),
     ],
+    "numbers": [    ],
     "numbers": [
         ("21034", r"$\boxed{21 {, }034}$"),
         ("12345", r"$\boxed{12,\! 345}$"),

@@ -461,6 +461,7 @@ static int parse_enclosed(parser *p, char close1, char close2, size_t *count, ch
 static int parse_bracket(parser *p)
 {
     char open = (char)peek(p)->c, closer = 0;
+    int matrix = (peek(p)->sub & MATH_TOK_MATRIX) != 0;
     size_t count;
     int first = parse_enclosed(p, ')', ']', &count, &closer, "empty brackets");
     if (first < 0)
@@ -470,7 +471,134 @@ static int parse_bracket(parser *p)
             return fail(p, "mismatched brackets");
         return first;
     }
-    return collection(p, N_TUPLE, (uint8_t)((open == '[') | (closer == ']') << 1), first, count);
+    int t = collection(p, N_TUPLE, (uint8_t)((open == '[') | (closer == ']') << 1), first, count);
+    if (t >= 0 && matrix)
+        p->ws->node[t].flags |= F_MATRIX;
+    return t;
+}
+
+/* ---- Matrix arithmetic ------------------------------------------------------------- */
+
+/* The shape of matrix `id` (F_MATRIX): rows x cols, a column vector's rows
+ * being its entries; 0 when the rows differ in length or hold collections. */
+static int matrix_shape(const math_ws *ws, int id, size_t *rows, size_t *cols)
+{
+    const math_node *m = &ws->node[id];
+    *rows = m->count;
+    *cols = 0;
+    for (int r = m->a; r >= 0; r = ws->node[r].next) {
+        const math_node *row = &ws->node[r];
+        size_t c = row->op == N_TUPLE && !(row->flags & F_MATRIX) ? row->count : 1;
+        if (c == 1 && (row->flags & F_COLL))
+            return 0;
+        if (*cols && c != *cols)
+            return 0;
+        *cols = c;
+        if (c > 1)
+            for (int e = row->a; e >= 0; e = ws->node[e].next)
+                if (ws->node[e].flags & F_COLL)
+                    return 0;
+    }
+    return *rows > 0 && *cols > 0;
+}
+
+/* Entry (i, j) of a matrix of `cols` columns. */
+static int matrix_entry(const math_ws *ws, int id, size_t i, size_t j, size_t cols)
+{
+    int r = ws->node[id].a;
+    while (i--)
+        r = ws->node[r].next;
+    if (cols == 1)
+        return r;
+    int e = ws->node[r].a;
+    while (j--)
+        e = ws->node[e].next;
+    return e;
+}
+
+/* A new rows x cols matrix whose entry (i, j) is entry[i * cols + j]. */
+static int matrix_of(parser *p, const int *entry, size_t rows, size_t cols)
+{
+    int first = -1, last = -1;
+    for (size_t i = 0; i < rows; i++) {
+        int row = entry[i * cols];
+        if (cols > 1) {
+            int rf = -1, rl = -1;
+            for (size_t j = 0; j < cols; j++)
+                link_item(p, &rf, &rl, entry[i * cols + j]);
+            if ((row = collection(p, N_TUPLE, 0, rf, cols)) < 0)
+                return -1;
+        }
+        link_item(p, &first, &last, row);
+    }
+    int m = collection(p, N_TUPLE, 0, first, rows);
+    if (m >= 0)
+        p->ws->node[m].flags |= F_MATRIX;
+    return m;
+}
+
+/* a op b when a or b is a matrix: A + B and A - B entry by entry (same
+ * shape), A B the matrix product (A's columns are B's rows), k A and A k
+ * each entry times the scalar k; anything else is refused. Without a
+ * matrix, the plain binary node. */
+#define MATH_MATRIX_ENTRIES 64
+static int arith(parser *p, uint8_t op, int a, int b)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    math_ws *ws = p->ws;
+    int ma = (ws->node[a].flags & F_MATRIX) != 0, mb = (ws->node[b].flags & F_MATRIX) != 0;
+    if (!ma && !mb)
+        return binary(p, op, a, b);
+    size_t ra = 0, ca = 0, rb = 0, cb = 0;
+    if ((ma && !matrix_shape(ws, a, &ra, &ca)) || (mb && !matrix_shape(ws, b, &rb, &cb)))
+        return fail(p, "a matrix of uneven rows in arithmetic");
+    int entry[MATH_MATRIX_ENTRIES];
+    if (ma && mb && (op == N_ADD || op == N_SUB)) {
+        if (ra != rb || ca != cb)
+            return fail(p, "matrices of different shapes added");
+        if (ra * ca > MATH_MATRIX_ENTRIES)
+            return fail(p, "too large a matrix");
+        for (size_t i = 0; i < ra; i++)
+            for (size_t j = 0; j < ca; j++)
+                if ((entry[i * ca + j] = binary(p, op, matrix_entry(ws, a, i, j, ca),
+                                                matrix_entry(ws, b, i, j, cb))) < 0)
+                    return -1;
+        return matrix_of(p, entry, ra, ca);
+    }
+    if (op != N_MUL)
+        return fail(p, "a matrix in arithmetic other than +, - and products");
+    if (ma && mb) {
+        /* (A B)_ij = sum_k A_ik B_kj */
+        if (ca != rb)
+            return fail(p, "matrices whose shapes do not multiply");
+        if (ra * cb > MATH_MATRIX_ENTRIES || ca > MATH_MATRIX_ENTRIES)
+            return fail(p, "too large a matrix");
+        for (size_t i = 0; i < ra; i++)
+            for (size_t j = 0; j < cb; j++) {
+                int sum = -1;
+                for (size_t k = 0; k < ca; k++) {
+                    int t = binary(p, N_MUL, matrix_entry(ws, a, i, k, ca),
+                                   matrix_entry(ws, b, k, j, cb));
+                    sum = sum < 0 ? t : binary(p, N_ADD, sum, t);
+                    if (sum < 0)
+                        return -1;
+                }
+                entry[i * cb + j] = sum;
+            }
+        return matrix_of(p, entry, ra, cb);
+    }
+    int m = ma ? a : b, k = ma ? b : a;
+    size_t r = ma ? ra : rb, c = ma ? ca : cb;
+    if (ws->node[k].flags & F_COLL)
+        return fail(p, "a tuple times a matrix");
+    if (r * c > MATH_MATRIX_ENTRIES)
+        return fail(p, "too large a matrix");
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++)
+            if ((entry[i * c + j] = binary(p, N_MUL, k, matrix_entry(ws, m, i, j, c))) < 0)
+                return -1;
+    return matrix_of(p, entry, r, c);
 }
 
 /* { ... }: a TeX group; with commas inside, a bare list. */
@@ -775,12 +903,12 @@ static int parse_term(parser *p)
         const math_tok *t = peek(p);
         if (is_char(t, '*') || is_char(t, '/')) {
             p->i++;
-            a = binary(p, t->c == '*' ? N_MUL : N_DIV, a, parse_unary(p));
+            a = arith(p, t->c == '*' ? N_MUL : N_DIV, a, parse_unary(p));
         } else if (starts_factor(p, t)) {
             if (is_digit(t) || is_char(t, '.'))
                 return fail(p, "a number after a factor");
             int call = p->ws->node[a].op == N_VAR && is_char(t, '(');
-            a = binary(p, N_MUL, a, parse_power(p));
+            a = arith(p, N_MUL, a, parse_power(p));
             if (a >= 0 && call)
                 p->ws->node[a].flags |= F_CALL;
         } else
@@ -802,7 +930,7 @@ static int parse_expr(parser *p)
         if (!op)
             break;
         p->i++;
-        a = binary(p, op, a, parse_term(p));
+        a = arith(p, op, a, parse_term(p));
     }
     return a;
 }
@@ -825,6 +953,20 @@ static int parse_union(parser *p)
         count++;
     }
     return collection(p, N_UNION, 0, first, count);
+}
+
+/* a : b, a ratio, is a / b ("7:32", "a:b = 2:3", as math-verify reads it);
+ * a : b : c is refused rather than read as (a / b) / c */
+static int parse_ratio(parser *p)
+{
+    int a = parse_union(p);
+    if (a < 0 || !is_char(peek(p), ':'))
+        return a;
+    p->i++;
+    a = binary(p, N_DIV, a, parse_union(p));
+    if (a >= 0 && is_char(peek(p), ':'))
+        return fail(p, "a ratio of three or more terms");
+    return a;
 }
 
 /* '=', '<', '>', 'l' (<=), 'g' (>=), 'n' (!=), '~' (\approx), or 0; `<=`, `>=` in plain
@@ -918,6 +1060,14 @@ static int is_name(const math_ws *ws, int id)
     return n->op == N_MUL && !(n->flags & F_CALL) && is_name(ws, n->a) && is_name(ws, n->b);
 }
 
+/* A name, or the ratio of two names (\frac{NO}{BO}, S_{MBCN} : S): what a
+ * question asks for when the answer gives it a value. */
+static int is_named_quantity(const math_ws *ws, int id)
+{
+    const math_node *n = &ws->node[id];
+    return is_name(ws, id) || (n->op == N_DIV && is_name(ws, n->a) && is_name(ws, n->b));
+}
+
 /* A tuple of names given a tuple of as many values free of variables:
  * `(a, b) = (1, 4)`. */
 static int names_given_values(const math_ws *ws, int names, int values)
@@ -976,7 +1126,8 @@ static int simplify_relation(parser *p, char op, int a, int b)
             return assigned(p, a, b);
         if (vb >= 0 && !math_mentions(ws, a, vb))
             return assigned(p, b, a);
-        if (names_given_values(ws, a, b) || (is_name(ws, a) && !(ws->node[b].flags & F_VAR)))
+        if (names_given_values(ws, a, b) ||
+            (is_named_quantity(ws, a) && !(ws->node[b].flags & F_VAR)))
             return b;
         /* f(x) = 2x + 1 names a function: its value is the answer (unless the
          * letter shows up again, as in x(x + 1) = 6) */
@@ -1028,7 +1179,7 @@ static int parse_item(parser *p)
     int side[MATH_MAX_CHAIN];
     char op[MATH_MAX_CHAIN];
     size_t k = 0, n1;
-    side[0] = parse_union(p);
+    side[0] = parse_ratio(p);
     if (side[0] < 0)
         return -1;
     for (char o; (o = relop(p, &n1));) {
@@ -1036,7 +1187,7 @@ static int parse_item(parser *p)
             return fail(p, "too many relations");
         p->i += n1;
         op[k] = o;
-        if ((side[++k] = parse_union(p)) < 0)
+        if ((side[++k] = parse_ratio(p)) < 0)
             return -1;
     }
     /* Approximations: `x \approx 11` is 11; after an exact value the
@@ -1093,6 +1244,57 @@ static int is_separator(const math_tok *t)
     return is_char(t, ',') || is_char(t, ';') || is_cmd(t, CMD_OR);
 }
 
+/* The variable an answer item was assigned from (`p = 5` read as 5), or -1. */
+static int assigned_var(const math_ws *ws, int item)
+{
+    for (size_t k = 0; k < ws->nassign; k++)
+        if (ws->assign_val[k] == item)
+            return ws->node[ws->assign_var[k]].a;
+    return -1;
+}
+
+/* A list of solutions written as assignments, `p=5,q=2;p=7,q=2`: when every
+ * item is one and the names repeat in the same order with a period of two
+ * or more, the list of tuples ((5, 2), (7, 2)); -2 when it is no such list. */
+static int assignments_grouped(parser *p, int first)
+{
+    math_ws *ws = p->ws;
+    int var[MATH_MAX_ASSIGN];
+    size_t n = 0;
+    for (int c = first; c >= 0; c = ws->node[c].next) {
+        if (n == MATH_MAX_ASSIGN || (var[n] = assigned_var(ws, c)) < 0)
+            return -2;
+        n++;
+    }
+    size_t period = 1;
+    while (period < n && var[period] != var[0])
+        period++;
+    if (period < 2 || period == n || n % period != 0)
+        return -2;
+    for (size_t i = 0; i < n; i++) {
+        if (var[i] != var[i % period])
+            return -2;
+        for (size_t j = 0; j < i && i < period; j++)
+            if (var[j] == var[i])
+                return -2;
+    }
+    int tfirst = -1, tlast = -1, c = first;
+    for (size_t g = 0; g < n / period; g++) {
+        int ifirst = -1, ilast = -1;
+        for (size_t k = 0; k < period; k++) {
+            int next = ws->node[c].next;
+            ws->node[c].next = -1;
+            link_item(p, &ifirst, &ilast, c);
+            c = next;
+        }
+        int t = collection(p, N_TUPLE, 0, ifirst, period);
+        if (t < 0)
+            return -1;
+        link_item(p, &tfirst, &tlast, t);
+    }
+    return collection(p, N_LIST, 0, tfirst, n / period);
+}
+
 static int parse_answers(parser *p)
 {
     int first = -1, last = -1;
@@ -1113,7 +1315,10 @@ static int parse_answers(parser *p)
                                is_cmd(peek(p), CMD_SETR)
                            ? "unbalanced brackets"
                            : "unexpected symbol");
-    return count == 1 ? first : collection(p, N_LIST, 0, first, count);
+    if (count == 1)
+        return first;
+    int grouped = assignments_grouped(p, first);
+    return grouped != -2 ? grouped : collection(p, N_LIST, 0, first, count);
 }
 
 int math_parse(math_ws *ws, const math_tok *t, size_t n, const char **why)

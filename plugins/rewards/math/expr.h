@@ -13,7 +13,9 @@
  *   primary   number | variable | \pi | e | \infty | function | \frac A B
  *           | \sqrt[n]{A} | \binom A B | (...) | [...] | {...} | \{...\} | |A|
  * A bracket with one item groups; with two or more it is a tuple, which
- * with two items is also an interval: `(0, 1]`. An item `x = A` whose other
+ * with two items is also an interval: `(0, 1]`. Matrices written as
+ * matrices add, subtract and multiply (`A + B`, `A B`, `2 A`, `A \cdot B`)
+ * entry by entry, when their shapes allow. An item `x = A` whose other
  * side does not hold x is A, and so is `f(x) = A`, and names given values,
  * `(a, b) = (1, 4)` and `PQ = 3`, are their values; `x > 2`, `-x > -3`,
  * `2x \le 6`, `1 < x \le 3` become intervals. `!=` is \ne.
@@ -82,6 +84,7 @@ typedef enum math_op {
 #define F_PM 2u /* holds \pm or \mp */
 #define F_COLL 4u /* a collection or relation: no arithmetic on it */
 #define F_CALL 8u /* a letter right before parentheses: f(x), read as a product */
+#define F_MATRIX 16u /* a tuple written as a matrix, of two or more rows */
 
 typedef struct math_node {
     uint8_t op, sub;

@@ -219,6 +219,15 @@ static size_t degree_power(const char *s, size_t len, size_t i)
 
 /* ---- Letter runs: functions, constants, separators, units, words --------------- */
 
+/* Whether the letters s[i..i+n) fill a maths group by themselves, as in
+ * \frac{NO}{BO}: names of points, not the word "no" (\text{NO} still is). */
+static int letters_in_group(const lexer *x, size_t i, size_t n)
+{
+    const math_tok *t = x->n ? &x->out[x->n - 1] : NULL;
+    return t && t->kind == TK_CHAR && t->c == '{' && !(t->sub & MATH_TOK_TEXT) && !x->space &&
+           i + n < x->len && x->s[i + n] == '}';
+}
+
 static void lex_letters(lexer *x, size_t i, size_t n, int after_backslash)
 {
     const char *w = x->s + i;
@@ -244,8 +253,11 @@ static void lex_letters(lexer *x, size_t i, size_t n, int after_backslash)
         emit_cmd(x, CMD_GREEK, (unsigned)g, i, n);
     } else if (after_backslash) {
         emit(x, TK_BAD, 0, 0, i - 1, n + 1);
-    } else if (n >= 4 ||
-               find_name(short_words, sizeof short_words / sizeof short_words[0], w, n) >= 0) {
+    } else if (/* a subscript of letters, S_{MBCN}, is a label, whatever its length */
+               (n >= 4 && !(letters_in_group(x, i, n) && x->n >= 2 &&
+                            x->out[x->n - 2].kind == TK_CHAR && x->out[x->n - 2].c == '_')) ||
+               (find_name(short_words, sizeof short_words / sizeof short_words[0], w, n) >= 0 &&
+                !letters_in_group(x, i, n))) {
         emit(x, TK_WORD, 0, 0, i, n);
     } else {
         for (size_t k = 0; k < n; k++)
@@ -456,6 +468,8 @@ static size_t lex_command(lexer *x, size_t i)
             /* a matrix is a tuple of its rows: ((a, b), (c, d)) */
             x->row_break = 0;
             emit_char(x, begin ? '(' : ')', i);
+            if (begin)
+                x->out[x->n - 1].sub |= MATH_TOK_MATRIX;
             emit_char(x, begin ? '(' : ')', i);
             x->matrix = begin;
             size_t next = e + 1;
@@ -637,7 +651,7 @@ size_t math_lex(const char *s, size_t len, math_tok *out, size_t cap)
         } else if (c == '&' && x.matrix) {
             emit_char(&x, ',', i); /* a matrix's next column */
             i++;
-        } else if (math_is_digit(c) || strchr("+-*/^_=<>()[]{},;.|!'", c)) {
+        } else if (math_is_digit(c) || strchr("+-*/^_=<>()[]{},;.|!':", c)) {
             emit_char(&x, c, i);
             i++;
         } else {

@@ -87,6 +87,8 @@ typedef enum math_fn {
 #define MATH_TOK_SPACED 0x8000u
 /* math_tok.sub of a TK_CHAR '{': the group of a \text-like command. */
 #define MATH_TOK_TEXT 0x1u
+/* math_tok.sub of a TK_CHAR '(': the opening of a matrix (\begin{pmatrix}). */
+#define MATH_TOK_MATRIX 0x2u
 
 typedef struct math_tok {
     uint8_t kind;
