@@ -86,6 +86,26 @@ Test(reward_score, math_scores_lines_in_order_and_reports_bad_ones)
     cr_expect(strstr(r.err, "2 bad lines"), "%s", r.err);
 }
 
+Test(reward_score, a_plugin_built_for_an_older_abi_gets_results_at_its_own_stride)
+{
+    /* abi_1_9/faulty_reward.so writes results as a plugin built before ABI
+     * 1.10 does; a batch of several must reach it, and come back, unmixed */
+    write_file(WORK "/rs_old.jsonl", "{\"response\": \"ok:0.25\"}\n{\"response\": \"ok:0.5\"}\n"
+                                     "{\"response\": \"ok:0.75\"}\n{\"response\": \"nan\"}\n"
+                                     "{\"response\": \"ok:1\"}\n");
+    result r;
+    run(&r, "%s reward score --plugin test_faulty_reward --plugin-dir %s/abi_1_9 < %s/rs_old.jsonl",
+        TERN, TERN_TEST_PLUGINS_DIR, WORK);
+    cr_expect_eq(r.code, 1, "the nan line gets no verdict, the rest do: %s", r.err);
+    cr_expect_eq(reward_on(r.out, 0), 0.25, "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 1), 0.5, "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 2), 0.75, "%s", r.out);
+    cr_expect(strstr(r.out, "nonfinite"), "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 4), 1, "%s", r.out);
+    cr_expect(strstr(r.out, "\"accuracy\":1.0"), "components come back too: %s", r.out);
+    cr_expect(!strstr(r.out, "has size"), "results of the size the plugin knows: %s", r.out);
+}
+
 Test(reward_score, options_reach_the_plugin)
 {
     write_file(WORK "/rs_opt.jsonl", "{\"gold\": \"3\", \"response\": \"#### 3\"}\n");

@@ -17,9 +17,12 @@
  * TERN_CAP_THREAD_SAFE): the core must serialise calls.
  * Built twice more as copies the loader refuses, for the "no silent
  * fallback" tests: FAULTY_NEWER_ABI (ABI 1.99) and FAULTY_NO_ENTRY (no entry
- * point, so not even its name can be read). */
+ * point, so not even its name can be read); and once as FAULTY_ABI_1_9, a
+ * plugin built before results grew `failure` (it fails a call whose results
+ * are smaller than it knows them). */
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,13 +60,24 @@ static int is(const tern_reward_item *it, const char *word)
     return it->response_len == strlen(word) && memcmp(it->response, word, it->response_len) == 0;
 }
 
+#ifdef FAULTY_ABI_1_9
+/* Built for ABI 1.9, as a plugin compiled before tern_reward_result grew
+ * `failure` would be: it reads and writes results at that stride. */
+#define RESULT_STRIDE offsetof(tern_reward_result, failure)
+#else
+#define RESULT_STRIDE sizeof(tern_reward_result)
+#endif
+
 static int faulty_score(void *state, const tern_reward_item *items, tern_reward_result *res,
                         size_t n)
 {
     faulty *f = state;
     for (size_t i = 0; i < n; i++) {
         const tern_reward_item *it = &items[i];
-        tern_reward_result *r = &res[i];
+        tern_reward_result *r = (tern_reward_result *)(void *)((char *)res + i * RESULT_STRIDE);
+        if (r->size < RESULT_STRIDE)
+            return host->fail(NULL, TERN_ERR, "result %zu has size %zu, under this build's %zu",
+                              i, r->size, (size_t)RESULT_STRIDE);
         f->calls++;
         strcpy(r->reason, "ok");
         if (f->crash_every && f->calls % f->crash_every == 0)
@@ -89,10 +103,12 @@ static int faulty_score(void *state, const tern_reward_item *items, tern_reward_
             struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
             r->reward = 1;
+#ifndef FAULTY_ABI_1_9
         } else if (is(it, "refuse")) {
             /* ABI 1.10: this response alone gets no verdict */
             r->failure = TERN_REWARD_ERROR;
             strcpy(r->reason, "asked to refuse this one");
+#endif
         } else if (is(it, "nan")) {
             r->reward = NAN;
         } else if (is(it, "fail")) {
@@ -141,6 +157,8 @@ static const tern_plugin_descriptor faulty_descriptor = {
     .abi_major = TERN_ABI_MAJOR,
 #ifdef FAULTY_NEWER_ABI
     .abi_minor = 99,
+#elif defined FAULTY_ABI_1_9
+    .abi_minor = 9,
 #else
     .abi_minor = TERN_ABI_MINOR,
 #endif

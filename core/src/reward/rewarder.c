@@ -157,6 +157,40 @@ static void keep_reason(char *dst, const char *src)
     dst[o] = '\0';
 }
 
+/* The bytes of a tern_reward_result a plugin built for ABI minor `minor`
+ * knows: `failure` came in 1.10. */
+#define RESULT_FAILURE_MINOR 10
+static size_t result_bytes(uint32_t minor)
+{
+    return minor < RESULT_FAILURE_MINOR ? offsetof(tern_reward_result, failure)
+                                        : sizeof(tern_reward_result);
+}
+
+/* ops->score on res[0..m), handed to a plugin built for an older minor as an
+ * array of the results it knows, at its own stride (tern/abi.h: structs grow
+ * at the end, so an array of today's would be misread from its second
+ * element on), and copied back. */
+static int score_at_plugin_stride(const tern_reward_route *rt, const tern_reward_item *items,
+                                  tern_reward_result *res, size_t m)
+{
+    size_t known = result_bytes(rt->instance->entry->plugin->desc->abi_minor);
+    if (known >= sizeof *res)
+        return rt->ops->score(rt->state, items, res, m);
+    char *old = calloc(m ? m : 1, known);
+    if (!old)
+        return tern_errorf(TERN_ENOMEM, "%s: out of memory scoring %zu responses", rt->label, m);
+    for (size_t k = 0; k < m; k++)
+        memcpy(old + k * known, &known, sizeof known); /* size: the first member */
+    int st = rt->ops->score(rt->state, items, (tern_reward_result *)(void *)old, m);
+    for (size_t k = 0; k < m; k++) {
+        memcpy(&res[k], old + k * known, known);
+        res[k].size = sizeof res[k];
+        res[k].failure = TERN_REWARD_OK;
+    }
+    free(old);
+    return st;
+}
+
 /* Run one route over its m items: in process (the whole batch in one call)
  * or in its worker. fail[k] says which items got no verdict. */
 static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_reward_item *items,
@@ -192,7 +226,7 @@ static int call_route(tern_rewarder *rw, tern_reward_route *rt, const tern_rewar
             .limit_ns = rt->watchdog_ns};
         tern_error_clear();
         tern_op_enter(&mark);
-        int st = rt->ops->score(rt->state, items, res, m);
+        int st = score_at_plugin_stride(rt, items, res, m);
         tern_op_leave(&mark);
         if (st != TERN_OK) {
             const char *msg = tern_error_message();
