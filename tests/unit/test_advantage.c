@@ -62,6 +62,34 @@ Test(advantage, grpo_std_normalize)
     cr_expect(fabs(a[0] - 1.0) < 1e-5);
 }
 
+/* algorithm.std = "sample": the squares of {1,0,0,1} over n - 1 = 3, so std
+ * sqrt(1/3) and A = ±0.5 / (sqrt(1/3) + eps) = ±0.866, as torch.std (verl,
+ * TRL) gives: sqrt(4/3) = 1.15x smaller than the population std's ±1 */
+Test(advantage, grpo_sample_std)
+{
+    double eps = 1e-6;
+    tern_adv_params p = {.kind = TERN_ADV_GRPO, .std_normalize = 1, .std_sample = 1, .eps = eps};
+    double r[4] = {1, 0, 0, 1}, a[4];
+    cr_assert_eq(tern_advantages(&p, r, 1, 4, a), TERN_OK);
+    double v = 0.5 / (sqrt(1.0 / 3.0) + eps);
+    expect_adv(a, (double[]){v, -v, -v, v}, 4, TOL);
+    tern_adv_params pop = p;
+    pop.std_sample = 0;
+    double b[4];
+    cr_assert_eq(tern_advantages(&pop, r, 1, 4, b), TERN_OK);
+    cr_expect(fabs(b[0] / a[0] - sqrt(4.0 / 3.0)) < 1e-5, "population over sample at G = 4: %g",
+              b[0] / a[0]);
+    /* REINFORCE++ over the batch: {3, 1} has sample std sqrt(2) */
+    tern_adv_params rp = {.kind = TERN_ADV_REINFORCE_PP, .std_sample = 1, .eps = eps};
+    double r2[2] = {3, 1}, a2[2];
+    cr_assert_eq(tern_advantages(&rp, r2, 1, 2, a2), TERN_OK);
+    expect_adv(a2, (double[]){1.0 / (sqrt(2.0) + eps), -1.0 / (sqrt(2.0) + eps)}, 2, TOL);
+    /* a group of one: std 0 either way, advantage 0, no division by n - 1 = 0 */
+    double one = 7, a1;
+    cr_assert_eq(tern_advantages(&p, &one, 1, 1, &a1), TERN_OK);
+    cr_expect_eq(a1, 0.0);
+}
+
 /* each group on its own; a group of equal rewards gets exactly 0 (even 0.1s,
  * whose mean is not exactly 0.1 in binary) */
 Test(advantage, grpo_groups_independent)

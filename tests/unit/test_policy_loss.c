@@ -224,9 +224,20 @@ Test(policy_loss, kl_estimators)
     /* equal policies: every estimator 0 */
     for (int k = TERN_KL_K1; k <= TERN_KL_K3; k++)
         expect_near(tern_kl_value((tern_kl_estimator)k, -3.0, -3.0), 0, 0, "k(0)");
-    /* k3 clamps exp's argument: x = -30 -> e^20 - 1 - 30, gradient 1 */
-    expect_near(tern_kl_value(TERN_KL_K3, -31.0, -1.0), exp(20.0) - 31.0, 1e-6, "k3 clamped");
-    expect_near(tern_kl_grad(TERN_KL_K3, -31.0, -1.0), 1.0, 0, "dk3 clamped");
+    /* k3 is clamped whole, x to [-20, 20]: x = -30 -> e^20 - 1 - 20 and no
+     * gradient (not +1, which would push the policy away from the
+     * reference); the same on the far side, x = 30 -> e^-20 - 1 + 20 */
+    expect_near(tern_kl_value(TERN_KL_K3, -31.0, -1.0), exp(20.0) - 21.0, 1e-6, "k3 clamped");
+    expect_near(tern_kl_grad(TERN_KL_K3, -31.0, -1.0), 0.0, 0, "dk3 clamped");
+    expect_near(tern_kl_value(TERN_KL_K3, 29.0, -1.0), exp(-20.0) + 19.0, 1e-12, "k3 clamped +");
+    expect_near(tern_kl_grad(TERN_KL_K3, 29.0, -1.0), 0.0, 0, "dk3 clamped +");
+    /* continuous at the clamp, and the gradient never changes sign across it */
+    expect_near(tern_kl_value(TERN_KL_K3, -20.999999, -1.0), tern_kl_value(TERN_KL_K3, -21.0, -1.0),
+                1e-6 * exp(20.0), "k3 continuous at -20");
+    for (double below = -25.0; below <= -0.5; below += 0.5)
+        cr_expect(tern_kl_grad(TERN_KL_K3, below, 0.0) <= 0.0,
+                  "dk3 at x = %g is %g: below the reference, k3 must pull logp up or not at all",
+                  below, tern_kl_grad(TERN_KL_K3, below, 0.0));
 }
 
 /* SFT with a k2 term: l = -logp + beta x^2 / 2, dl/dlogp = -1 + beta x */

@@ -65,8 +65,9 @@ void tern_overlong_penalty(const tern_adv_params *p, double *rewards, const uint
     }
 }
 
-/* mean and population std of x[0..n); *same = 1 if all values are equal */
-static void mean_std(const double *x, size_t n, double *mean, double *std, int *same)
+/* mean and std of x[0..n): population (sum of squares / n), or sample
+ * (/ (n - 1)) when `sample`; *same = 1 if all values are equal */
+static void mean_std(const double *x, size_t n, int sample, double *mean, double *std, int *same)
 {
     double sum = 0.0;
     *same = 1;
@@ -79,7 +80,7 @@ static void mean_std(const double *x, size_t n, double *mean, double *std, int *
     for (size_t i = 0; i < n; i++)
         ss += (x[i] - m) * (x[i] - m);
     *mean = *same ? x[0] : m;
-    *std = *same ? 0.0 : sqrt(ss / (double)n);
+    *std = *same ? 0.0 : sqrt(ss / (double)(sample ? n - 1 : n)); /* not same: n >= 2 */
 }
 
 int tern_advantages(const tern_adv_params *p, const double *rewards, size_t n_groups,
@@ -120,7 +121,7 @@ int tern_advantages(const tern_adv_params *p, const double *rewards, size_t n_gr
     int same;
     if (p->kind == TERN_ADV_REINFORCE_PP) {
         /* A = (r - mean_B) / (std_B + eps) over the whole batch */
-        mean_std(rewards, total, &mean, &std, &same);
+        mean_std(rewards, total, p->std_sample, &mean, &std, &same);
         for (size_t i = 0; i < total; i++)
             adv[i] = same ? 0.0 : (rewards[i] - mean) / (std + p->eps);
         return TERN_OK;
@@ -128,7 +129,7 @@ int tern_advantages(const tern_adv_params *p, const double *rewards, size_t n_gr
     for (size_t g = 0; g < n_groups; g++) {
         const double *r = rewards + g * group_size;
         double *a = adv + g * group_size;
-        mean_std(r, group_size, &mean, &std, &same);
+        mean_std(r, group_size, p->std_sample, &mean, &std, &same);
         /* GRPO, Kimi: A = r - mean_g (GRPO std_normalize: / (std_g + eps));
          * RLOO: A = r - mean of the others = G / (G - 1) * (r - mean_g) */
         double scale = 1.0;

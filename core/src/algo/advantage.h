@@ -12,7 +12,9 @@
  *   Kimi k1.5   A = r - mean_g(r)                 (the mirror-descent loss adds the
  *                                                  regulariser, see policy_loss.h)
  *
- * std is the population standard deviation (divide by n). Kimi's length
+ * std is the population standard deviation (the squares divided by n), or
+ * with std_sample the sample one (divided by n - 1, as verl and TRL; a
+ * group of one has std 0 either way). Kimi's length
  * penalty (k1.5 report §2.3.3) is a reward term, added before the advantage:
  *
  *   lambda_i = 0.5 - (len_i - min_len) / (max_len - min_len)   (0 if max_len == min_len)
@@ -44,6 +46,7 @@ typedef enum tern_adv_kind {
 typedef struct tern_adv_params {
     tern_adv_kind kind;
     int std_normalize;  /* GRPO only: divide by the group's std + eps */
+    int std_sample;     /* the std divides by n - 1 (verl, TRL), not n */
     double eps;         /* added to a std before dividing (e.g. 1e-6) */
     double length_coef; /* weight of Kimi's length penalty; 0: off (any kind) */
     /* DAPO's overlong shaping (tern_overlong_penalty): the zone's length in

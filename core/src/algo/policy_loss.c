@@ -86,14 +86,18 @@ static double exp_clamped(double x, double *dx)
 /* x = logp - logp_ref
  *   k1 = x            dk1/dlogp = 1
  *   k2 = x^2 / 2      dk2/dlogp = x
- *   k3 = e^-x - 1 + x dk3/dlogp = 1 - e^-x   (e^-x with x clamped to [-20, 20]) */
+ *   k3 = e^-c - 1 + c with c = clamp(x, -20, 20):
+ *                     dk3/dlogp = 1 - e^-x inside the clamp, 0 beyond it.
+ * The whole of k3 is clamped, not only exp's argument: with only e^-x
+ * clamped, the gradient past x = -20 jumped from about -4.8e8 to +1 and
+ * pushed the policy further from the reference. */
 double tern_kl_value(tern_kl_estimator k, double logp, double logp_ref)
 {
     double x = logp - logp_ref, d;
     switch (k) {
     case TERN_KL_K1: return x;
     case TERN_KL_K2: return 0.5 * x * x;
-    case TERN_KL_K3: return exp_clamped(-x, &d) - 1.0 + x;
+    case TERN_KL_K3: return exp_clamped(-x, &d) - 1.0 + clamp(x, -LOG_RATIO_MAX, LOG_RATIO_MAX);
     default: return 0.0;
     }
 }
@@ -104,7 +108,9 @@ double tern_kl_grad(tern_kl_estimator k, double logp, double logp_ref)
     switch (k) {
     case TERN_KL_K1: return 1.0;
     case TERN_KL_K2: return x;
-    case TERN_KL_K3: exp_clamped(-x, &d); return 1.0 - d; /* d/dlogp e^-x = -e^-x */
+    case TERN_KL_K3: /* d/dlogp e^-x = -e^-x; nothing moves beyond the clamp */
+        exp_clamped(-x, &d);
+        return x >= -LOG_RATIO_MAX && x <= LOG_RATIO_MAX ? 1.0 - d : 0.0;
     default: return 0.0;
     }
 }
@@ -397,7 +403,7 @@ int tern_policy_loss(const tern_loss_params *p, tern_loss_seq *seqs, size_t n,
             double l = 0.0, g = 0.0; /* l_it without the Kimi sequence term; dl/dlogp */
             if (p->kind != TERN_LOSS_SFT) { /* the trainer-vs-explorer mismatch, k3 */
                 double lr = logp - (double)s->logp_old[t], d;
-                mm_sum += exp_clamped(lr, &d) - 1.0 - lr;
+                mm_sum += exp_clamped(lr, &d) - 1.0 - clamp(lr, -LOG_RATIO_MAX, LOG_RATIO_MAX);
             }
             if (p->kind == TERN_LOSS_PPO && p->off_policy != TERN_OFF_POLICY_NONE) {
                 double dpg, wt;

@@ -137,6 +137,11 @@ const tern_setting_spec tern_algorithm_keys[] = {
     TERN_SETTING(.name = "std_normalize", .type = TERN_SETTING_BOOL, .def = "true",
                  .aka = "normalize_std|scale_rewards",
                  .doc = "GRPO: divide advantages by the group's reward std"),
+    TERN_SETTING(.name = "std", .type = TERN_SETTING_STRING, .def = "\"population\"",
+                 .choices = "population|sample",
+                 .doc = "the std advantages are divided by (GRPO with std_normalize, "
+                        "REINFORCE++): population divides the squares by n, sample by n - 1 "
+                        "(as verl and TRL do: at G = 4 their advantages are 1.15x smaller)"),
     TERN_SETTING(.name = "clip", .type = TERN_SETTING_FLOAT, .def = "0.2", .min = 0,
                  .max = 0.999, .aka = "clip_low|clip_ratio|epsilon",
                  .doc = "PPO: ratio kept in [1 - clip, 1 + clip_high]"),
@@ -458,6 +463,7 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
 
     s->adv.kind = tern_adv_kind_parse(get_string(al, "advantage"));
     s->adv.std_normalize = get_bool(al, "std_normalize");
+    s->adv.std_sample = strcmp(get_string(al, "std"), "sample") == 0;
     s->adv.eps = 1e-6;
     s->adv.length_coef = get_float(al, "length_coef");
     s->adv.overlong_buffer = (uint32_t)get_int(al, "overlong_buffer");
