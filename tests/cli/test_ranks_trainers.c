@@ -77,7 +77,9 @@ static json_t *figure_scales(json_t *a, json_t *b)
     return scales;
 }
 
-static void expect_same_metrics(const char *one, const char *two)
+/* loss_noise: an absolute difference the loss (and its policy part) may
+ * show beyond close_enough(); see the several-updates runs below. */
+static void expect_same_metrics_within(const char *one, const char *two, double loss_noise)
 {
     json_t *a = json_lines(one, NULL), *b = json_lines(two, NULL);
     cr_assert_eq(json_array_size(a), json_array_size(b), "%zu lines with 1 trainer, %zu with 2",
@@ -99,7 +101,8 @@ static void expect_same_metrics(const char *one, const char *two)
                 char name[128];
                 snprintf(name, sizeof name, "%s/%s", phase_of(x), key);
                 double scale = json_number_value(json_object_get(scales, name));
-                cr_expect(close_enough(p, q, scale),
+                int loss = strcmp(key, "loss") == 0 || strcmp(key, "pg_loss") == 0;
+                cr_expect(close_enough(p, q, scale) || (loss && fabs(p - q) <= loss_noise),
                           "line %zu, %s: %.17g with 1 trainer, %.17g with 2 (largest in the "
                           "phase %.3g)", i + 1, key, p, q, scale);
                 if (strcmp(key, "reward_mean") == 0 && p > best_reward)
@@ -115,6 +118,11 @@ static void expect_same_metrics(const char *one, const char *two)
     json_decref(scales);
     json_decref(a);
     json_decref(b);
+}
+
+static void expect_same_metrics(const char *one, const char *two)
+{
+    expect_same_metrics_within(one, two, 0);
 }
 
 /* ‖a − b‖ / ‖a‖ of every tensor of two safetensors files */
@@ -228,6 +236,32 @@ Test(ranks_trainers, two_trainer_ranks_train_as_one)
     snprintf(one, sizeof one, "%s/trainers_test/two_nokl/trace.json", work);
     slurp(one, text, sizeof text);
     cr_expect(!strstr(text, "\"name\": \"score\""), "an on-policy step without KL scored");
+
+    /* several updates a step (trainer.mini_batches x epochs): each rank
+     * scores and back-propagates its share of every mini-batch; the runs
+     * still agree, update after update */
+    /* (10 warm-up steps: with 3, these weights get no reward in 4 steps) */
+    const char *mb = " -o trainer.mini_batches=2 -o trainer.epochs=2 -o trainer.sft.steps=10";
+    run(&r, "cd %s && %s -np 3 %s run w.cfg " OPTS "%s%s -o run.name='\"one_mb\"' > /dev/null",
+        work, MPIRUN, TERN, nokl, mb);
+    cr_assert_eq(r.code, 0, "1 trainer rank, 4 updates a step: exit %d\n%s", r.code, r.err);
+    run(&r, "cd %s && %s -np 4 %s run w.cfg " OPTS "%s%s -o ranks.trainers=2 "
+            "-o run.name='\"two_mb\"' > /dev/null", work, MPIRUN, TERN, nokl, mb);
+    cr_assert_eq(r.code, 0, "2 trainer ranks, 4 updates a step: exit %d\n%s", r.code, r.err);
+    snprintf(one, sizeof one, "%s/trainers_test/one_mb/metrics.jsonl", work);
+    snprintf(two, sizeof two, "%s/trainers_test/two_mb/metrics.jsonl", work);
+    /* A GRPO batch's loss is the mean of -A (rho - 1) + ..., whose terms
+     * cancel group by group: once updates have moved the weights, rho is 1
+     * up to the rounding in which the two runs' weights differ (sums taken
+     * in another order), and the loss is that rounding, a few 1e-8
+     * (measured: 1.5e-8 and -1.7e-8). The gradients, the ratios and the
+     * weights below are compared as before. */
+    expect_same_metrics_within(one, two, 1e-6);
+    snprintf(one, sizeof one, "%s/trainers_test/one_mb/checkpoints/step-4/policy/model.safetensors",
+             work);
+    snprintf(two, sizeof two, "%s/trainers_test/two_mb/checkpoints/step-4/policy/model.safetensors",
+             work);
+    expect_same_weights(one, two);
 }
 
 Test(ranks_trainers, two_trainer_ranks_stop_and_resume)

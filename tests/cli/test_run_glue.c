@@ -133,6 +133,87 @@ Test(glue, an_on_policy_step_skips_scoring_and_keeps_its_figures, .timeout = 120
     }
 }
 
+/* "name" spans in run `name`'s trace.json */
+static int spans_named(const char *run_name, const char *span)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/runs/%s/trace.json", WORK, run_name);
+    json_error_t je;
+    json_t *t = json_load_file(path, 0, &je);
+    cr_assert_not_null(t, "%s: %s", path, je.text);
+    json_t *ev = json_object_get(t, "traceEvents"), *e;
+    size_t i;
+    int n = 0;
+    json_array_foreach(ev, i, e) {
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        n += nm && strcmp(nm, span) == 0;
+    }
+    json_decref(t);
+    return n;
+}
+
+/* trainer.mini_batches = 2, trainer.epochs = 2: four AdamW steps a step,
+ * each on half the batch's groups. The batch is scored once, then each
+ * mini-batch again once the weights have moved (3 passes more), and the
+ * later updates are off-policy inside the batch: the PPO ratio over them
+ * leaves 1, where one update a step keeps it at 1. The first step's
+ * rollouts and the loss reported for them (before any update) are those
+ * of one update a step. */
+Test(glue, several_updates_per_batch, .timeout = 180)
+{
+    const char *names[2] = {"glue-one-update", "glue-four-updates"};
+    const char *opts[2] = {"", "-o trainer.mini_batches=2 -o trainer.epochs=2"};
+    json_t *lines[2];
+    for (int m = 0; m < 2; m++) {
+        result r;
+        run(&r, "rm -rf runs/%s && %s run %s/etc/modes/synchronous.cfg %s "
+                "-o 'algorithm.kl.estimator=\"none\"' -o algorithm.kl.coef=0 %s "
+                "-o 'run.out_dir=\"runs\"' -o 'run.name=\"%s\"'", names[m], TERN, SRC, SHORT,
+            opts[m], names[m]);
+        cr_assert_eq(r.code, 0, "%s", r.err);
+        lines[m] = rl_lines(names[m]);
+    }
+    cr_expect_eq(spans_named("glue-one-update", "backward"), 6, "one update a step");
+    cr_expect_eq(spans_named("glue-four-updates", "backward"), 24, "four updates a step");
+    cr_expect_eq(spans_named("glue-four-updates", "score"), 24,
+                 "a scoring pass a step, and one for each update after the first");
+    json_t *a = json_array_get(lines[0], 0), *b = json_array_get(lines[1], 0);
+    cr_expect_eq(num(a, "reward_mean"), num(b, "reward_mean"), "the same first rollouts");
+    cr_expect_float_eq(num(a, "loss"), num(b, "loss"), 1e-5 * fabs(num(a, "loss")) + 1e-7,
+                       "the first step's loss before its updates: %g and %g", num(a, "loss"),
+                       num(b, "loss"));
+    double most[2] = {0, 0};
+    for (int m = 0; m < 2; m++) {
+        size_t i;
+        json_t *o;
+        json_array_foreach(lines[m], i, o) {
+            double d = fabs(num(o, "ratio_mean") - 1);
+            most[m] = d > most[m] ? d : most[m];
+        }
+    }
+    cr_expect_lt(most[0], 1e-5, "one update a step is on-policy: ratio 1 %+g", most[0]);
+    cr_expect_gt(most[1], 1e-4, "updates after the first are off-policy inside the batch: the "
+                 "ratio over them must leave 1, its largest step mean is 1 %+g", most[1]);
+    for (int m = 0; m < 2; m++) {
+        json_decref(lines[m]);
+        result r;
+        run(&r, "rm -rf runs/%s", names[m]);
+    }
+}
+
+Test(glue, several_updates_refused_where_they_cannot_work)
+{
+    result r;
+    run(&r, "%s check %s/etc/modes/synchronous.cfg -o trainer.mini_batches=17", TERN, SRC);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "trainer.mini_batches = 17 is more than explorer.batch_tasks = 16"),
+              "%s", r.err);
+    run(&r, "%s check %s/etc/modes/synchronous.cfg -o trainer.epochs=2 "
+            "-o 'algorithm.off_policy=\"tis\"'", TERN, SRC);
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "algorithm.off_policy = \"tis\" with 2 updates a step"), "%s", r.err);
+}
+
 /* With a KL to the reference (the mode's k3), an on-policy step scores the
  * reference only: the loss takes the explorer's log-probs for the policy's,
  * in the ratio and in the KL estimate, and the gradient is the one a policy

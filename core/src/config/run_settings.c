@@ -102,6 +102,15 @@ const tern_setting_spec tern_trainer_keys[] = {
                  .max = BIG, .aka = "save_total_limit|max_checkpoints",
                  .doc = "keep the newest this many step and warm-up checkpoints, removing older "
                  "ones once a new one is complete; 0: keep all"),
+    TERN_SETTING(.name = "mini_batches", .type = TERN_SETTING_INT, .def = "1", .min = 1,
+                 .max = 1e6, .aka = "num_mini_batches|ppo_mini_batches",
+                 .doc = "optimizer updates per pass over a step's batch: its groups split "
+                        "into this many mini-batches, one AdamW step each (verl's "
+                        "train_batch_size / ppo_mini_batch_size); at most explorer.batch_tasks"),
+    TERN_SETTING(.name = "epochs", .type = TERN_SETTING_INT, .def = "1", .min = 1, .max = 1000,
+                 .aka = "ppo_epochs|num_iterations",
+                 .doc = "passes over a step's batch (verl's ppo_epochs, TRL's num_iterations); "
+                        "a step makes mini_batches x epochs updates"),
     TERN_SETTING(.name = "score_pass", .type = TERN_SETTING_STRING, .def = "\"auto\"",
                  .choices = "auto|always",
                  .doc = "auto: an on-policy step (every group from the current weights, "
@@ -457,6 +466,14 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
     s->save_every = get_int(tr, "save_every");
     s->keep_checkpoints = get_int(tr, "keep_checkpoints");
     s->score_always = strcmp(get_string(tr, "score_pass"), "always") == 0;
+    s->mini_batches = (uint32_t)get_int(tr, "mini_batches");
+    s->epochs = (uint32_t)get_int(tr, "epochs");
+    if (s->mini_batches > s->batch_tasks)
+        tern_diag_addf(d, "%s: trainer.mini_batches = %u is more than explorer.batch_tasks = %u: "
+                       "a mini-batch holds whole groups (the responses of one task), so "
+                       "mini_batches <= batch_tasks (e.g. 4 with 16)",
+                       tern_config_where(c, tern_config_lookup(tr, "mini_batches"), where,
+                                         sizeof where), s->mini_batches, s->batch_tasks);
     s->sft_steps = get_int(tr, "sft.steps");
     s->sft_batch_tasks = (uint32_t)get_int(tr, "sft.batch_tasks");
     s->sft_lr = get_float(tr, "sft.lr");
@@ -497,6 +514,15 @@ int tern_run_settings_read(tern_config *c, tern_run_settings *s, tern_diag *d)
                        "loss = \"ppo\", or off_policy = \"none\"",
                        tern_config_where(c, tern_config_lookup(al, "off_policy"), where,
                                          sizeof where), get_string(al, "off_policy"));
+    if (s->loss.off_policy != TERN_OFF_POLICY_NONE && (uint64_t)s->mini_batches * s->epochs > 1)
+        tern_diag_addf(d, "%s: algorithm.off_policy = \"%s\" with %u updates a step "
+                       "(trainer.mini_batches x epochs): its weights compare the trainer at the "
+                       "step's start with the explorer, and tern does not keep that policy "
+                       "apart across updates yet; set off_policy = \"none\" (the ppo clip then "
+                       "bounds each update), or one update a step",
+                       tern_config_where(c, tern_config_lookup(al, "off_policy"), where,
+                                         sizeof where), get_string(al, "off_policy"),
+                       s->mini_batches * s->epochs);
     s->loss.dual_clip = get_float(al, "dual_clip");
     config_setting_t *dc = tern_config_lookup(al, "dual_clip");
     if (s->loss.dual_clip != 0 && s->loss.dual_clip <= 1)

@@ -64,6 +64,7 @@ typedef struct tern_run_settings {
     double lr, min_lr_ratio, beta1, beta2, adam_eps, weight_decay, grad_clip;
     tern_lr_schedule schedule;
     int score_always;             /* trainer.score_pass = "always": never skip score() */
+    uint32_t mini_batches, epochs; /* a step's updates: mini_batches x epochs AdamW steps */
     int64_t sft_steps;
     uint32_t sft_batch_tasks;
     double sft_lr;

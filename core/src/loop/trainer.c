@@ -583,6 +583,12 @@ static int rl_images(const tern_run *run, const batch *b, size_t g0, size_t g1, 
     return TERN_OK;
 }
 
+/* The AdamW steps a step makes: trainer.mini_batches x trainer.epochs. */
+static uint64_t step_updates(const tern_run_settings *set)
+{
+    return (uint64_t)set->mini_batches * set->epochs;
+}
+
 /* Whether this step's loss may take the explorer's log-probs for the
  * trainer's and skip the scoring pass (trainer.score_pass = "auto"): every
  * group made by the current weights (a version above the step's, after a
@@ -593,12 +599,13 @@ static int rl_images(const tern_run *run, const batch *b, size_t g0, size_t g1, 
  * still scores the batch under the reference, and its estimate then takes
  * the explorer's log-probs for the policy's (at the first step, weights
  * equal, it reads the rounding between the two, about 1e-7, where a scoring
- * pass gave exactly 0). One update per batch, as tern always makes, is the
- * rest of "on-policy". */
+ * pass gave exactly 0). One update per batch is the rest of "on-policy":
+ * with several (trainer.mini_batches x epochs) the batch is scored first,
+ * and each mini-batch again once the weights have moved. */
 static int skip_score(const tern_run *run, int64_t step, const batch *b)
 {
     const tern_run_settings *set = &run->set;
-    if (set->score_always || set->top_k > 0 || set->top_p < 1 ||
+    if (set->score_always || set->top_k > 0 || set->top_p < 1 || step_updates(set) > 1 ||
         set->loss.entropy_coef != 0 || set->loss.off_policy != TERN_OFF_POLICY_NONE)
         return 0;
     for (size_t i = 0; i < b->n; i++)
@@ -637,6 +644,100 @@ static int backward_figures(tern_run *run, step_arrays *a, tern_step_batch *sb,
     return rc;
 }
 
+/* The loss over groups [ga, gb) of the step's batch alone, from the
+ * sequences' logp as they are now: the advantages (of the whole batch)
+ * stay, dlogp and dentropy are written for those groups' tokens. */
+static int mini_batch_loss(const tern_run *run, int need_ref, const tern_step_batch *sb,
+                           size_t ga, size_t gb, tern_loss_stats *st)
+{
+    size_t r0 = ga * sb->group_size;
+    tern_step_batch mb = *sb;
+    mb.n_groups = gb - ga;
+    mb.seq = sb->seq + r0;
+    mb.reward = sb->reward + r0;
+    mb.len = sb->len + r0;
+    mb.correct = sb->correct + r0;
+    mb.adv = sb->adv + r0;
+    return tern_step_loss_figures(&run->set, need_ref, &mb, st);
+}
+
+/* A step of several updates (trainer.mini_batches x trainer.epochs, as
+ * verl's ppo_mini_batch_size and ppo_epochs): epoch after epoch, the
+ * batch's groups in mini_batches consecutive mini-batches (as even as
+ * whole groups allow), each one AdamW step. The first update's log-probs
+ * are the batch's scoring pass, made at these weights; every later one
+ * scores its mini-batch again (the weights have moved), and its loss is
+ * over its own tokens, against the explorer's behaviour log-probs, with the
+ * advantages of the whole batch, so the PPO clip bounds how far the updates
+ * take each token. With trainer ranks each scores and back-propagates its
+ * share of every mini-batch. The step reports the whole batch's loss from
+ * before the updates, the clip fraction and mean ratio over every update's
+ * tokens, and the last update's gradient norm. */
+static int several_updates(tern_run *run, int64_t step, step_arrays *a, const tern_step_batch *sb,
+                           int need_ref, tern_step_msg *rep)
+{
+    const tern_run_settings *set = &run->set;
+    uint32_t G = set->group_size;
+    tern_dp *dp = run->dp;
+    size_t n_groups = sb->n_groups;
+    size_t M = set->mini_batches < n_groups ? set->mini_batches : n_groups;
+    double clipped = 0, ratio = 0;
+    size_t tokens = 0;
+    int rc = TERN_OK;
+    for (uint32_t e = 0; e < set->epochs && rc == TERN_OK; e++)
+        for (size_t m = 0; m < M && rc == TERN_OK; m++) {
+            size_t ga, gb, s0, s1;
+            tern_share_of(n_groups, (int)m, (int)M, &ga, &gb);
+            tern_dp_share(dp, gb - ga, &s0, &s1);
+            size_t r0 = ga * G, nr = (gb - ga) * G;  /* the mini-batch's responses */
+            size_t lo = r0 + s0 * G, k = (s1 - s0) * G; /* this rank's share of them */
+            size_t mlo = a->first[lo], mk = a->first[lo + k] - mlo;
+            if (e > 0 || m > 0) {
+                uint64_t span = tern_trace_begin(run->session->trace, "score");
+                if (mk)
+                    rc = tern_model_score(&run->policy, "trainer: score (policy, an update)",
+                                          a->ms + mlo, mk, a->ms_lp + mlo, a->ms_ent + mlo);
+                if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
+                    rc = tern_dp_gather(dp, a->lp + r0, a->seq + r0, nr, G);
+                if (rc == TERN_OK)
+                    rc = tern_dp_gather(dp, a->ent + r0, a->seq + r0, nr, G);
+                tern_trace_end(run->session->trace, span, NULL);
+            }
+            tern_loss_stats st;
+            if (rc == TERN_OK && (rc = mini_batch_loss(run, need_ref, sb, ga, gb, &st)) != TERN_OK)
+                rc = tern_role_failed(rc, "trainer", "an update's loss");
+            if (rc != TERN_OK)
+                break;
+            clipped += st.clip_frac * (double)st.tokens;
+            ratio += st.ratio_mean * (double)st.tokens;
+            tokens += st.tokens;
+            uint64_t span = tern_trace_begin(run->session->trace, "backward");
+            if (mk)
+                rc = tern_model_backward(&run->policy, "trainer: backward", a->ms + mlo, mk,
+                                         (const float *const *)a->ms_dl + mlo,
+                                         set->loss.entropy_coef != 0
+                                             ? (const float *const *)a->ms_dent + mlo : NULL);
+            if ((rc = tern_dp_agree(dp, rc)) == TERN_OK)
+                rc = tern_dp_sum_gradients(dp, &run->policy);
+            tern_trace_end(run->session->trace, span, NULL);
+            if (rc != TERN_OK)
+                break;
+            tern_optim_step os = {.size = sizeof os, .lr = tern_run_lr(set, step),
+                                  .beta1 = set->beta1, .beta2 = set->beta2, .eps = set->adam_eps,
+                                  .weight_decay = set->weight_decay, .grad_clip = set->grad_clip};
+            rc = tern_model_step(&run->policy, "trainer: optimiser step", &os);
+            if ((rc = tern_dp_agree(dp, rc)) == TERN_OK) {
+                rep->grad_norm = os.grad_norm;
+                rep->lr = os.lr;
+            }
+        }
+    if (rc == TERN_OK && tokens) {
+        rep->loss.clip_frac = clipped / (double)tokens;
+        rep->loss.ratio_mean = ratio / (double)tokens;
+    }
+    return rc;
+}
+
 /* One RL step's training on the groups of b: on one trainer, or with the
  * other trainer ranks (data_parallel.h), each scoring and back-propagating
  * its share of the groups and computing the loss over all of them. Every
@@ -662,8 +763,10 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
     size_t lo = g0 * G, k = (g1 - g0) * G; /* this rank's responses: [lo, lo + k) */
     /* and the model's sequences of them: [mlo, mlo + mk) */
     size_t mlo = rc == TERN_OK ? a.first[lo] : 0, mk = rc == TERN_OK ? a.first[lo + k] - mlo : 0;
+    /* several updates: every rank's mini-batch shares hold other groups */
     if (rc == TERN_OK)
-        rc = rl_images(run, b, g0, g1, G, imgs, &a);
+        rc = step_updates(set) > 1 ? rl_images(run, b, 0, n_groups, G, imgs, &a)
+                                   : rl_images(run, b, g0, g1, G, imgs, &a);
     /* a `score` span for either pass; skipping the policy's, it says which ran */
     uint64_t span = skip && !need_ref ? 0 : tern_trace_begin(run->session->trace, "score");
     if (rc == TERN_OK && mk && !skip)
@@ -703,6 +806,10 @@ static int train_on(tern_run *run, int64_t step, batch *b, tern_step_msg *rep)
                           .reward = a.reward, .len = a.len, .correct = a.correct, .adv = a.adv};
     if ((rc = tern_step_loss(set, need_ref, &sb, &rep->loss, &rep->reward_mean)) != TERN_OK) {
         rc = tern_role_failed(rc, "trainer", "the step's loss");
+        goto done;
+    }
+    if (step_updates(set) > 1) {
+        rc = several_updates(run, step, &a, &sb, need_ref, rep);
         goto done;
     }
     /* the backward pass's own log-probs and entropies, for the figures:
