@@ -503,6 +503,51 @@ Test(cli, damaged_files_are_refused_naming_what)
     cr_expect_eq(r.code, 2, "%s", r.err);
 }
 
+/* The u32 value of GGUF key `key` in b[0..n) set to v (the key's string is
+ * followed by its type, 4 for UINT32, and the value). */
+static void set_u32_key(unsigned char *b, size_t n, const char *key, uint32_t v)
+{
+    unsigned char *p = memmem(b, n, key, strlen(key));
+    cr_assert_not_null(p, "micro.gguf lacks %s", key);
+    uint32_t type;
+    memcpy(&type, p + strlen(key), 4);
+    cr_assert_eq(type, 4, "%s is not a UINT32", key);
+    memcpy(p + strlen(key) + 4, &v, 4);
+}
+
+/* A header whose config implies gigabytes (context_length 2^20 with
+ * embedding_length 2048 and one head: 8.6 GB of RoPE tables) while its
+ * tensors are those of a tiny model is refused for its tensors' shapes
+ * before anything the config implies is allocated, at once. Under a 2 GB
+ * address-space limit the old order (the model's memory first) failed
+ * with "out of memory" instead, after allocating what it could. */
+Test(cli, a_header_implying_gigabytes_is_refused_before_allocating)
+{
+    size_t n;
+    unsigned char *b = read_all(MICRO "/micro.gguf", &n);
+    set_u32_key(b, n, "llama.context_length", 1u << 20);
+    set_u32_key(b, n, "llama.embedding_length", 2048);
+    set_u32_key(b, n, "llama.attention.head_count", 1);
+    set_u32_key(b, n, "llama.attention.head_count_kv", 1);
+    set_u32_key(b, n, "llama.rope.dimension_count", 2048);
+    FILE *f = fopen(WORK "/huge.gguf", "wb");
+    cr_assert_not_null(f);
+    fwrite(b, 1, n, f);
+    fclose(f);
+    free(b);
+    result r;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* a sanitizer reserves terabytes of address space: no limit there */
+    run(&r, "%s generate huge.gguf --prompt x --max-tokens 2", TERN);
+#else
+    run(&r, "ulimit -v 2000000 && %s generate huge.gguf --prompt x --max-tokens 2", TERN);
+#endif
+    cr_expect_eq(r.code, 2, "exit %d: %s", r.code, r.err);
+    cr_expect(strstr(r.err, "huge.gguf: tensor") && strstr(r.err, "the config implies ne [2048"),
+              "refused for a tensor's shape: %s", r.err);
+    cr_expect(!strstr(r.err, "out of memory"), "%s", r.err);
+}
+
 /* A path that is no GGUF file is named for what it is, never as a model
  * directory ("X.gguf/config.json: cannot read: Not a directory" misled). */
 Test(cli, a_path_that_is_no_gguf_file_says_what_it_is)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,6 +164,40 @@ Test(task_file, long_lines)
     cr_assert_eq(s.n, 2);
     cr_expect_eq(strlen(tern_task_string(s.tasks[0], "prompt")), big);
     tern_task_set_free(&s);
+}
+
+/* A line over TERN_TASK_LINE_MAX is refused as it is read, naming the line,
+ * with no more of it read than the limit (not a 1 GB line read whole and
+ * parsed: 50 s and 9.6 GB), even with skip_bad (nothing after it is read).
+ * The process's peak memory stays near the limit, not a multiple of it. */
+Test(task_file, a_line_over_the_limit_is_refused_as_read)
+{
+    const char *path = WORK "/tf_huge_line.jsonl";
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(GOOD1 "\n{\"id\": 2, \"domain\": \"math\", \"answer\": \"1\", \"prompt\": \"", f);
+    static char chunk[1 << 16];
+    memset(chunk, 'x', sizeof chunk);
+    for (size_t w = 0; w < TERN_TASK_LINE_MAX + 2 * sizeof chunk; w += sizeof chunk)
+        fwrite(chunk, 1, sizeof chunk, f);
+    fputs("\"}\n" GOOD2 "\n", f);
+    fclose(f);
+    for (int skip = 0; skip < 2; skip++) {
+        tern_task_set s;
+        cr_expect_eq(tern_task_set_load(&s, path, skip), TERN_EINVAL);
+        char want[256];
+        snprintf(want, sizeof want, "%s:2: the line is longer than %llu bytes (64 MiB)", path,
+                 TERN_TASK_LINE_MAX);
+        cr_expect(strstr(tern_error_message(), want), "%s", tern_error_message());
+        cr_expect_eq(s.n, 0);
+        tern_task_set_free(&s);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    cr_expect_lt(ru.ru_maxrss, 3 * (long)(TERN_TASK_LINE_MAX >> 10),
+                 "peak memory %ld KiB reading a line over the %llu-byte limit", ru.ru_maxrss,
+                 TERN_TASK_LINE_MAX);
+    remove(path);
 }
 
 Test(task_file, id_text)

@@ -241,6 +241,34 @@ static int load_line(loader *ld, const char *text, size_t len, size_t line)
     return TERN_OK;
 }
 
+/* The next line of f into *buf (grown as needed, a NUL after it), as
+ * getline (NUL bytes included), but reading no more than max + 1 bytes of
+ * one line: its length, -1 at the end of the file or on a read error, -2
+ * out of memory, -3 a line longer than max. */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap, size_t max)
+{
+    size_t len = 0;
+    int c;
+    while ((c = getc_unlocked(f)) != EOF) {
+        if (len + 2 > *cap) {
+            size_t want = *cap ? *cap * 2 : 4096;
+            char *b = realloc(*buf, want);
+            if (!b)
+                return -2;
+            *buf = b, *cap = want;
+        }
+        (*buf)[len++] = (char)c;
+        if (len > max)
+            return -3;
+        if (c == '\n')
+            break;
+    }
+    if (len == 0)
+        return -1;
+    (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
+
 static int is_blank(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -281,8 +309,22 @@ int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad)
     tern_sha256 sha;
     tern_sha256_init(&sha);
     errno = 0;
-    while ((got = getline(&line, &line_cap, f)) != -1) {
+    while ((got = read_line(f, &line, &line_cap, TERN_TASK_LINE_MAX)) != -1) {
         line_no++;
+        if (got == -2) {
+            rc = tern_errorf(TERN_ENOMEM, "%s:%zu: out of memory reading the line", path,
+                             line_no);
+            break;
+        }
+        if (got == -3) {
+            char lim[32];
+            rc = tern_errorf(TERN_EINVAL, "%s:%zu: the line is longer than %llu bytes (%s), "
+                             "the most one task may take; is this a tasks file (JSON Lines, "
+                             "one task a line)? If so, shorten the task", path, line_no,
+                             TERN_TASK_LINE_MAX,
+                             tern_regular_size_text(TERN_TASK_LINE_MAX, lim, sizeof lim));
+            break;
+        }
         bytes += (unsigned long long)got;
         tern_sha256_update(&sha, line, (size_t)got);
         if (bytes > TERN_TASK_FILE_MAX) { /* it grew past the limit while read */

@@ -19,6 +19,10 @@
 /* The largest tasks file read (2 GiB): far more than a task set that fits
  * in memory once parsed wants, and a guard against a wrong path. */
 #define TERN_TASK_FILE_MAX (2ull << 30)
+/* The longest line of a tasks file (64 MiB): a task with a book-length
+ * prompt is a few MB; a longer line is refused as it is read, before it
+ * costs its size several times over in memory. */
+#define TERN_TASK_LINE_MAX (64ull << 20)
 
 typedef struct tern_task_set {
     tern_task **tasks; /* [n], in file order */
@@ -40,7 +44,9 @@ typedef struct tern_task_set {
  *
  * A file that cannot be opened or read: TERN_EIO "PATH: cannot open: <why>"
  * (or "cannot read"); so is anything but a regular file (a FIFO is never
- * waited on) and a file over TERN_TASK_FILE_MAX; a file with no task: TERN_EINVAL "PATH: no tasks ...";
+ * waited on) and a file over TERN_TASK_FILE_MAX; a line over
+ * TERN_TASK_LINE_MAX: TERN_EINVAL "PATH:LINE: ..." (never skipped: nothing
+ * after it is read); a file with no task: TERN_EINVAL "PATH: no tasks ...";
  * out of memory: TERN_ENOMEM. On failure *s is left empty (nothing to free,
  * but tern_task_set_free is harmless). */
 int tern_task_set_load(tern_task_set *s, const char *path, int skip_bad);

@@ -220,6 +220,73 @@ static int unpermute_rows(float *w, int heads, int hd, size_t cols)
     return 0;
 }
 
+/* Tensor i of the layout of c, found in f and checked: its GGUF tensor in
+ * *out, or -1 with a message naming it. `used` marks the file's tensors. */
+static int layout_tensor(const gguf_file *f, const char *path, const llama_config *c, size_t i,
+                         char *used, llama_tensor_info *t, const gguf_tensor **out, char *err,
+                         size_t errn)
+{
+    llama_tensor_describe(c, i, t);
+    char name[GGUF_NAME_MAX];
+    if (gguf_name(t->name, name, sizeof name) != 0)
+        return tf_fail(err, errn, "%s: tern has no GGUF name for tensor %s", path, t->name);
+    const gguf_tensor *g = gguf_find_tensor(f, name);
+    if (!g)
+        return tf_fail(err, errn, "%s: tensor %s (%s) is missing", path, name, t->name);
+    used[g - f->tensors] = 1;
+    /* GGUF's ne is {cols, rows}; tern's shape is [rows, cols] */
+    int64_t rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->ndim == 2 ? t->shape[1] : t->shape[0];
+    int same = (int)g->n_dims == t->ndim && g->ne[0] == cols && (t->ndim == 1 || g->ne[1] == rows);
+    if (!same)
+        return tf_fail(err, errn, "%s: tensor %s has ne [%lld, %lld, %lld, %lld] (%u dims); the "
+                       "config implies ne [%lld%s%.0lld]", path, name, (long long)g->ne[0],
+                       (long long)g->ne[1], (long long)g->ne[2], (long long)g->ne[3], g->n_dims,
+                       (long long)cols, t->ndim == 2 ? ", " : "",
+                       t->ndim == 2 ? (long long)rows : 0);
+    ggml_type_info ti;
+    ggml_type_describe(g->type, &ti);
+    if (!ti.supported || !g->data)
+        return tf_fail(err, errn, "%s: tensor %s is of type %s (ggml type %u), which tern does "
+                       "not read; it reads %s (requantize the model, or convert it from the "
+                       "Hugging Face checkpoint)", path, name, ti.name, g->type,
+                       ggml_supported_names);
+    *out = g;
+    return 0;
+}
+
+/* Every tensor of f is one the layout uses (marked in `used`). */
+static int no_other_tensor(const gguf_file *f, const char *path, const llama_config *c,
+                           const char *used, char *err, size_t errn)
+{
+    for (size_t i = 0; i < f->n_tensors; i++)
+        if (!used[i])
+            return tf_fail(err, errn, "%s: tensor %s is not one tern's %s decoder uses (%s); "
+                           "loading without it would compute a different model", path,
+                           f->tensors[i].name, llama_arch_name(c->arch),
+                           strcmp(f->tensors[i].name, "rope_freqs.weight") == 0
+                               ? "Llama 3 RoPE scaling: convert the Hugging Face checkpoint "
+                                 "instead"
+                               : "an architecture variant");
+    return 0;
+}
+
+int gguf_model_check_tensors(const gguf_file *f, const char *path, const llama_config *c,
+                             char *err, size_t errn)
+{
+    char *used = calloc(f->n_tensors ? f->n_tensors : 1, 1);
+    if (!used)
+        return tf_fail(err, errn, "%s: out of memory", path);
+    int rc = 0;
+    llama_tensor_info t;
+    const gguf_tensor *g;
+    for (size_t i = 0; rc == 0 && i < llama_tensor_count(c); i++)
+        rc = layout_tensor(f, path, c, i, used, &t, &g, err, errn);
+    if (rc == 0)
+        rc = no_other_tensor(f, path, c, used, err, errn);
+    free(used);
+    return rc;
+}
+
 int gguf_model_load_weights(const gguf_file *f, const char *path, llama_model *m, char *err,
                             size_t errn)
 {
@@ -231,40 +298,16 @@ int gguf_model_load_weights(const gguf_file *f, const char *path, llama_model *m
     int rc = -1;
     llama_tensor_info t;
     for (size_t i = 0; i < llama_tensor_count(c); i++) {
-        llama_tensor_describe(c, i, &t);
-        char name[GGUF_NAME_MAX];
-        if (gguf_name(t.name, name, sizeof name) != 0) {
-            tf_fail(err, errn, "%s: tern has no GGUF name for tensor %s", path, t.name);
+        const gguf_tensor *g;
+        if (layout_tensor(f, path, c, i, used, &t, &g, err, errn) != 0)
             goto done;
-        }
-        const gguf_tensor *g = gguf_find_tensor(f, name);
-        if (!g) {
-            tf_fail(err, errn, "%s: tensor %s (%s) is missing", path, name, t.name);
-            goto done;
-        }
-        used[g - f->tensors] = 1;
-        /* GGUF's ne is {cols, rows}; tern's shape is [rows, cols] */
-        int64_t rows = t.ndim == 2 ? t.shape[0] : 1, cols = t.ndim == 2 ? t.shape[1] : t.shape[0];
-        int same = (int)g->n_dims == t.ndim && g->ne[0] == cols && (t.ndim == 1 || g->ne[1] == rows);
-        if (!same) {
-            tf_fail(err, errn, "%s: tensor %s has ne [%lld, %lld, %lld, %lld] (%u dims); the "
-                    "config implies ne [%lld%s%.0lld]", path, name, (long long)g->ne[0],
-                    (long long)g->ne[1], (long long)g->ne[2], (long long)g->ne[3], g->n_dims,
-                    (long long)cols, t.ndim == 2 ? ", " : "", t.ndim == 2 ? (long long)rows : 0);
-            goto done;
-        }
+        int64_t cols = t.ndim == 2 ? t.shape[1] : t.shape[0];
         ggml_type_info ti;
         ggml_type_describe(g->type, &ti);
-        if (!ti.supported || !g->data) {
-            tf_fail(err, errn, "%s: tensor %s is of type %s (ggml type %u), which tern does not "
-                    "read; it reads %s (requantize the model, or convert it from the Hugging "
-                    "Face checkpoint)", path, name, ti.name, g->type, ggml_supported_names);
-            goto done;
-        }
         float *dst = m->params + t.offset;
         if (gguf_dequantize(g->type, g->data, t.numel, dst) != 0) {
             tf_fail(err, errn, "%s: tensor %s: cannot dequantize %zu weights of type %s", path,
-                    name, t.numel, ti.name);
+                    g->name, t.numel, ti.name);
             goto done;
         }
         int is_q = strstr(t.name, "self_attn.q_proj.") != NULL;
@@ -276,17 +319,7 @@ int gguf_model_load_weights(const gguf_file *f, const char *path, llama_model *m
             goto done;
         }
     }
-    for (size_t i = 0; i < f->n_tensors; i++)
-        if (!used[i]) {
-            tf_fail(err, errn, "%s: tensor %s is not one tern's %s decoder uses (%s); loading "
-                    "without it would compute a different model", path, f->tensors[i].name,
-                    llama_arch_name(c->arch),
-                    strcmp(f->tensors[i].name, "rope_freqs.weight") == 0
-                        ? "Llama 3 RoPE scaling: convert the Hugging Face checkpoint instead"
-                        : "an architecture variant");
-            goto done;
-        }
-    rc = 0;
+    rc = no_other_tensor(f, path, c, used, err, errn);
 done:
     free(used);
     return rc;
@@ -322,7 +355,10 @@ int gguf_model_load(const char *path, llama_model *m, tokenizer **tok, char **to
                 path, tokenizer_vocab_size(*tok), c.vocab_size);
         goto done;
     }
-    if (llama_model_init(m, &c, err, errn) != 0 ||
+    /* every tensor's name, shape and type before anything the config
+     * implies is allocated: a header alone cannot cost gigabytes */
+    if (gguf_model_check_tensors(&f, path, &c, err, errn) != 0 ||
+        llama_model_init(m, &c, err, errn) != 0 ||
         gguf_model_load_weights(&f, path, m, err, errn) != 0)
         goto done;
     rc = 0;

@@ -44,6 +44,14 @@ int gguf_model_is_gguf(const char *path);
 int gguf_model_config(const gguf_file *f, const char *path, llama_config *c, char *err,
                       size_t errn);
 
+/* Whether f holds exactly the tensors config c lays out, each of the shape
+ * c implies and of a type tern reads: a check that allocates nothing the
+ * config implies, made before the model is (a header's context_length or
+ * embedding_length alone cannot cost gigabytes). 0, or -1 with a message
+ * naming the tensor. */
+int gguf_model_check_tensors(const gguf_file *f, const char *path, const llama_config *c,
+                             char *err, size_t errn);
+
 /* Fill m (initialised from the config gguf_model_config gave) with the
  * file's weights. 0, or -1 with a message naming the tensor. */
 int gguf_model_load_weights(const gguf_file *f, const char *path, llama_model *m, char *err,
