@@ -253,8 +253,11 @@ Test(workflow_run, a_call_that_starts_over_is_a_sequence_of_its_own, .timeout = 
 Test(workflow_run, each_failing_program_costs_its_trajectory, .timeout = 300)
 {
     char wf[512];
+    /* 8 s: long enough for a program's model call under the sanitizers on
+     * a loaded 2-core machine (2 s timed an "ok" program out there), far
+     * below the hanging program's 60 s */
     snprintf(wf, sizeof wf, "command = [\"python3\", \"%s\", \"fail\"]; concurrency = 1; "
-             "timeout_s = 2.0;", AGENT);
+             "timeout_s = 8.0;", AGENT);
     write_config("fail", wf, "", 6, 1);
     result r;
     tern_run(&r, "fail");
