@@ -172,8 +172,8 @@ static int flush_batch(tern_rewarder *rw, FILE *out, pending *p, size_t n, size_
             tasks[m] = p[i].task;
             texts[m] = tern_task_string(p[i].task, "response");
             long long tok = 0;
-            if (tern_task_integer(p[i].task, "response_tokens", &tok) == TERN_OK && tok >= 0)
-                ntok[m] = tok > UINT32_MAX ? UINT32_MAX : (uint32_t)tok;
+            if (tern_task_integer(p[i].task, "response_tokens", &tok) == TERN_OK)
+                ntok[m] = (uint32_t)tok; /* 0..UINT32_MAX: bad_tokens refused the rest */
             at[i] = m++;
         }
     uint64_t failures = 0;
@@ -186,6 +186,24 @@ static int flush_batch(tern_rewarder *rw, FILE *out, pending *p, size_t n, size_
 done:
     free(tasks), free(texts), free(ntok), free(v), free(at);
     return rc;
+}
+
+/* A "response_tokens" that is not a whole number of tokens from 0 to
+ * UINT32_MAX (-5, "x", 1e308): 1 with the message in *error (malloc'd, NULL
+ * when out of memory), else 0. */
+static int bad_tokens(const tern_task *t, const char *where, char **error)
+{
+    long long tok;
+    int rc = tern_task_integer(t, "response_tokens", &tok);
+    if (rc == TERN_ENOTFOUND || (rc == TERN_OK && tok >= 0 && tok <= (long long)UINT32_MAX))
+        return 0;
+    char got[48];
+    snprintf(got, sizeof got, rc == TERN_OK ? "%lld" : "not a whole number", tok);
+    if (asprintf(error, "%s: \"response_tokens\" is %s: give the response's length as a "
+                 "whole number of tokens from 0 to %u, or leave it out", where, got,
+                 UINT32_MAX) < 0)
+        *error = NULL;
+    return 1;
 }
 
 /* Read, score and print every line of `in`. *bad counts the bad lines,
@@ -202,8 +220,11 @@ static int score_stream(const tern_invocation *inv, tern_rewarder *rw, FILE *in,
     int rc = TERN_OK;
     while (rc == TERN_OK && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
-        if (line[strspn(line, " \t\r\n")] == '\0')
-            continue; /* blank lines give no output line */
+        size_t sp = 0;
+        while (sp < (size_t)len && strchr(" \t\r\n", line[sp]) && line[sp])
+            sp++;
+        if (sp == (size_t)len)
+            continue; /* blank lines give no output line (a NUL byte is no blank) */
         char where[64];
         snprintf(where, sizeof where, "stdin:%zu", lineno);
         pending *q = &p[n++];
@@ -213,6 +234,9 @@ static int score_stream(const tern_invocation *inv, tern_rewarder *rw, FILE *in,
             rc = prc;
         } else if (prc != TERN_OK) {
             q->error = strdup(tern_error_message());
+        } else if (bad_tokens(q->task, where, &q->error)) {
+            tern_task_free(q->task);
+            q->task = NULL;
         } else if (!tern_task_string(q->task, "response")) {
             tern_task_free(q->task);
             q->task = NULL;

@@ -151,6 +151,34 @@ Test(reward_score, code_runs_programs_from_the_command_line)
     cr_expect(strstr(line_of(r.out, 3, b, sizeof b), "language 'cobol'"), "%s", r.out);
 }
 
+/* A line of NUL bytes is a bad line (it was skipped as blank, silently),
+ * and so is a response_tokens that is no whole number of tokens (-5, "x",
+ * 1e308 were taken as 0 without a word); the good lines around them are
+ * scored (issue 47 item 11). */
+Test(reward_score, nul_lines_and_bad_token_counts_are_bad_lines)
+{
+    FILE *f = fopen(WORK "/rs_nul.jsonl", "wb");
+    cr_assert_not_null(f);
+    fputs("{\"answer\": \"4\", \"response\": \"4\", \"response_tokens\": -5}\n", f);
+    fputs("{\"answer\": \"4\", \"response\": \"4\", \"response_tokens\": \"x\"}\n", f);
+    fputs("{\"answer\": \"4\", \"response\": \"4\", \"response_tokens\": 1e308}\n", f);
+    fwrite("\0\0\0\n", 1, 4, f);
+    fputs("  \n{\"answer\": \"4\", \"response\": \"4\", \"response_tokens\": 3}\n", f);
+    fclose(f);
+    result r;
+    run(&r, "%s reward score --plugin math < %s/rs_nul.jsonl", TERN, WORK);
+    cr_expect_eq(r.code, 2, "bad lines make exit 2: %s", r.err);
+    char b[1024];
+    for (int i = 0; i < 3; i++)
+        cr_expect(strstr(line_of(r.out, i, b, sizeof b), "response_tokens\\\" is "),
+                  "line %d: %s", i + 1, r.out);
+    cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "is not a whole number"), "%s", r.out);
+    cr_expect(strstr(line_of(r.out, 3, b, sizeof b), "stdin:4: malformed JSON: a NUL byte"),
+              "%s", r.out);
+    cr_expect_eq(reward_on(r.out, 4), 1, "the good line after them: %s", r.out);
+    cr_expect(strstr(r.err, "4 bad lines"), "%s", r.err);
+}
+
 Test(reward_score, bad_usage_is_exit_2_with_a_message)
 {
     result r;
