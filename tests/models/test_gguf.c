@@ -226,6 +226,42 @@ Test(reader, refuses_damage_naming_it)
 
 /* ---- block formats ------------------------------------------------------------- */
 
+/* Two tensors sharing bytes are refused, naming both (they were accepted,
+ * their weights aliasing); and an architecture string with a NUL byte in
+ * it ("llama\0xx", 8 bytes) is no llama (it read as one) (issue 47 item 11). */
+Test(reader, overlapping_tensors_and_a_nul_in_the_architecture)
+{
+    buf w = {.n = 0};
+    header(&w, 3, 2, 0);
+    tensor_info(&w, "a", 32, 1, 0 /* F32 */, 0);
+    tensor_info(&w, "b", 32, 1, 0, 64); /* a's 128 bytes run past 64 */
+    pad_to(&w, 32);
+    put(&w, zeros, 192);
+    REFUSED(&w, "tensors a (bytes 0 to 128 of the data) and b (from byte 64) overlap");
+    w.n = 0;
+    header(&w, 3, 2, 0);
+    tensor_info(&w, "a", 32, 1, 0, 0);
+    tensor_info(&w, "b", 32, 1, 0, 128); /* just after: fine */
+    pad_to(&w, 32);
+    put(&w, zeros, 256);
+    char err[512] = "";
+    cr_expect_eq(open_buf(&w, err, sizeof err), 0, "%s", err);
+
+    w.n = 0;
+    header(&w, 3, 0, 1);
+    str(&w, "general.architecture");
+    u32(&w, GGUF_TYPE_STRING);
+    u64(&w, 8);
+    put(&w, "llama\0xx", 8);
+    gguf_file f;
+    cr_assert_eq(gguf_open_buffer(w.b, w.n, "nul.gguf", &f, err, sizeof err), 0, "%s", err);
+    llama_config c;
+    cr_expect_eq(gguf_model_config(&f, "nul.gguf", &c, err, sizeof err), -1, "read as a llama");
+    cr_expect(strstr(err, "general.architecture holds a NUL byte (8 bytes, \"llama\" before it)"),
+              "%s", err);
+    gguf_close(&f);
+}
+
 Test(dequant, each_format_gives_the_hand_computed_values)
 {
     unsigned char blk[40];

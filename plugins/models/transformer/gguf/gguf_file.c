@@ -230,6 +230,38 @@ static int place_tensor(cursor *c, gguf_file *f, gguf_tensor *t)
     return 0;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+    const gguf_tensor *x = *(const gguf_tensor *const *)a, *y = *(const gguf_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* No two tensors' bytes overlap: a tensor that shares another's bytes is a
+ * corrupt or hand-made file, whose weights would alias. */
+static int no_overlap(cursor *c, const gguf_file *f)
+{
+    if (f->n_tensors < 2)
+        return 0;
+    const gguf_tensor **t = malloc(f->n_tensors * sizeof *t);
+    if (!t)
+        return tf_fail(c->err, c->errn, "%s: out of memory", c->name);
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_tensors; i++)
+        if (f->tensors[i].nbytes)
+            t[n++] = &f->tensors[i];
+    qsort(t, n, sizeof *t, by_offset);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i + 1 < n; i++)
+        if (t[i]->offset + t[i]->nbytes > t[i + 1]->offset)
+            rc = tf_fail(c->err, c->errn, "%s: tensors %s (bytes %llu to %llu of the data) and "
+                         "%s (from byte %llu) overlap (corrupt?)", c->name, t[i]->name,
+                         (unsigned long long)t[i]->offset,
+                         (unsigned long long)(t[i]->offset + t[i]->nbytes), t[i + 1]->name,
+                         (unsigned long long)t[i + 1]->offset);
+    free(t);
+    return rc;
+}
+
 static int parse(cursor *c, gguf_file *f)
 {
     if (c->size < 4 || !gguf_is_gguf(c->base, c->size))
@@ -289,7 +321,7 @@ static int parse(cursor *c, gguf_file *f)
     for (size_t i = 0; i < f->n_tensors; i++)
         if (place_tensor(c, f, &f->tensors[i]) != 0)
             return -1;
-    return 0;
+    return no_overlap(c, f);
 }
 
 int gguf_open_buffer(const void *data, size_t size, const char *name, gguf_file *f, char *err,

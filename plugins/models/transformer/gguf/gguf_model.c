@@ -91,9 +91,14 @@ int gguf_model_config(const gguf_file *f, const char *path, llama_config *c, cha
         memcpy(arch, s.s, s.len);
         arch[s.len] = 0;
     }
-    if (strcmp(arch, "llama") == 0)
+    if (memchr(s.s, '\0', s.len))
+        return tf_fail(err, errn, "%s: general.architecture holds a NUL byte (%zu bytes, "
+                       "\"%s\" before it): a corrupt or hand-made file", path, s.len,
+                       s.len < sizeof arch ? arch : "...");
+    /* the string's whole length: "llama\0xx" is no llama */
+    if (s.len == 5 && memcmp(s.s, "llama", 5) == 0)
         c->arch = ARCH_LLAMA;
-    else if (strcmp(arch, "qwen2") == 0)
+    else if (s.len == 5 && memcmp(s.s, "qwen2", 5) == 0)
         c->arch = ARCH_QWEN2, c->qkv_bias = 1;
     else
         return tf_fail(err, errn, "%s: general.architecture is \"%.*s\"; tern's transformer "
