@@ -519,6 +519,16 @@ Test(cli, damaged_files_are_refused_naming_what)
     refused("arch.gguf", "general.architecture is \"llamb\"");
     damaged_copy("pre.gguf", "smollm", "smollX", 0);
     refused("pre.gguf", "tokenizer.ggml.pre is \"smollX\"");
+    /* a missing BOS id names its key (not "special token ids (bos -1, ...)
+     * must be below vocab_size", issue 47 item 11) */
+    damaged_copy("nobos.gguf", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.bos_token_ix", 0);
+    refused("nobos.gguf", "tokenizer.ggml.bos_token_id is missing or not a token id");
+    /* no padding id: EOS stands in (tern never trains on padding) */
+    damaged_copy("nopad.gguf", "tokenizer.ggml.padding_token_id",
+                 "tokenizer.ggml.padding_token_ix", 0);
+    result rp;
+    run(&rp, "%s generate nopad.gguf --prompt x --max-tokens 2", TERN);
+    cr_expect_eq(rp.code, 0, "no padding id: %s", rp.err);
     damaged_copy("name.gguf", "output_norm.weight", "output_nxrm.weight", 0);
     refused("name.gguf", "tensor output_norm.weight (model.norm.weight) is missing");
     /* output.weight is Q4_0 (18-byte blocks); IQ4_NL (20) has the same size */

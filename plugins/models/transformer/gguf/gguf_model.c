@@ -162,6 +162,18 @@ int gguf_model_config(const gguf_file *f, const char *path, llama_config *c, cha
     c->bos_id = token_key(f, "tokenizer.ggml.bos_token_id");
     c->eos_id = token_key(f, "tokenizer.ggml.eos_token_id");
     c->pad_id = token_key(f, "tokenizer.ggml.padding_token_id");
+    /* the key a missing id is read from, named (not "bos -1 must be below
+     * vocab_size"); padding, which tern never trains on, falls back to EOS */
+    static const char *const need[2] = {"bos", "eos"};
+    for (int which = 0; which < 2; which++)
+        if ((which ? c->eos_id : c->bos_id) < 0)
+            return tf_fail(err, errn, "%s: tokenizer.ggml.%s_token_id is missing or not a token "
+                           "id (an integer from 0): tern needs the model's %s token; set it "
+                           "(gguf-py's gguf_set_metadata.py) or load the Hugging Face "
+                           "checkpoint", path, need[which],
+                           which ? "end-of-sequence" : "beginning-of-sequence");
+    if (c->pad_id < 0)
+        c->pad_id = c->eos_id;
     char why[512];
     if (llama_config_check(c, why, sizeof why) != 0)
         return tf_fail(err, errn, "%s: %s", path, why);
