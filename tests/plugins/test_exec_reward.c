@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "command.h"
 #include "exec_protocol.h"
@@ -74,6 +75,13 @@ static void write_scripts(void)
 {
     write_file(WORK "/judge.py", exec_script);
     write_file(WORK "/rw.py", python_script);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Run `tern reward score` with flags on the lines `cases`. */
@@ -279,6 +287,25 @@ Test(python_reward, a_file_that_does_not_load_is_refused_with_pythons_words)
         cr_expect(strstr(r.err, cases[i][1]), "%s: wanted '%s' in %s", cases[i][0], cases[i][1],
                   r.err);
     }
+}
+
+/* A file that hangs while it loads is refused after start_timeout_ms,
+ * naming the setting (it was a fixed 60 s, documented nowhere, whatever
+ * reply_timeout_ms said) (issue 47 item 11). */
+Test(python_reward, a_file_that_hangs_at_import_is_refused_after_start_timeout_ms, .timeout = 60)
+{
+    write_scripts();
+    write_file(WORK "/slow.py", "import time\ntime.sleep(30)\n"
+                                "def reward(response, task):\n    return 1.0\n");
+    result r;
+    double t0 = now_s();
+    score(&r, "--plugin python -o file=slow.py -o start_timeout_ms=1500", "{\"response\": \"x\"}\n");
+    double took = now_s() - t0;
+    cr_expect_eq(r.code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "rewards[0].file") &&
+                  strstr(r.err, "did not say it was ready within start_timeout_ms = 1500"),
+              "%s", r.err);
+    cr_expect_lt(took, 20, "refused after %.1f s, not after start_timeout_ms", took);
 }
 
 /* In a run: the file is found beside the config, the checks and the run

@@ -9,7 +9,7 @@
 
 #include "tern/support/wait_status.h"
 
-enum { DEATHS_IN_A_ROW = 3, STOP_GRACE_MS = 1000, READY_MS = 60000 };
+enum { DEATHS_IN_A_ROW = 3, STOP_GRACE_MS = 1000 };
 
 /* No verdict for r: why, and a reason for a user (cut to fit). */
 static void no_verdict(tern_reward_result *r, tern_reward_failure why, const char *reason)
@@ -29,7 +29,7 @@ static int await_ready(exec_engine *e, char *why, size_t n)
 {
     const char *line = NULL;
     size_t len = 0;
-    uint64_t deadline = e->host->now_ns() + (uint64_t)READY_MS * 1000000ull;
+    uint64_t deadline = e->host->now_ns() + (uint64_t)e->ready_ms * 1000000ull;
     exec_io io = exec_child_ask(&e->child, "", 0, deadline, &line, &len);
     if (io == EXEC_IO_OK) {
         json_t *v = json_loadb(line, len, 0, NULL);
@@ -45,7 +45,8 @@ static int await_ready(exec_engine *e, char *why, size_t n)
     int status = 0;
     exec_child_kill(&e->child, &status);
     if (io == EXEC_IO_TIMEOUT)
-        snprintf(why, n, "it did not say it was ready within %d s", READY_MS / 1000);
+        snprintf(why, n, "it did not say it was ready within start_timeout_ms = %lld (a "
+                 "file that takes longer to load needs a larger one)", (long long)e->ready_ms);
     else if (io != EXEC_IO_OK) {
         char death[64];
         tern_wait_status_text(status, death, sizeof death);
@@ -62,7 +63,7 @@ static int start(exec_engine *e, char *why, size_t n)
         snprintf(why, n, "cannot start '%s' (in %s): %s", e->argv[0], e->dir, what);
         return -1;
     }
-    if (e->handshake && await_ready(e, what, sizeof what) != 0) {
+    if (e->ready_ms > 0 && await_ready(e, what, sizeof what) != 0) {
         snprintf(why, n, "%s", what);
         return -1;
     }
@@ -71,14 +72,14 @@ static int start(exec_engine *e, char *why, size_t n)
 
 int exec_engine_start(exec_engine *e, const tern_host *host, tern_ctx *ctx,
                       const char *const *argv, const char *dir, int64_t timeout_ms,
-                      int handshake, const char *key)
+                      int64_t ready_ms, const char *key)
 {
     memset(e, 0, sizeof *e);
     e->host = host;
     e->ctx = ctx;
     e->child.fd = -1;
     e->timeout_ms = timeout_ms;
-    e->handshake = handshake;
+    e->ready_ms = ready_ms;
     for (size_t i = 0; argv[i] && i < EXEC_MAX_ARGS; i++)
         if (!(e->argv[i] = strdup(argv[i])))
             return host->fail(ctx, TERN_ENOMEM, "out of memory");

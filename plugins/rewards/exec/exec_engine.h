@@ -28,19 +28,21 @@ typedef struct exec_engine {
     char *dir;                     /* where the command runs */
     int64_t timeout_ms;            /* per response; 0 none */
     /* the command says {"ready": true} once it has loaded (python), or gives
-     * {"error": ...} and exits when it cannot; 0: no such line (exec) */
-    int handshake;
+     * {"error": ...} and exits when it cannot, within ready_ms (a start, a
+     * restart); 0: no such line (exec) */
+    int64_t ready_ms;
     exec_child child;
     exec_names names;
     int deaths; /* in a row, without a verdict between them */
 } exec_engine;
 
-/* Start the command argv (copied) in `dir` (copied). TERN_OK, or
+/* Start the command argv (copied) in `dir` (copied); ready_ms as in
+ * exec_engine. TERN_OK, or
  * host->setting_error() on `key` saying why it cannot start (a config
  * problem: TERN_ECONFIG). exec_engine_free() is needed whatever the result. */
 int exec_engine_start(exec_engine *e, const tern_host *host, tern_ctx *ctx,
                       const char *const *argv, const char *dir, int64_t timeout_ms,
-                      int handshake, const char *key);
+                      int64_t ready_ms, const char *key);
 
 /* The reward ops' score(): a verdict or a failure for every item. TERN_OK,
  * or TERN_ENOMEM / TERN_EINVAL (a core older than ABI 1.10) via host->fail. */

@@ -38,7 +38,7 @@ static int python_create(tern_ctx *ctx, void **state)
         return host->fail(ctx, TERN_ENOMEM, "python: out of memory");
     e->child.fd = -1;
     const char *file = NULL, *function = NULL, *python = NULL;
-    int64_t timeout_ms = 0;
+    int64_t timeout_ms = 0, start_ms = 0;
     int rc = host->get_string(ctx, "file", &file);
     if (rc == TERN_OK)
         rc = host->get_string(ctx, "function", &function);
@@ -46,6 +46,8 @@ static int python_create(tern_ctx *ctx, void **state)
         rc = host->get_string(ctx, "python", &python);
     if (rc == TERN_OK)
         rc = host->get_int(ctx, "reply_timeout_ms", &timeout_ms);
+    if (rc == TERN_OK)
+        rc = host->get_int(ctx, "start_timeout_ms", &start_ms);
     if (rc == TERN_OK && (!*file || !*function || !*python))
         rc = host->setting_error(ctx, !*file ? "file" : !*function ? "function" : "python",
                                  "is empty");
@@ -54,7 +56,7 @@ static int python_create(tern_ctx *ctx, void **state)
         const char *argv[] = {python, "-u", "-c", tern_python_runner, file, function, NULL};
         rc = exec_engine_start(e, host, ctx, argv,
                                TERN_HAS(host, config_dir) ? host->config_dir(ctx) : ".",
-                               timeout_ms, 1, "file");
+                               timeout_ms, start_ms, "file");
     }
     if (rc != TERN_OK) {
         python_destroy(e);
@@ -92,6 +94,10 @@ static const tern_setting_spec python_settings[] = {
     TERN_SETTING(.name = "reply_timeout_ms", .type = TERN_SETTING_INT, .def = "10000", .min = 1,
                  .max = 86400000, .doc = "the longest one call may take; then the process is "
                  "killed and started again"),
+    TERN_SETTING(.name = "start_timeout_ms", .type = TERN_SETTING_INT, .def = "60000", .min = 1,
+                 .max = 86400000, .doc = "the longest the file may take to load (its imports, "
+                 "a model it reads) before it says it is ready, at the start and at each "
+                 "restart; then it is refused"),
     TERN_SETTINGS_END,
 };
 
