@@ -410,7 +410,10 @@ Test(exec_protocol, replies)
         {"{\"reward\": \"1\"}", EXEC_GARBAGE, 0, "no number \"reward\""},
         {"{\"reward\": 1, \"components\": [1]}", EXEC_GARBAGE, 0, "not an object"},
         {"{\"reward\": 1, \"reason\": 2}", EXEC_GARBAGE, 0, "\"reason\" is not a string"},
-        {"{\"reward\": 1, \"reward\": 2}", EXEC_GARBAGE, 0, "not JSON"},
+        /* named for what they are, not "not JSON" (issue 47 item 11) */
+        {"{\"reward\": 1, \"reward\": 2}", EXEC_GARBAGE, 0, "(a key given twice)"},
+        {"{\"reward\": 1, \"reason\": \"a\\u0000b\"}", EXEC_GARBAGE, 0,
+         "(a \\u0000 in a string: a verdict's text holds no NUL character)"},
         {"[1]", EXEC_GARBAGE, 0, "neither a number nor an object"},
         {"", EXEC_GARBAGE, 0, "not JSON"},
         {"\x01\x02 binary", EXEC_GARBAGE, 0, "'?? binary'"},

@@ -103,8 +103,12 @@ exec_reply exec_parse_reply(const char *line, size_t len, tern_reward_result *r,
 {
     json_error_t err;
     json_t *v = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
-    if (!v)
-        return garbage(r, "not JSON", line, len);
+    if (!v) /* JSON that tern refuses is named for what it is, not "not JSON" */
+        return garbage(r, strstr(err.text, "duplicate") ? "a key given twice"
+                          : strstr(err.text, "u0000") ? "a \\u0000 in a string: a verdict's "
+                                                        "text holds no NUL character"
+                                                      : "not JSON",
+                       line, len);
     exec_reply out = EXEC_VERDICT;
     if (json_is_number(v)) {
         r->reward = json_number_value(v);
