@@ -289,6 +289,24 @@ Test(python_reward, a_file_that_does_not_load_is_refused_with_pythons_words)
     }
 }
 
+/* A command that closes its end of the protocol without a verdict and
+ * keeps running is said to have done that: tern's own SIGKILL, which ends
+ * it, was reported as its death ("killed by signal 9") (issue 47 item 11);
+ * one that exits says its status. */
+Test(exec_reward, tern_stopping_a_command_is_not_its_death, .timeout = 60)
+{
+    write_file(WORK "/closer.py", "import os, sys, time\nfor line in sys.stdin:\n"
+                                  "    os.close(0); os.close(1)\n    time.sleep(30)\n");
+    write_file(WORK "/exiter.py", "import os, sys\nfor line in sys.stdin:\n    os._exit(5)\n");
+    result r;
+    score(&r, "--plugin exec -o 'command=[\"python3\", \"closer.py\"]'", "{\"response\": \"x\"}\n");
+    cr_expect(strstr(r.out, "closed its output without a verdict and was still running; tern "
+                            "stopped it"), "%s", r.out);
+    cr_expect(!strstr(r.out, "signal 9"), "%s", r.out);
+    score(&r, "--plugin exec -o 'command=[\"python3\", \"exiter.py\"]'", "{\"response\": \"x\"}\n");
+    cr_expect(strstr(r.out, "the command exited with status 5"), "%s", r.out);
+}
+
 /* A file that hangs while it loads is refused after start_timeout_ms,
  * naming the setting (it was a fixed 60 s, documented nowhere, whatever
  * reply_timeout_ms said) (issue 47 item 11). */

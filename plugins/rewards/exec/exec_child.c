@@ -195,6 +195,28 @@ void exec_child_kill(exec_child *c, int *status)
         *status = st;
 }
 
+int exec_child_end(exec_child *c, int grace_ms, int *status)
+{
+    int st = 0;
+    pid_t r = 0;
+    if (c->pid > 0) {
+        uint64_t until = now_ns() + (uint64_t)grace_ms * 1000000ull;
+        while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && now_ns() < until) {
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (r == c->pid) {
+            kill(-c->pid, SIGKILL); /* what it left behind in its group */
+            c->pid = 0;
+        }
+    }
+    int killed = c->pid > 0;
+    exec_child_kill(c, killed ? status : NULL);
+    if (!killed && status)
+        *status = st;
+    return killed;
+}
+
 void exec_child_stop(exec_child *c, int grace_ms)
 {
     if (c->pid > 0) {

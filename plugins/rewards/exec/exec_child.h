@@ -52,6 +52,12 @@ exec_io exec_child_pump(exec_child *c, const char *out, size_t n, size_t *sent,
  * (NULL is fine). Does nothing when it is not running. */
 void exec_child_kill(exec_child *c, int *status);
 
+/* After its output closed: wait up to `grace_ms` for the child to end by
+ * itself, then kill it as exec_child_kill does. Returns 1 when tern's kill
+ * ended it (*status is then that kill's, not how the child chose to end),
+ * 0 when it had ended on its own. */
+int exec_child_end(exec_child *c, int grace_ms, int *status);
+
 /* Close its standard input (it should exit), wait up to `grace_ms`, then
  * kill it; free the buffer. */
 void exec_child_stop(exec_child *c, int grace_ms);

@@ -132,7 +132,12 @@ static void lost(exec_engine *e, tern_reward_result *r, exec_io io, int garbage)
     int status = 0;
     if (garbage)
         snprintf(msg, sizeof msg, "%s", r->reason);
-    exec_child_kill(&e->child, &status);
+    /* its output closed: how it ended is its own unless tern had to stop it */
+    int ended_by_tern = 0;
+    if (!garbage && io != EXEC_IO_TIMEOUT && io != EXEC_IO_TOO_LONG)
+        ended_by_tern = exec_child_end(&e->child, 200, &status);
+    else
+        exec_child_kill(&e->child, &status);
     e->deaths++;
     if (garbage) {
         no_verdict(r, TERN_REWARD_GARBAGE, msg);
@@ -144,6 +149,10 @@ static void lost(exec_engine *e, tern_reward_result *r, exec_io io, int garbage)
         snprintf(msg, sizeof msg, "the command's reply is longer than %u bytes without a "
                  "newline", EXEC_MAX_LINE);
         no_verdict(r, TERN_REWARD_GARBAGE, msg);
+    } else if (ended_by_tern) {
+        snprintf(msg, sizeof msg, "the command closed its output without a verdict and was "
+                 "still running; tern stopped it");
+        no_verdict(r, TERN_REWARD_CRASH, msg);
     } else {
         char death[64];
         tern_wait_status_text(status, death, sizeof death);
