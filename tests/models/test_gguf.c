@@ -594,6 +594,30 @@ Test(cli, a_header_implying_gigabytes_is_refused_before_allocating)
     cr_expect(!strstr(r.err, "out of memory"), "%s", r.err);
 }
 
+/* A file whose weights hold a NaN is refused when the model starts (so by
+ * `tern check` too), naming the tensor: it passed and failed only after the
+ * first evaluation (issue 47 item 11). */
+Test(cli, weights_that_are_nan_are_refused_at_start)
+{
+    size_t n;
+    unsigned char *b = read_all(MICRO "/micro.gguf", &n);
+    gguf_file f;
+    char err[512];
+    cr_assert_eq(gguf_open_buffer(b, n, "micro.gguf", &f, err, sizeof err), 0, "%s", err);
+    const gguf_tensor *t = gguf_find_tensor(&f, "output_norm.weight");
+    cr_assert(t && t->type == 0 /* F32 */ && t->data, "micro.gguf's output_norm is F32");
+    size_t at = (size_t)(t->data - b) + 4 * 3; /* its fourth weight */
+    gguf_close(&f);
+    const uint32_t nan_bits = 0x7fc00000u;
+    memcpy(b + at, &nan_bits, 4);
+    FILE *o = fopen(WORK "/nan.gguf", "wb");
+    cr_assert_not_null(o);
+    fwrite(b, 1, n, o);
+    fclose(o);
+    free(b);
+    refused("nan.gguf", "tensor model.norm.weight holds NaN at weight 3 of ");
+}
+
 /* A path that is no GGUF file is named for what it is, never as a model
  * directory ("X.gguf/config.json: cannot read: Not a directory" misled). */
 Test(cli, a_path_that_is_no_gguf_file_says_what_it_is)

@@ -254,6 +254,10 @@ static int make_model(transformer *t, const char *path)
         if (rc == TERN_OK && !path)
             llama_init_random(&t->m, seed);
     }
+    /* weights that are NaN fail here, at the start (tern check too), not
+     * after the first evaluation */
+    if (rc == TERN_OK && path && llama_check_finite(&t->m, t->err, sizeof t->err) != 0)
+        rc = host->setting_error(t->ctx, "path", "%s: %s", path, t->err);
     if (rc == TERN_OK)
         rc = open_chat_template(t, path, gguf_config);
     free(gguf_config);
@@ -1180,6 +1184,8 @@ int front_load(void *state, const char *dir, int with_optimizer)
     if (checkpoint_load_weights(dir, &t->m, with_optimizer ? &t->opt : NULL, t->err,
                                 sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_EINVAL, "load: %s", t->err);
+    if (llama_check_finite(&t->m, t->err, sizeof t->err) != 0)
+        return host->fail(t->ctx, TERN_EINVAL, "load: %s: %s", dir, t->err);
     if (t->engine->push && t->engine->push(t->eng, t->m.params, with_optimizer ? &t->opt : NULL,
                                            t->err, sizeof t->err) != 0)
         return host->fail(t->ctx, TERN_ERR, "load: %s", t->err);

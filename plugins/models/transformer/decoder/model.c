@@ -72,6 +72,23 @@ int llama_model_init(llama_model *m, const llama_config *c, char *err, size_t er
     return 0;
 }
 
+int llama_check_finite(const llama_model *m, char *err, size_t errn)
+{
+    llama_tensor_info t;
+    for (size_t i = 0; i < llama_tensor_count(&m->cfg); i++) {
+        llama_tensor_describe(&m->cfg, i, &t);
+        const float *w = m->params + t.offset;
+        for (size_t k = 0; k < t.numel; k++)
+            if (!isfinite(w[k])) {
+                snprintf(err, errn, "tensor %s holds %s at weight %zu of %zu: a corrupt file, or "
+                         "the checkpoint of a run that diverged; load an earlier checkpoint",
+                         t.name, isnan(w[k]) ? "NaN" : "an infinity", k, t.numel);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 static void free_acts(llama_model *m)
 {
     free(m->res);

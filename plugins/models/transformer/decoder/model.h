@@ -82,6 +82,12 @@ typedef struct llama_model {
 
 /* Allocate a model for `c` (parameters zero). 0, or -1 with a message. */
 int llama_model_init(llama_model *m, const llama_config *c, char *err, size_t errn);
+
+/* Whether every weight of m is a finite number: 0, or -1 with err naming
+ * the first tensor that holds a NaN or an infinity and where (a corrupt
+ * file, or the checkpoint of a run that diverged). One pass over the
+ * weights. */
+int llama_check_finite(const llama_model *m, char *err, size_t errn);
 void llama_model_free(llama_model *m);
 /* bf16 products (on: 1) or float32 (0) for the linear layers and the head
  * (gemm.h). Attention's products, parameters, gradients, AdamW state and
