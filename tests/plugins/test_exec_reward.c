@@ -307,6 +307,21 @@ Test(exec_reward, tern_stopping_a_command_is_not_its_death, .timeout = 60)
     cr_expect(strstr(r.out, "the command exited with status 5"), "%s", r.out);
 }
 
+/* A reason holding a lone surrogate (a str Python can hold and UTF-8
+ * cannot) is a verdict, the surrogate replaced, not a dead runner ("crash:
+ * exited with status 1") (issue 47 item 11). */
+Test(python_reward, a_lone_surrogate_in_a_reason_is_replaced, .timeout = 60)
+{
+    write_file(WORK "/surrogate.py", "def reward(response, task):\n"
+                                     "    return {'reward': 1.0, 'reason': 'bad \\ud800 here'}\n");
+    result r;
+    score(&r, "--plugin python -o file=surrogate.py", "{\"response\": \"x\"}\n{\"response\": \"y\"}\n");
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    char b[512];
+    cr_expect(strstr(line_of(r.out, 0, b, sizeof b), "\"reason\":\"bad ? here\""), "%s", r.out);
+    cr_expect(strstr(line_of(r.out, 1, b, sizeof b), "\"reward\":1.0"), "%s", r.out);
+}
+
 /* A file that hangs while it loads is refused after start_timeout_ms,
  * naming the setting (it was a fixed 60 s, documented nowhere, whatever
  * reply_timeout_ms said) (issue 47 item 11). */
